@@ -1,0 +1,49 @@
+/*
+ * analysis.h - statistics over a capture, computed in one streaming pass.
+ *
+ * A report is a set of passes. Each pass sees every event once, in file order (per-thread order
+ * is time order; across threads it is not), keeps only per-source-location, per-frame or
+ * per-object state, and prints its section as text and as JSON. Memory grows with the number of
+ * distinct zones, frames and objects, never with the number of events.
+ *
+ * Adding a pass: implement mprof_pass_vtbl in src/analysis/<topic>.c and add it to the table in
+ * analysis.c. The core pass (frames, zones, plots, messages, threads, events) is always on.
+ */
+#ifndef MPROF_ANALYSIS_H
+#define MPROF_ANALYSIS_H
+
+#include "format/format.h"
+#include "analysis/json_out.h"
+#include "analysis/hist.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct mprof_analysis mprof_analysis;
+
+typedef struct mprof_pass_vtbl {
+    const char *name;   /* "memory"; also the report flag --memory */
+    bool always;        /* run even when not asked for */
+    void *(*create)(mprof_analysis *a);
+    void (*event)(void *state, mprof_analysis *a, const mprof_event *ev);
+    void (*finish)(void *state, mprof_analysis *a); /* after the last event */
+    void (*print_text)(void *state, mprof_analysis *a, FILE *out, int top_n);
+    void (*print_json)(void *state, mprof_analysis *a, mprof_json *j); /* writes "key": value */
+    void (*destroy)(void *state);
+} mprof_pass_vtbl;
+
+typedef struct mprof_analysis_opts {
+    int top_n;                /* rows in zone tables (default 20) */
+    const char *passes;       /* comma list of optional passes to enable, "all", or NULL */
+} mprof_analysis_opts;
+
+/* Runs every pass over the capture at path. Returns NULL with a message in err on failure. */
+mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *opts, char *err,
+                                   size_t errlen);
+void mprof_analysis_free(mprof_analysis *a);
+void mprof_analysis_print_text(mprof_analysis *a, FILE *out);
+void mprof_analysis_print_json(mprof_analysis *a, FILE *out);
+
+/* For passes: the reader (names of srclocs, strings, threads) and the core pass's results. */
+const mprof_reader *mprof_analysis_reader(const mprof_analysis *a);
+void *mprof_analysis_pass_state(const mprof_analysis *a, const char *name);

@@ -1,0 +1,142 @@
+/*
+ * core.h - what the library's modules share: thread buffers, the raw event writer, the
+ * collector's hooks and the global state.
+ *
+ * Instrumented threads write raw records (format.h's event table, raw widths) into their own
+ * blocks. A record is reserved with mprof__reserve(), filled with the mprof__w_* helpers, and
+ * published with mprof__commit(). Only the owning thread writes its blocks; the collector reads
+ * up to the published cursor. Any module that adds an event (memory, locks, fibers, GPU) writes
+ * it this way and never touches another thread's buffer.
+ */
+#ifndef MPROF_CORE_H
+#define MPROF_CORE_H
+
+#include "mprof/mprof.h"
+#include "format/format.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define MPROF__BLOCK_BYTES (64u * 1024u)
+
+enum { MPROF__MODE_OFF = 0, MPROF__MODE_IDLE = 1 /* started, not recording */ };
+
+typedef struct mprof__block {
+    struct mprof__block *_Atomic next; /* set (release) by the owner when the block is full */
+    unsigned char *_Atomic final_end;  /* where the data ends, set before next */
+    size_t size;
+    unsigned char data[];
+} mprof__block;
+
+/* One per thread that ever recorded; heap-allocated, freed by the collector after the thread
+ * has exited and its blocks are drained. mprof__tls points at tb. */
+typedef struct mprof__thread {
+    mprof__tbuf tb; /* must stay first */
+    uint32_t idx;   /* 1-based thread index in the capture */
+    uint64_t os_tid;
+    mprof__block *first;           /* owner: current block (tail) */
+    mprof__block *_Atomic head;    /* collector: oldest undrained block */
+    unsigned char *col_pos;        /* collector: drained up to here in head */
+    uint64_t lost;                 /* owner: events dropped since the last LOST record */
+    _Atomic int exited;
+    uint64_t col_last_ticks;       /* collector: previous TS in the current chunk */
+    uint32_t col_chunk_seq;        /* collector: chunk in which last_ticks is valid */
+    int col_named;                 /* collector: DEF_THREAD sent in this session */
+    char name[64];                 /* owner writes before commit of THREAD_NAME */
+    struct mprof__thread *next;    /* registry list, under mprof__g.threads_lock */
+    /* Fiber state (src/fiber.c) and debug zone depth. */
+    int zone_depth;
+    const char *fiber;
+} mprof__thread;
+
+/* Global state. One instance: mprof__g. */
+typedef struct mprof__globals {
+    pthread_mutex_t lock;          /* startup/shutdown, sink changes */
+    pthread_mutex_t threads_lock;  /* the threads list */
+    mprof__thread *threads;
+    uint32_t next_thread_idx;
+    mprof_config cfg;              /* effective config (defaults and env applied) */
+    _Atomic uint64_t buffered_bytes;
+    _Atomic uint64_t peak_buffered_bytes;
+    _Atomic uint64_t events_lost;
+    _Atomic uint64_t events_recorded;
+    _Atomic uint64_t bytes_raw;
+    _Atomic uint64_t bytes_written;
+    _Atomic uint64_t chunks_written;
+    _Atomic uint32_t sessions_dropped;
+    _Atomic uint64_t gpu_queries_lost;
+    _Atomic uint32_t session;      /* bumps on every startup */
+    int atexit_registered;
+    /* timer calibration */
+    double ns_per_tick;
+    uint64_t tick0;                /* ticks at startup */
+    uint64_t mono0_ns;             /* CLOCK_MONOTONIC at tick0 */
+    uint64_t real0_ns;             /* CLOCK_REALTIME at tick0 */
+    const char *timer_name;        /* "tsc", "cntvct" or "clock" */
+} mprof__globals;
+
+extern mprof__globals mprof__g;
+extern mprof__tbuf mprof__dummy_tbuf;
+
+/* Timer (timer.c). */
+void mprof__timer_init(bool check_invariant, bool verbose);
+uint64_t mprof__ticks_to_ns(uint64_t ticks); /* ns since tick0 */
+
+/* Thread buffers (profiler.c). */
+mprof__thread *mprof__thread_get(void); /* registers the calling thread when needed; NULL when
+                                           not recording */
+/* Reserves n raw bytes in the calling thread's buffer. NULL when not recording or when the
+ * memory cap is reached (then the event is counted as lost). n <= MPROF__BLOCK_BYTES / 2. */
+unsigned char *mprof__reserve(size_t n);
+/* Publishes the bytes up to end (end = reserved pointer + bytes written). */
+static inline void mprof__commit(unsigned char *end)
+{
+    mprof__tbuf *t = mprof__tls;
+    __atomic_store_n(&t->cur, end, __ATOMIC_RELEASE);
+}
+
+/* Raw field writers: each returns the pointer after what it wrote. */
+static inline unsigned char *mprof__w_u8(unsigned char *p, uint8_t v) { *p = v; return p + 1; }
+static inline unsigned char *mprof__w_u32(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); return p + 4; }
+static inline unsigned char *mprof__w_u64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); return p + 8; }
+static inline unsigned char *mprof__w_ptr(unsigned char *p, const void *v) { memcpy(p, &v, 8); return p + 8; }
+static inline unsigned char *mprof__w_f64(unsigned char *p, double v) { memcpy(p, &v, 8); return p + 8; }
+static inline unsigned char *mprof__w_ts(unsigned char *p) { return mprof__w_u64(p, mprof__ticks()); }
+/* STR: u16 length (clamped to 65535 - 1) then the bytes. */
+static inline unsigned char *mprof__w_str(unsigned char *p, const char *s, size_t len)
+{
+    if (len > 0xfffe)
+        len = 0xfffe;
+    uint16_t l = (uint16_t)len;
+    memcpy(p, &l, 2);
+    if (len)
+        memcpy(p + 2, s, len);
+    return p + 2 + len;
+}
+#define MPROF__STR_BYTES(len) (2 + ((len) > 0xfffe ? 0xfffe : (len)))
+
+/* Collector (collector.c). */
+int mprof__collector_start(void);   /* after the sink is open */
+void mprof__collector_stop(void);   /* drains everything, writes END, joins */
+void mprof__collector_flush(void);  /* drains and writes everything now */
+
+/* Sinks (collector.c for files; src/net.c adds sockets). A sink receives framed chunks. */
+typedef struct mprof__sink {
+    int (*write)(struct mprof__sink *s, const void *data, size_t len); /* 0 or -1 */
+    void (*close)(struct mprof__sink *s);
+    void *user;
+} mprof__sink;
+
+/* Platform (platform/platform_posix.c). */
+uint64_t mprof__os_tid(void);
+uint64_t mprof__mono_ns(void);
+uint64_t mprof__real_ns(void);
+int mprof__mkdirs_for(const char *path); /* creates the parent directories of path */
+const char *mprof__program_name(void);
+void mprof__set_os_thread_name(const char *name);
+
+/* Logs a line on stderr: "mprof: ..." (used rarely, never on the hot path). */
+void mprof__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
