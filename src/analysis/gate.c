@@ -1,0 +1,1218 @@
+/*
+ * gate.c - the statistical regression gate: load frame exports, compare, attribute, report.
+ *
+ * The seed's CI rule is "fail when the current p95 frame time is more than 10 % above the
+ * baseline's". On a shared machine the p95 of a few hundred frames moves by that much between
+ * two runs of unchanged code, so taken alone the rule fails builds at random. Here the rule is the
+ * magnitude test only; a regression also has to be significant (stats.h: a rank test on the
+ * frames, a bootstrap interval of the p95 ratio that excludes 1.0, and a rank test on per-run
+ * p95s when each side has several runs). When the magnitude rule holds but the evidence does not,
+ * the verdict is "inconclusive" and says how much more data would settle it, instead of guessing.
+ *
+ * Sections: loading (cJSON), comparison, attribution, writers (text, JSON, Markdown).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "analysis/gate.h"
+#include "analysis/stats.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_EXPORT_BYTES ((size_t)1 << 30) /* refuse frame exports past 1 GiB */
+#define DEFAULT_SEED 0x6d70726f66676174ull /* "mprofgat" */
+
+const char *mprof__gate_verdict_name(mprof_gate_verdict v)
+{
+    switch (v) {
+    case MPROF_GATE_PASS: return "pass";
+    case MPROF_GATE_REGRESSION: return "regression";
+    case MPROF_GATE_INCONCLUSIVE: return "inconclusive";
+    case MPROF_GATE_BAD_INPUT: return "bad-input";
+    }
+    return "bad-input";
+}
+
+static char *xstrdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- loading -------------------------------------------------------------------------------- */
+
+void mprof__gate_run_clear(mprof_gate_run *run)
+{
+    if (!run)
+        return;
+    free(run->path);
+    free(run->process);
+    free(run->git_sha);
+    free(run->hostname);
+    free(run->cpu);
+    free(run->build_type);
+    free(run->start_time);
+    free(run->frames_ms);
+    for (size_t i = 0; i < run->n_zones; i++) {
+        free(run->zones[i].name);
+        free(run->zones[i].self_ms);
+        free(run->zones[i].incl_ms);
+    }
+    free(run->zones);
+    memset(run, 0, sizeof *run);
+}
+
+void mprof__gate_side_free(mprof_gate_side *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_runs; i++)
+        mprof__gate_run_clear(&s->runs[i]);
+    free(s->runs);
+    free(s->origin);
+    free(s);
+}
+
+/* A string member, copied; NULL when absent or JSON null. -1 when present with another type. */
+static int opt_string(const cJSON *obj, const char *key, char **out)
+{
+    *out = NULL;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (!cJSON_IsString(v) || !v->valuestring)
+        return -1;
+    *out = xstrdup(v->valuestring);
+    return *out ? 0 : -1;
+}
+
+/* Reads an array of non-negative finite numbers of exactly want entries (want == SIZE_MAX: any
+ * length), dropping the first skip. Returns 0, or -1 with what is wrong in why. */
+static int number_array(const cJSON *arr, size_t want, size_t skip, double **out, size_t *out_n,
+                        const char **why)
+{
+    *out = NULL;
+    *out_n = 0;
+    if (!cJSON_IsArray(arr)) {
+        *why = "is not an array";
+        return -1;
+    }
+    size_t n = (size_t)cJSON_GetArraySize(arr);
+    if (want != SIZE_MAX && n != want) {
+        *why = "has a different length from frameTimesMs";
+        return -1;
+    }
+    size_t keep = n > skip ? n - skip : 0;
+    double *v = malloc((keep ? keep : 1) * sizeof *v);
+    if (!v) {
+        *why = "does not fit in memory";
+        return -1;
+    }
+    size_t i = 0, k = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0.0) {
+            free(v);
+            *why = "holds an entry that is not a non-negative number";
+            return -1;
+        }
+        if (i++ >= skip)
+            v[k++] = e->valuedouble;
+    }
+    *out = v;
+    *out_n = k;
+    return 0;
+}
+
+int mprof__gate_parse_run(const char *json, size_t len, const char *name, int skip_frames,
+                          mprof_gate_run *run, char *err, size_t errlen)
+{
+    memset(run, 0, sizeof *run);
+    const char *why = NULL;
+    size_t skip = skip_frames > 0 ? (size_t)skip_frames : 0;
+    cJSON *root = cJSON_ParseWithLength(json, len);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        long off = (at && at >= json && at <= json + len) ? (long)(at - json) : -1;
+        seterr(err, errlen, "%s: malformed JSON (parse error near byte %ld)", name, off);
+        return -1;
+    }
+    if (!cJSON_IsObject(root)) {
+        seterr(err, errlen, "%s: not a frame export (the top level is not a JSON object)", name);
+        goto fail;
+    }
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
+    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, MPROF_FRAMES_SCHEMA) != 0) {
+        seterr(err, errlen, "%s: not a frame export (\"schema\" must be \"%s\"; make one with "
+               "`mprof export CAPTURE --format frames`)", name, MPROF_FRAMES_SCHEMA);
+        goto fail;
+    }
+    run->path = xstrdup(name);
+    const cJSON *cap = cJSON_GetObjectItemCaseSensitive(root, "capture");
+    if (cap && !cJSON_IsObject(cap)) {
+        seterr(err, errlen, "%s: \"capture\" is not an object", name);
+        goto fail;
+    }
+    if (cap) {
+        if (opt_string(cap, "process", &run->process) || opt_string(cap, "gitSha", &run->git_sha) ||
+            opt_string(cap, "hostname", &run->hostname) || opt_string(cap, "cpu", &run->cpu) ||
+            opt_string(cap, "buildType", &run->build_type) ||
+            opt_string(cap, "startTime", &run->start_time)) {
+            seterr(err, errlen, "%s: a \"capture\" identity field is not a string", name);
+            goto fail;
+        }
+    }
+    const cJSON *frames = cJSON_GetObjectItemCaseSensitive(root, "frameTimesMs");
+    if (!frames) {
+        seterr(err, errlen, "%s: \"frameTimesMs\" is missing", name);
+        goto fail;
+    }
+    if (number_array(frames, SIZE_MAX, skip, &run->frames_ms, &run->n_frames, &why)) {
+        seterr(err, errlen, "%s: \"frameTimesMs\" %s", name, why);
+        goto fail;
+    }
+    size_t total_frames = (size_t)cJSON_GetArraySize(frames);
+    run->n_skipped = total_frames < skip ? total_frames : skip;
+
+    const cJSON *zones = cJSON_GetObjectItemCaseSensitive(root, "zones");
+    if (zones && !cJSON_IsArray(zones)) {
+        seterr(err, errlen, "%s: \"zones\" is not an array", name);
+        goto fail;
+    }
+    size_t nz = zones ? (size_t)cJSON_GetArraySize(zones) : 0;
+    if (nz) {
+        run->zones = calloc(nz, sizeof *run->zones);
+        if (!run->zones) {
+            seterr(err, errlen, "%s: out of memory", name);
+            goto fail;
+        }
+    }
+    const cJSON *z;
+    size_t zi = 0;
+    cJSON_ArrayForEach(z, zones)
+    {
+        mprof_gate_zone *gz = &run->zones[zi];
+        const cJSON *zn = cJSON_GetObjectItemCaseSensitive(z, "name");
+        if (!cJSON_IsObject(z) || !cJSON_IsString(zn) || !zn->valuestring) {
+            seterr(err, errlen, "%s: zones[%zu] has no \"name\" string", name, zi);
+            goto fail;
+        }
+        gz->name = xstrdup(zn->valuestring);
+        run->n_zones = ++zi;
+        if (!gz->name) {
+            seterr(err, errlen, "%s: out of memory", name);
+            goto fail;
+        }
+        gz->total_frames = total_frames;
+        const char *tk[2] = {"selfTotalMs", "totalMs"};
+        double *tv[2] = {&gz->self_total_ms, &gz->incl_total_ms};
+        for (int k = 0; k < 2; k++) {
+            const cJSON *t = cJSON_GetObjectItemCaseSensitive(z, tk[k]);
+            if (!t)
+                continue;
+            if (!cJSON_IsNumber(t) || !isfinite(t->valuedouble) || t->valuedouble < 0.0) {
+                seterr(err, errlen, "%s: zone \"%s\": \"%s\" is not a non-negative number", name,
+                       gz->name, tk[k]);
+                goto fail;
+            }
+            *tv[k] = t->valuedouble;
+        }
+        const char *ak[2] = {"selfPerFrameMs", "perFrameMs"};
+        double **av[2] = {&gz->self_ms, &gz->incl_ms};
+        for (int k = 0; k < 2; k++) {
+            const cJSON *a = cJSON_GetObjectItemCaseSensitive(z, ak[k]);
+            if (!a)
+                continue;
+            size_t got;
+            if (number_array(a, total_frames, skip, av[k], &got, &why)) {
+                seterr(err, errlen, "%s: zone \"%s\": \"%s\" %s", name, gz->name, ak[k], why);
+                goto fail;
+            }
+        }
+    }
+    cJSON_Delete(root);
+    return 0;
+fail:
+    cJSON_Delete(root);
+    mprof__gate_run_clear(run);
+    return -1;
+}
+
+static char *read_file(const char *path, size_t *out_len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        seterr(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (len == cap) {
+            if (cap >= MAX_EXPORT_BYTES) {
+                seterr(err, errlen, "%s: larger than 1 GiB, not a frame export", path);
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    if (!buf) {
+        seterr(err, errlen, "%s: out of memory", path);
+        fclose(f);
+        return NULL;
+    }
+    if (ferror(f)) {
+        seterr(err, errlen, "%s: read error: %s", path, strerror(errno));
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    *out_len = len;
+    return buf;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int add_run(mprof_gate_side *s, const char *path, int skip_frames, char *err, size_t errlen)
+{
+    size_t len;
+    char *text = read_file(path, &len, err, errlen);
+    if (!text)
+        return -1;
+    mprof_gate_run *nr = realloc(s->runs, (s->n_runs + 1) * sizeof *nr);
+    if (!nr) {
+        free(text);
+        seterr(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    s->runs = nr;
+    int rc = mprof__gate_parse_run(text, len, path, skip_frames, &s->runs[s->n_runs], err, errlen);
+    free(text);
+    if (rc == 0)
+        s->n_runs++;
+    return rc;
+}
+
+mprof_gate_side *mprof__gate_load(const char *dir_or_file, int skip_frames, char *err,
+                                  size_t errlen)
+{
+    struct stat st;
+    if (stat(dir_or_file, &st) != 0) {
+        seterr(err, errlen, "%s: %s", dir_or_file, strerror(errno));
+        return NULL;
+    }
+    mprof_gate_side *s = calloc(1, sizeof *s);
+    if (!s || !(s->origin = xstrdup(dir_or_file))) {
+        free(s);
+        seterr(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        if (add_run(s, dir_or_file, skip_frames, err, errlen)) {
+            mprof__gate_side_free(s);
+            return NULL;
+        }
+        return s;
+    }
+    DIR *d = opendir(dir_or_file);
+    if (!d) {
+        seterr(err, errlen, "%s: cannot open directory: %s", dir_or_file, strerror(errno));
+        mprof__gate_side_free(s);
+        return NULL;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    int oom = 0;
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (de->d_name[0] == '.' || l < 6 || strcmp(de->d_name + l - 5, ".json") != 0)
+            continue;
+        size_t pl = strlen(dir_or_file) + 1 + l + 1;
+        char *p = malloc(pl);
+        if (!p) {
+            oom = 1;
+            break;
+        }
+        snprintf(p, pl, "%s/%s", dir_or_file, de->d_name);
+        struct stat fst;
+        if (stat(p, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+            free(p);
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            char **nn = realloc(names, cap * sizeof *nn);
+            if (!nn) {
+                free(p);
+                oom = 1;
+                break;
+            }
+            names = nn;
+        }
+        names[n++] = p;
+    }
+    closedir(d);
+    int failed = 0;
+    if (oom) {
+        seterr(err, errlen, "%s: out of memory", dir_or_file);
+        failed = 1;
+    } else if (n == 0) {
+        seterr(err, errlen, "%s: no frame exports (*.json) in this directory", dir_or_file);
+        failed = 1;
+    } else {
+        qsort(names, n, sizeof *names, cmp_str);
+        for (size_t i = 0; i < n && !failed; i++)
+            failed = add_run(s, names[i], skip_frames, err, errlen) != 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    if (failed) {
+        mprof__gate_side_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* ---- comparison ----------------------------------------------------------------------------- */
+
+static void warn(mprof_gate_result *r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void warn(mprof_gate_result *r, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **nw = realloc(r->warnings, (r->n_warnings + 1) * sizeof *nw);
+    if (!nw)
+        return;
+    r->warnings = nw;
+    char *w = xstrdup(buf);
+    if (w)
+        r->warnings[r->n_warnings++] = w;
+}
+
+void mprof__gate_result_free(mprof_gate_result *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_warnings; i++)
+        free(r->warnings[i]);
+    free(r->warnings);
+    for (size_t i = 0; i < r->n_zones; i++)
+        free(r->zones[i].name);
+    free(r->zones);
+    if (r->base_paths)
+        for (size_t i = 0; i < r->base.runs; i++)
+            free(r->base_paths[i]);
+    if (r->cur_paths)
+        for (size_t i = 0; i < r->cur.runs; i++)
+            free(r->cur_paths[i]);
+    free(r->base_paths);
+    free(r->cur_paths);
+    free(r->base_git_sha);
+    free(r->cur_git_sha);
+    free(r);
+}
+
+/* Pooled frame times of a side with run boundaries (run_start has n_runs + 1 entries). Runs
+ * without frames are left out. Returns 0, or -1 out of memory. */
+static int pool_side(const mprof_gate_side *s, double **out_v, size_t **out_starts,
+                     size_t *out_runs)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < s->n_runs; i++)
+        total += s->runs[i].n_frames;
+    double *v = malloc((total ? total : 1) * sizeof *v);
+    size_t *st = malloc((s->n_runs + 1) * sizeof *st);
+    if (!v || !st) {
+        free(v);
+        free(st);
+        return -1;
+    }
+    size_t k = 0, nr = 0;
+    st[0] = 0;
+    for (size_t i = 0; i < s->n_runs; i++) {
+        if (s->runs[i].n_frames == 0)
+            continue;
+        memcpy(v + k, s->runs[i].frames_ms, s->runs[i].n_frames * sizeof *v);
+        k += s->runs[i].n_frames;
+        st[++nr] = k;
+    }
+    *out_v = v;
+    *out_starts = st;
+    *out_runs = nr;
+    return 0;
+}
+
+static int summarize(const double *v, size_t n, size_t runs, mprof_gate_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    out->runs = runs;
+    out->frames = n;
+    if (n == 0)
+        return 0;
+    double *s = malloc(n * sizeof *s);
+    if (!s)
+        return -1;
+    memcpy(s, v, n * sizeof *s);
+    mprof__sort_doubles(s, n);
+    out->p50_ms = mprof__percentile_sorted(s, n, 50);
+    out->p95_ms = mprof__percentile_sorted(s, n, 95);
+    out->p99_ms = mprof__percentile_sorted(s, n, 99);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += s[i];
+    out->mean_ms = sum / (double)n;
+    free(s);
+    return 0;
+}
+
+/* Compares one identity field across every run of both sides. Returns 1 when two known values
+ * differ (first pair described in msg). Runs without the field add a warning. */
+static int identity_differs(const mprof_gate_side *b, const mprof_gate_side *c, size_t off,
+                            const char *label, mprof_gate_result *r, char *msg, size_t msglen)
+{
+    const mprof_gate_side *sides[2] = {b, c};
+    const char *first = NULL, *first_path = NULL;
+    int unknown = 0;
+    for (int s = 0; s < 2; s++) {
+        for (size_t i = 0; i < sides[s]->n_runs; i++) {
+            const mprof_gate_run *run = &sides[s]->runs[i];
+            const char *v = *(char *const *)((const char *)run + off);
+            if (!v || !*v) {
+                unknown++;
+                continue;
+            }
+            if (!first) {
+                first = v;
+                first_path = run->path;
+            } else if (strcmp(first, v) != 0) {
+                snprintf(msg, msglen, "%s differs: %s has \"%s\", %s has \"%s\"", label,
+                         first_path, first, run->path, v);
+                return 1;
+            }
+        }
+    }
+    if (unknown)
+        warn(r, "%d run(s) do not record the %s; the machine guard cannot check it", unknown,
+             label);
+    return 0;
+}
+
+/* Mean per-frame time of a zone over a side, and the pooled per-frame self times when every run
+ * has them. A run that does not list the zone contributes zero time (exports list every zone's
+ * totals). */
+typedef struct zone_side {
+    double self_ms, incl_ms;
+    double *frames; /* pooled per-frame self ms, or NULL */
+    size_t n;
+} zone_side;
+
+static int zone_on_side(const mprof_gate_side *s, const char *name, zone_side *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t total = 0;
+    int per_frame = 1;
+    double self_sum = 0, incl_sum = 0, frames_sum = 0;
+    for (size_t i = 0; i < s->n_runs; i++) {
+        const mprof_gate_run *run = &s->runs[i];
+        total += run->n_frames;
+        const mprof_gate_zone *z = NULL;
+        for (size_t k = 0; k < run->n_zones; k++)
+            if (strcmp(run->zones[k].name, name) == 0) {
+                z = &run->zones[k];
+                break;
+            }
+        if (!z) {
+            frames_sum += (double)run->n_frames;
+            continue;
+        }
+        if (z->self_ms) {
+            for (size_t f = 0; f < run->n_frames; f++) {
+                self_sum += z->self_ms[f];
+                incl_sum += z->incl_ms ? z->incl_ms[f] : z->self_ms[f];
+            }
+            frames_sum += (double)run->n_frames;
+        } else {
+            per_frame = 0;
+            self_sum += z->self_total_ms;
+            incl_sum += z->incl_total_ms;
+            frames_sum += (double)z->total_frames;
+        }
+    }
+    if (frames_sum > 0) {
+        out->self_ms = self_sum / frames_sum;
+        out->incl_ms = incl_sum / frames_sum;
+    }
+    if (!per_frame || total == 0)
+        return 0;
+    out->frames = malloc(total * sizeof *out->frames);
+    if (!out->frames)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < s->n_runs; i++) {
+        const mprof_gate_run *run = &s->runs[i];
+        const mprof_gate_zone *z = NULL;
+        for (size_t j = 0; j < run->n_zones; j++)
+            if (strcmp(run->zones[j].name, name) == 0) {
+                z = &run->zones[j];
+                break;
+            }
+        for (size_t f = 0; f < run->n_frames; f++)
+            out->frames[k++] = z ? z->self_ms[f] : 0.0;
+    }
+    out->n = k;
+    return 0;
+}
+
+static int cmp_attrib(const void *pa, const void *pb)
+{
+    const mprof_gate_attrib *a = pa, *b = pb;
+    if (a->delta_ms != b->delta_ms)
+        return a->delta_ms < b->delta_ms ? 1 : -1;
+    return strcmp(a->name, b->name);
+}
+
+/* Every zone name of both sides, with its growth; keeps the top_zones largest growths. */
+static int attribute(const mprof_gate_side *b, const mprof_gate_side *c, mprof_gate_result *r)
+{
+    const mprof_gate_side *sides[2] = {b, c};
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < sides[s]->n_runs; i++)
+            for (size_t k = 0; k < sides[s]->runs[i].n_zones; k++) {
+                const char *nm = sides[s]->runs[i].zones[k].name;
+                int seen = 0;
+                for (size_t j = 0; j < n && !seen; j++)
+                    seen = strcmp(names[j], nm) == 0;
+                if (seen)
+                    continue;
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 16;
+                    char **nn = realloc(names, cap * sizeof *nn);
+                    if (!nn) {
+                        free(names);
+                        return -1;
+                    }
+                    names = nn;
+                }
+                names[n++] = (char *)nm;
+            }
+    mprof_gate_attrib *rows = calloc(n ? n : 1, sizeof *rows);
+    if (!rows) {
+        free(names);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t j = 0; j < n; j++) {
+        zone_side zb, zc;
+        if (zone_on_side(b, names[j], &zb) || zone_on_side(c, names[j], &zc)) {
+            free(zb.frames);
+            rc = -1;
+            break;
+        }
+        mprof_gate_attrib *a = &rows[j];
+        a->name = names[j]; /* borrowed until the top rows are copied */
+        a->base_ms = zb.self_ms;
+        a->cur_ms = zc.self_ms;
+        a->base_incl_ms = zb.incl_ms;
+        a->cur_incl_ms = zc.incl_ms;
+        a->delta_ms = zc.self_ms - zb.self_ms;
+        a->delta_pct = zb.self_ms > 0 ? 100.0 * (zc.self_ms / zb.self_ms - 1.0)
+                                      : (zc.self_ms > 0 ? INFINITY : 0.0);
+        a->p = 1.0;
+        if (zb.frames && zc.frames && zb.n && zc.n) {
+            mprof_mwu m;
+            if (mprof__mann_whitney(zb.frames, zb.n, zc.frames, zc.n, &m) == 0)
+                a->p = m.p_greater;
+            a->per_frame = 1;
+        }
+        free(zb.frames);
+        free(zc.frames);
+    }
+    if (rc == 0) {
+        qsort(rows, n, sizeof *rows, cmp_attrib);
+        size_t keep = n < (size_t)r->opts.top_zones ? n : (size_t)r->opts.top_zones;
+        r->zones = calloc(keep ? keep : 1, sizeof *r->zones);
+        if (!r->zones)
+            rc = -1;
+        for (size_t j = 0; rc == 0 && j < keep; j++) {
+            r->zones[j] = rows[j];
+            r->zones[j].name = xstrdup(rows[j].name);
+            r->n_zones = j + 1;
+            if (!r->zones[j].name)
+                rc = -1;
+        }
+    }
+    free(rows);
+    free(names);
+    return rc;
+}
+
+static int copy_paths(const mprof_gate_side *s, char ***out)
+{
+    *out = calloc(s->n_runs ? s->n_runs : 1, sizeof **out);
+    if (!*out)
+        return -1;
+    for (size_t i = 0; i < s->n_runs; i++)
+        if (!((*out)[i] = xstrdup(s->runs[i].path)))
+            return -1;
+    return 0;
+}
+
+/* A side's git SHA when all its runs agree, else NULL. */
+static char *side_sha(const mprof_gate_side *s)
+{
+    const char *sha = NULL;
+    for (size_t i = 0; i < s->n_runs; i++) {
+        const char *v = s->runs[i].git_sha;
+        if (!v)
+            continue;
+        if (sha && strcmp(sha, v) != 0)
+            return xstrdup("mixed");
+        sha = v;
+    }
+    return xstrdup(sha);
+}
+
+/* How many times more data a test with one-sided p-value p needs to reach alpha, assuming its
+ * z score grows with the square root of the sample size. 0 when it cannot be estimated (the
+ * data show no effect in that direction). */
+static double growth_factor(double p, double alpha)
+{
+    double z = mprof__normal_isf(p), zn = mprof__normal_isf(alpha);
+    if (!(z > 0.05))
+        return 0.0;
+    double f = (zn / z) * (zn / z);
+    return f < 1.0 ? 1.0 : f;
+}
+
+static void fill_defaults(mprof_gate_opts *o)
+{
+    if (o->threshold_pct <= 0.0)
+        o->threshold_pct = o->threshold_pct < 0.0 ? 0.0 : 10.0;
+    if (!(o->alpha > 0.0 && o->alpha < 1.0))
+        o->alpha = 0.05;
+    if (o->skip_frames < 0)
+        o->skip_frames = 0;
+    if (o->min_frames <= 0)
+        o->min_frames = 60;
+    if (o->n_resamples <= 0)
+        o->n_resamples = 2000;
+    if (o->seed == 0)
+        o->seed = DEFAULT_SEED;
+    if (o->top_zones <= 0)
+        o->top_zones = 5;
+}
+
+mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_gate_side *cur,
+                                       const mprof_gate_opts *opts, char *err, size_t errlen)
+{
+    mprof_gate_result *r = calloc(1, sizeof *r);
+    if (!r) {
+        seterr(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (opts)
+        r->opts = *opts;
+    fill_defaults(&r->opts);
+    const mprof_gate_opts *o = &r->opts;
+    r->rank_p = 1.0;
+    r->run_p = 1.0;
+
+    double *bv = NULL, *cv = NULL, *bp95 = NULL, *cp95 = NULL, *scratch = NULL;
+    size_t *bs = NULL, *cs = NULL, bruns = 0, cruns = 0;
+    if (pool_side(base, &bv, &bs, &bruns) || pool_side(cur, &cv, &cs, &cruns))
+        goto oom;
+    size_t nb = bs[bruns], nc = cs[cruns];
+    if (summarize(bv, nb, bruns, &r->base) || summarize(cv, nc, cruns, &r->cur))
+        goto oom;
+    r->base.runs = base->n_runs;
+    r->cur.runs = cur->n_runs;
+    if (copy_paths(base, &r->base_paths) || copy_paths(cur, &r->cur_paths))
+        goto oom;
+    r->base_git_sha = side_sha(base);
+    r->cur_git_sha = side_sha(cur);
+    if (attribute(base, cur, r))
+        goto oom;
+    if (r->base.p95_ms > 0)
+        r->p95_ratio = r->cur.p95_ms / r->base.p95_ms;
+
+    /* The machine guard. */
+    static const struct {
+        size_t off;
+        const char *label;
+    } ids[] = {{offsetof(mprof_gate_run, hostname), "hostname"},
+               {offsetof(mprof_gate_run, cpu), "CPU model"},
+               {offsetof(mprof_gate_run, build_type), "build type"}};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        char msg[384];
+        if (!identity_differs(base, cur, ids[i].off, ids[i].label, r, msg, sizeof msg))
+            continue;
+        if (!o->allow_different_machines) {
+            r->verdict = MPROF_GATE_BAD_INPUT;
+            snprintf(r->reason, sizeof r->reason,
+                     "refusing to compare: %s (timings from different machines or builds are not "
+                     "comparable; pass --allow-different-machines to compare anyway)", msg);
+            goto done;
+        }
+        warn(r, "%s; compared anyway (--allow-different-machines)", msg);
+    }
+    for (size_t i = 0; i < base->n_runs; i++)
+        if (base->runs[i].n_frames == 0)
+            warn(r, "%s has no frames after skipping %d; left out", base->runs[i].path,
+                 o->skip_frames);
+    for (size_t i = 0; i < cur->n_runs; i++)
+        if (cur->runs[i].n_frames == 0)
+            warn(r, "%s has no frames after skipping %d; left out", cur->runs[i].path,
+                 o->skip_frames);
+
+    /* Minimum frame count. */
+    size_t minf = (size_t)o->min_frames;
+    if (nb < minf || nc < minf) {
+        size_t have = nb < nc ? nb : nc;
+        r->verdict = MPROF_GATE_INCONCLUSIVE;
+        r->need_frames = (long)(minf - have);
+        snprintf(r->reason, sizeof r->reason,
+                 "too few frames to decide: baseline has %zu, current %zu, at least %zu per side "
+                 "are required (--min-frames); record %ld more",
+                 nb, nc, minf, r->need_frames);
+        goto done;
+    }
+
+    /* Significance: rank test on frames, bootstrap of the p95 ratio, rank test on run p95s. */
+    mprof_mwu m;
+    if (mprof__mann_whitney(bv, nb, cv, nc, &m))
+        goto oom;
+    r->rank_p = m.p_greater;
+    r->rank_u = m.u;
+    r->rank_z = m.z;
+    r->rank_effect = m.effect;
+    r->rank_exact = m.exact;
+    mprof_sample_runs sb = {bv, bs, bruns}, sc = {cv, cs, cruns};
+    mprof_ratio_ci ci;
+    if (mprof__bootstrap_ratio_ci(&sb, &sc, 95.0, o->n_resamples, 1.0 - o->alpha, o->seed, &ci)) {
+        /* Only a zero baseline p95 gets here with enough frames. */
+        r->verdict = MPROF_GATE_BAD_INPUT;
+        snprintf(r->reason, sizeof r->reason,
+                 "the baseline p95 frame time is zero; the exports hold no usable timings");
+        goto done;
+    }
+    r->ci_lo = ci.lo;
+    r->ci_hi = ci.hi;
+    if (bruns >= 2 && cruns >= 2) {
+        bp95 = malloc(bruns * sizeof *bp95);
+        cp95 = malloc(cruns * sizeof *cp95);
+        size_t big = nb > nc ? nb : nc;
+        scratch = malloc(big * sizeof *scratch);
+        if (!bp95 || !cp95 || !scratch)
+            goto oom;
+        for (size_t i = 0; i < bruns; i++)
+            bp95[i] = mprof__percentile_select(bv + bs[i], bs[i + 1] - bs[i], 95, scratch);
+        for (size_t i = 0; i < cruns; i++)
+            cp95[i] = mprof__percentile_select(cv + cs[i], cs[i + 1] - cs[i], 95, scratch);
+        mprof_mwu rm;
+        if (mprof__mann_whitney(bp95, bruns, cp95, cruns, &rm))
+            goto oom;
+        r->run_test = 1;
+        r->run_p = rm.p_greater;
+    } else if (bruns >= 2 || cruns >= 2) {
+        warn(r, "the per-run p95 test needs two or more runs on each side (baseline %zu, "
+                "current %zu); only the frame-level tests were made", bruns, cruns);
+    }
+
+    int rank_ok = r->rank_p < o->alpha;
+    int ci_ok = r->ci_lo > 1.0;
+    int run_ok = !r->run_test || r->run_p < o->alpha;
+    r->magnitude = r->cur.p95_ms > r->base.p95_ms * (1.0 + o->threshold_pct / 100.0);
+    r->significant = rank_ok && ci_ok && run_ok;
+    double change = 100.0 * (r->p95_ratio - 1.0);
+
+    if (!r->magnitude) {
+        r->verdict = MPROF_GATE_PASS;
+        snprintf(r->reason, sizeof r->reason,
+                 "p95 frame time changed by %+.1f %%, within the +%g %% threshold%s", change,
+                 o->threshold_pct,
+                 r->significant ? " (the change is statistically significant, but small)" : "");
+        goto done;
+    }
+    if (r->significant) {
+        r->verdict = MPROF_GATE_REGRESSION;
+        if (r->n_zones > 0 && r->zones[0].delta_ms > 0)
+            snprintf(r->reason, sizeof r->reason,
+                     "p95 frame time rose %+.1f %% (threshold +%g %%; %g %% interval of the ratio "
+                     "%.3f..%.3f, rank test p = %.2g); most of the growth is in zone \"%s\" "
+                     "(%+.3f ms per frame)",
+                     change, o->threshold_pct, 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi,
+                     r->rank_p, r->zones[0].name, r->zones[0].delta_ms);
+        else
+            snprintf(r->reason, sizeof r->reason,
+                     "p95 frame time rose %+.1f %% (threshold +%g %%; %g %% interval of the ratio "
+                     "%.3f..%.3f, rank test p = %.2g); no zone grew (the time is outside zones)",
+                     change, o->threshold_pct, 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi,
+                     r->rank_p);
+        goto done;
+    }
+
+    /* Magnitude without evidence: estimate how much more data would decide it. */
+    r->verdict = MPROF_GATE_INCONCLUSIVE;
+    double f = 1.0;
+    int estimable = 1;
+    if (!rank_ok) {
+        double g = growth_factor(r->rank_p, o->alpha);
+        if (g == 0.0)
+            estimable = 0;
+        else if (g > f)
+            f = g;
+    }
+    if (!ci_ok && r->p95_ratio > 1.0) {
+        /* The interval's half-width shrinks with the square root of the frame count. */
+        double half = r->p95_ratio - r->ci_lo, room = r->p95_ratio - 1.0;
+        double g = (half / room) * (half / room) * 1.1;
+        if (g > f)
+            f = g;
+    }
+    size_t have = nb > nc ? nb : nc;
+    if (!rank_ok || !ci_ok)
+        r->need_frames = estimable ? (long)ceil((double)have * (f - 1.0)) + 1 : 0;
+    if (r->run_test && !run_ok) {
+        size_t runs = bruns < cruns ? bruns : cruns, k = runs;
+        while (mprof__mwu_min_p(k, k) >= o->alpha)
+            k++;
+        double g = growth_factor(r->run_p, o->alpha);
+        size_t by_z = g > 0 ? (size_t)ceil((double)runs * g) : k;
+        if (by_z > k)
+            k = by_z;
+        r->need_runs = (long)(k - runs);
+        if (r->need_runs < 1)
+            r->need_runs = 1;
+    }
+    char more[160] = "";
+    if (r->need_frames > 0 && r->need_runs > 0)
+        snprintf(more, sizeof more, "; record about %ld more frames and %ld more runs per side",
+                 r->need_frames, r->need_runs);
+    else if (r->need_frames > 0)
+        snprintf(more, sizeof more, "; record about %ld more frames per side", r->need_frames);
+    else if (r->need_runs > 0)
+        snprintf(more, sizeof more, "; record about %ld more runs per side", r->need_runs);
+    else if (!estimable)
+        snprintf(more, sizeof more, "; the frame distributions show no shift, only the p95 "
+                                    "moved, so more frames alone may not settle it");
+    snprintf(r->reason, sizeof r->reason,
+             "p95 frame time rose %+.1f %% (threshold +%g %%) but not significantly "
+             "(rank test p = %.2g, interval %.3f..%.3f%s)%s",
+             change, o->threshold_pct, r->rank_p, r->ci_lo, r->ci_hi,
+             r->run_test ? (run_ok ? ", per-run p95s differ" : ", per-run p95s do not differ")
+                         : "",
+             more);
+
+done:
+    free(bv);
+    free(cv);
+    free(bs);
+    free(cs);
+    free(bp95);
+    free(cp95);
+    free(scratch);
+    return r;
+oom:
+    free(bv);
+    free(cv);
+    free(bs);
+    free(cs);
+    free(bp95);
+    free(cp95);
+    free(scratch);
+    mprof__gate_result_free(r);
+    seterr(err, errlen, "out of memory");
+    return NULL;
+}
+
+/* ---- writers -------------------------------------------------------------------------------- */
+
+static const char *verdict_upper(mprof_gate_verdict v)
+{
+    switch (v) {
+    case MPROF_GATE_PASS: return "PASS";
+    case MPROF_GATE_REGRESSION: return "REGRESSION";
+    case MPROF_GATE_INCONCLUSIVE: return "INCONCLUSIVE";
+    case MPROF_GATE_BAD_INPUT: return "REFUSED";
+    }
+    return "REFUSED";
+}
+
+static double pct_change(double cur, double base)
+{
+    return base > 0 ? 100.0 * (cur / base - 1.0) : 0.0;
+}
+
+int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
+{
+    const mprof_gate_opts *o = &r->opts;
+    fprintf(out, "mprof gate: %s (exit %d)\n", verdict_upper(r->verdict), (int)r->verdict);
+    fprintf(out, "  %s\n\n", r->reason);
+    fprintf(out, "  %-16s %12s %12s %9s\n", "", "baseline", "current", "change");
+    fprintf(out, "  %-16s %12zu %12zu\n", "runs", r->base.runs, r->cur.runs);
+    fprintf(out, "  %-16s %12zu %12zu\n", "frames", r->base.frames, r->cur.frames);
+    const char *lbl[4] = {"p50 frame ms", "p95 frame ms", "p99 frame ms", "mean frame ms"};
+    double bvals[4] = {r->base.p50_ms, r->base.p95_ms, r->base.p99_ms, r->base.mean_ms};
+    double cvals[4] = {r->cur.p50_ms, r->cur.p95_ms, r->cur.p99_ms, r->cur.mean_ms};
+    for (int i = 0; i < 4; i++)
+        fprintf(out, "  %-16s %12.3f %12.3f %+8.1f%%\n", lbl[i], bvals[i], cvals[i],
+                pct_change(cvals[i], bvals[i]));
+    if (r->verdict != MPROF_GATE_BAD_INPUT && r->base.frames >= (size_t)o->min_frames &&
+        r->cur.frames >= (size_t)o->min_frames) {
+        fprintf(out, "\n  magnitude   p95 ratio %.3f vs limit %.3f: %s\n", r->p95_ratio,
+                1.0 + o->threshold_pct / 100.0, r->magnitude ? "exceeded" : "within");
+        fprintf(out, "  rank test   one-sided p = %.3g (%s, P(current > baseline) = %.2f)\n",
+                r->rank_p, r->rank_exact ? "exact" : "normal approximation", r->rank_effect);
+        fprintf(out, "  bootstrap   %g %% interval of the p95 ratio: %.3f .. %.3f\n",
+                100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi);
+        if (r->run_test)
+            fprintf(out, "  runs        per-run p95 rank test p = %.3g\n", r->run_p);
+    }
+    if (r->n_zones > 0) {
+        fprintf(out, "\n  where the time went (self time per frame, largest growth first)\n");
+        fprintf(out, "  %-32s %10s %10s %10s %9s %8s\n", "zone", "base ms", "cur ms", "delta ms",
+                "delta", "p");
+        for (size_t i = 0; i < r->n_zones; i++) {
+            const mprof_gate_attrib *a = &r->zones[i];
+            char rel[32], p[32];
+            if (isinf(a->delta_pct))
+                snprintf(rel, sizeof rel, "new");
+            else
+                snprintf(rel, sizeof rel, "%+.1f%%", a->delta_pct);
+            if (a->per_frame)
+                snprintf(p, sizeof p, "%.2g", a->p);
+            else
+                snprintf(p, sizeof p, "-");
+            fprintf(out, "  %-32.32s %10.3f %10.3f %+10.3f %9s %8s\n", a->name, a->base_ms,
+                    a->cur_ms, a->delta_ms, rel, p);
+        }
+    }
+    for (size_t i = 0; i < r->n_warnings; i++)
+        fprintf(out, "  warning: %s\n", r->warnings[i]);
+    return ferror(out) ? -1 : 0;
+}
+
+/* Rounds to 6 decimals so that reports do not print binary noise (16.666666666666668). */
+static double r6(double v)
+{
+    if (!isfinite(v))
+        return v;
+    return round(v * 1e6) / 1e6;
+}
+
+static cJSON *side_json(const mprof_gate_summary *s, char *const *paths, const char *sha)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON *p = cJSON_AddArrayToObject(o, "files");
+    for (size_t i = 0; p && i < s->runs; i++)
+        cJSON_AddItemToArray(p, cJSON_CreateString(paths[i]));
+    if (sha)
+        cJSON_AddStringToObject(o, "gitSha", sha);
+    else
+        cJSON_AddNullToObject(o, "gitSha");
+    cJSON_AddNumberToObject(o, "runs", (double)s->runs);
+    cJSON_AddNumberToObject(o, "frameCount", (double)s->frames);
+    cJSON_AddNumberToObject(o, "p50FrameTimeMs", r6(s->p50_ms));
+    cJSON_AddNumberToObject(o, "p95FrameTimeMs", r6(s->p95_ms));
+    cJSON_AddNumberToObject(o, "p99FrameTimeMs", r6(s->p99_ms));
+    cJSON_AddNumberToObject(o, "meanFrameTimeMs", r6(s->mean_ms));
+    return o;
+}
+
+int mprof__gate_write_json(const mprof_gate_result *r, FILE *out)
+{
+    const mprof_gate_opts *o = &r->opts;
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return -1;
+    cJSON_AddStringToObject(j, "schema", MPROF_GATE_SCHEMA);
+    cJSON_AddStringToObject(j, "verdict", mprof__gate_verdict_name(r->verdict));
+    cJSON_AddNumberToObject(j, "exitCode", (double)r->verdict);
+    cJSON_AddStringToObject(j, "reason", r->reason);
+    cJSON_AddNumberToObject(j, "thresholdPct", o->threshold_pct);
+    cJSON_AddNumberToObject(j, "alpha", o->alpha);
+    cJSON_AddNumberToObject(j, "skipFrames", o->skip_frames);
+    cJSON_AddNumberToObject(j, "minFrames", o->min_frames);
+    cJSON_AddBoolToObject(j, "allowDifferentMachines", o->allow_different_machines != 0);
+    cJSON_AddItemToObject(j, "baseline", side_json(&r->base, r->base_paths, r->base_git_sha));
+    cJSON_AddItemToObject(j, "current", side_json(&r->cur, r->cur_paths, r->cur_git_sha));
+    cJSON_AddNumberToObject(j, "p95Ratio", r6(r->p95_ratio));
+    cJSON_AddNumberToObject(j, "p95ChangePct", r6(pct_change(r->cur.p95_ms, r->base.p95_ms)));
+    cJSON_AddBoolToObject(j, "magnitude", r->magnitude != 0);
+    cJSON_AddBoolToObject(j, "significant", r->significant != 0);
+    cJSON *ci = cJSON_AddObjectToObject(j, "p95RatioInterval");
+    if (ci) {
+        cJSON_AddNumberToObject(ci, "level", r6(1.0 - o->alpha));
+        cJSON_AddNumberToObject(ci, "low", r6(r->ci_lo));
+        cJSON_AddNumberToObject(ci, "high", r6(r->ci_hi));
+        cJSON_AddNumberToObject(ci, "resamples", o->n_resamples);
+    }
+    cJSON *rk = cJSON_AddObjectToObject(j, "rankTest");
+    if (rk) {
+        cJSON_AddNumberToObject(rk, "u", r6(r->rank_u));
+        cJSON_AddNumberToObject(rk, "z", r6(r->rank_z));
+        cJSON_AddNumberToObject(rk, "pGreater", r->rank_p);
+        cJSON_AddNumberToObject(rk, "effect", r6(r->rank_effect));
+        cJSON_AddBoolToObject(rk, "exact", r->rank_exact != 0);
+    }
+    if (r->run_test) {
+        cJSON *rt = cJSON_AddObjectToObject(j, "runTest");
+        if (rt)
+            cJSON_AddNumberToObject(rt, "pGreater", r->run_p);
+    } else {
+        cJSON_AddNullToObject(j, "runTest");
+    }
+    cJSON_AddNumberToObject(j, "needMoreFrames", (double)r->need_frames);
+    cJSON_AddNumberToObject(j, "needMoreRuns", (double)r->need_runs);
+    cJSON *zs = cJSON_AddArrayToObject(j, "zones");
+    for (size_t i = 0; zs && i < r->n_zones; i++) {
+        const mprof_gate_attrib *a = &r->zones[i];
+        cJSON *z = cJSON_CreateObject();
+        if (!z)
+            break;
+        cJSON_AddStringToObject(z, "name", a->name);
+        cJSON_AddNumberToObject(z, "baselineSelfMsPerFrame", r6(a->base_ms));
+        cJSON_AddNumberToObject(z, "currentSelfMsPerFrame", r6(a->cur_ms));
+        cJSON_AddNumberToObject(z, "deltaMs", r6(a->delta_ms));
+        if (isinf(a->delta_pct))
+            cJSON_AddNullToObject(z, "deltaPct");
+        else
+            cJSON_AddNumberToObject(z, "deltaPct", r6(a->delta_pct));
+        cJSON_AddNumberToObject(z, "baselineInclusiveMsPerFrame", r6(a->base_incl_ms));
+        cJSON_AddNumberToObject(z, "currentInclusiveMsPerFrame", r6(a->cur_incl_ms));
+        if (a->per_frame)
+            cJSON_AddNumberToObject(z, "pGreater", a->p);
+        else
+            cJSON_AddNullToObject(z, "pGreater");
+        cJSON_AddItemToArray(zs, z);
+    }
+    cJSON *ws = cJSON_AddArrayToObject(j, "warnings");
+    for (size_t i = 0; ws && i < r->n_warnings; i++)
+        cJSON_AddItemToArray(ws, cJSON_CreateString(r->warnings[i]));
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!text)
+        return -1;
+    fputs(text, out);
+    fputc('\n', out);
+    free(text);
+    return ferror(out) ? -1 : 0;
+}
+
+/* Markdown table cells must not contain '|' or newlines. */
+static void md_cell(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|')
+            fputs("\\|", out);
+        else if (*s == '\n' || *s == '\r')
+            fputc(' ', out);
+        else
+            fputc(*s, out);
+    }
+}
+
+int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out)
+{
+    const mprof_gate_opts *o = &r->opts;
+    fprintf(out, "### mprof gate: **%s**\n\n", mprof__gate_verdict_name(r->verdict));
+    md_cell(out, r->reason);
+    fprintf(out, "\n\n| | Baseline | Current | Change |\n|---|---:|---:|---:|\n");
+    fprintf(out, "| Runs | %zu | %zu | |\n", r->base.runs, r->cur.runs);
+    fprintf(out, "| Frames | %zu | %zu | |\n", r->base.frames, r->cur.frames);
+    const char *lbl[3] = {"p50 frame time", "p95 frame time", "p99 frame time"};
+    double bvals[3] = {r->base.p50_ms, r->base.p95_ms, r->base.p99_ms};
+    double cvals[3] = {r->cur.p50_ms, r->cur.p95_ms, r->cur.p99_ms};
+    for (int i = 0; i < 3; i++)
+        fprintf(out, "| %s | %.3f ms | %.3f ms | %+.1f %% |\n", lbl[i], bvals[i], cvals[i],
+                pct_change(cvals[i], bvals[i]));
+    if (r->verdict != MPROF_GATE_BAD_INPUT && r->base.frames >= (size_t)o->min_frames &&
+        r->cur.frames >= (size_t)o->min_frames) {
+        fprintf(out, "\nThreshold +%g %%. p95 ratio %.3f, %g %% interval %.3f to %.3f; "
+                     "rank test p = %.3g",
+                o->threshold_pct, r->p95_ratio, 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi,
+                r->rank_p);
+        if (r->run_test)
+            fprintf(out, "; per-run p95 test p = %.3g", r->run_p);
+        fprintf(out, ".\n");
+    }
+    if (r->n_zones > 0) {
+        fprintf(out, "\n| Zone | Baseline ms/frame | Current ms/frame | Change ms | Change %% |\n"
+                     "|---|---:|---:|---:|---:|\n");
+        for (size_t i = 0; i < r->n_zones; i++) {
+            const mprof_gate_attrib *a = &r->zones[i];
+            fputs("| `", out);
+            for (const char *s = a->name; *s; s++)
+                fputc(*s == '`' ? '\'' : (*s == '|' || *s == '\n' ? ' ' : *s), out);
+            fprintf(out, "` | %.3f | %.3f | %+.3f | ", a->base_ms, a->cur_ms, a->delta_ms);
+            if (isinf(a->delta_pct))
+                fputs("new |\n", out);
+            else
+                fprintf(out, "%+.1f %% |\n", a->delta_pct);
+        }
+    }
+    if (r->n_warnings > 0) {
+        fputc('\n', out);
+        for (size_t i = 0; i < r->n_warnings; i++) {
+            fputs("- warning: ", out);
+            md_cell(out, r->warnings[i]);
+            fputc('\n', out);
+        }
+    }
+    return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,413 @@
+/*
+ * stats.c - percentiles, the Mann-Whitney U test and a hierarchical bootstrap.
+ *
+ * The idea: a gate that compares two p95s on their own flips on noise, because a p95 of a few
+ * hundred frames moves by several percent between identical runs. So the gate asks two further
+ * questions of the data. Is one distribution shifted against the other (a rank test, which does
+ * not care about the shape of the tail)? And how far could the p95 ratio move if we re-ran the
+ * same experiment (a bootstrap, which resamples the runs we have instead of assuming a formula)?
+ * Both are implemented here in plain C with no dependencies beyond libm.
+ */
+#include "analysis/stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+void mprof__sort_doubles(double *v, size_t n)
+{
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_double);
+}
+
+double mprof__percentile_sorted(const double *sorted, size_t n, double p)
+{
+    if (n == 0)
+        return 0.0;
+    if (p <= 0.0)
+        return sorted[0];
+    if (p >= 100.0)
+        return sorted[n - 1];
+    double h = (double)(n - 1) * p / 100.0;
+    size_t k = (size_t)h;
+    double frac = h - (double)k;
+    if (k + 1 >= n)
+        return sorted[n - 1];
+    return sorted[k] + frac * (sorted[k + 1] - sorted[k]);
+}
+
+static void swap_d(double *a, double *b)
+{
+    double t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Places the k-th smallest value at v[k], smaller-or-equal values before it and greater-or-equal
+ * after it. Three-way partitioning keeps it linear when many values are equal (quantised timers). */
+static void select_kth(double *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n; /* the k-th lies in [lo, hi) */
+    while (hi - lo > 1) {
+        /* Median of three as the pivot. */
+        size_t mid = lo + (hi - lo) / 2;
+        double a = v[lo], b = v[mid], c = v[hi - 1];
+        double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        size_t lt = lo, i = lo, gt = hi;
+        while (i < gt) {
+            if (v[i] < pivot)
+                swap_d(&v[lt++], &v[i++]);
+            else if (v[i] > pivot)
+                swap_d(&v[i], &v[--gt]);
+            else
+                i++;
+        }
+        if (k < lt)
+            hi = lt;
+        else if (k >= gt)
+            lo = gt;
+        else
+            return;
+    }
+}
+
+double mprof__percentile_select(const double *v, size_t n, double p, double *scratch)
+{
+    if (n == 0)
+        return 0.0;
+    memcpy(scratch, v, n * sizeof *v);
+    if (p < 0.0)
+        p = 0.0;
+    if (p > 100.0)
+        p = 100.0;
+    double h = (double)(n - 1) * p / 100.0;
+    size_t k = (size_t)h;
+    double frac = h - (double)k;
+    select_kth(scratch, n, k);
+    double x = scratch[k];
+    if (frac <= 0.0 || k + 1 >= n)
+        return x;
+    /* The (k+1)-th smallest is the minimum of what lies after k. */
+    double y = scratch[k + 1];
+    for (size_t i = k + 2; i < n; i++)
+        if (scratch[i] < y)
+            y = scratch[i];
+    return x + frac * (y - x);
+}
+
+double mprof__normal_sf(double z)
+{
+    return 0.5 * erfc(z / sqrt(2.0));
+}
+
+double mprof__normal_isf(double p)
+{
+    if (p <= 0.0)
+        return INFINITY;
+    if (p >= 1.0)
+        return -INFINITY;
+    /* Bisection on the monotone upper tail; 200 halvings of [-40, 40] reach double precision. */
+    double lo = -40.0, hi = 40.0;
+    for (int i = 0; i < 200 && hi - lo > 1e-12; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (mprof__normal_sf(mid) > p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+double mprof__mwu_min_p(size_t na, size_t nb)
+{
+    /* 1 / C(na + nb, na), computed as a product to stay in range. */
+    double c = 1.0;
+    size_t k = na < nb ? na : nb, n = na + nb;
+    for (size_t i = 1; i <= k; i++)
+        c = c * (double)(n - k + i) / (double)i;
+    return 1.0 / c;
+}
+
+typedef struct ranked {
+    double v;
+    int from_b;
+} ranked;
+
+static int cmp_ranked(const void *pa, const void *pb)
+{
+    const ranked *a = pa, *b = pb;
+    return (a->v > b->v) - (a->v < b->v);
+}
+
+#define EXACT_MAX 20
+
+/* Exact upper tail P(U >= u) for sizes m (a) and n (b) without ties: counts of the arrangements
+ * of m a's and n b's by U, from f(m, n, u) = f(m, n-1, u-m) + f(m-1, n, u) (the largest value is
+ * either a b, which beats all m a's, or an a, which adds nothing). */
+static double exact_upper_tail(size_t m, size_t n, double u)
+{
+    size_t maxu = m * n;
+    /* f[j] for the current i holds arrays for n' = 0..n; we build row by row over m' = 0..m. */
+    double *prev[EXACT_MAX + 1], *cur[EXACT_MAX + 1];
+    double result = 1.0;
+    memset(prev, 0, sizeof prev);
+    memset(cur, 0, sizeof cur);
+    for (size_t i = 0; i <= m; i++) {
+        for (size_t j = 0; j <= n; j++) {
+            size_t len = i * j + 1;
+            double *f = calloc(len, sizeof *f);
+            if (!f)
+                goto out;
+            if (i == 0 || j == 0) {
+                f[0] = 1.0;
+            } else {
+                for (size_t uu = 0; uu < len; uu++) {
+                    double s = 0.0;
+                    if (uu >= i && uu - i <= i * (j - 1))
+                        s += cur[j - 1][uu - i];
+                    if (uu <= (i - 1) * j)
+                        s += prev[j][uu];
+                    f[uu] = s;
+                }
+            }
+            cur[j] = f;
+        }
+        for (size_t j = 0; j <= n; j++) {
+            free(prev[j]);
+            prev[j] = cur[j];
+            cur[j] = NULL;
+        }
+    }
+    {
+        const double *f = prev[n];
+        double total = 0.0, tail = 0.0;
+        for (size_t uu = 0; uu <= maxu; uu++) {
+            total += f[uu];
+            if ((double)uu >= u - 1e-9)
+                tail += f[uu];
+        }
+        result = tail / total;
+    }
+out:
+    for (size_t j = 0; j <= EXACT_MAX; j++) {
+        free(prev[j]);
+        free(cur[j]);
+    }
+    return result;
+}
+
+int mprof__mann_whitney(const double *a, size_t na, const double *b, size_t nb, mprof_mwu *out)
+{
+    memset(out, 0, sizeof *out);
+    if (na == 0 || nb == 0)
+        return -1;
+    size_t n = na + nb;
+    ranked *r = malloc(n * sizeof *r);
+    if (!r)
+        return -1;
+    for (size_t i = 0; i < na; i++)
+        r[i] = (ranked){a[i], 0};
+    for (size_t i = 0; i < nb; i++)
+        r[na + i] = (ranked){b[i], 1};
+    qsort(r, n, sizeof *r, cmp_ranked);
+
+    /* Average ranks (1-based) over groups of ties; the tie term sums t^3 - t per group. */
+    double rank_sum_b = 0.0, tie_term = 0.0;
+    size_t i = 0;
+    while (i < n) {
+        size_t j = i + 1;
+        while (j < n && r[j].v == r[i].v)
+            j++;
+        double t = (double)(j - i);
+        double avg_rank = ((double)(i + 1) + (double)j) / 2.0;
+        for (size_t k = i; k < j; k++)
+            if (r[k].from_b)
+                rank_sum_b += avg_rank;
+        tie_term += t * t * t - t;
+        i = j;
+    }
+    free(r);
+
+    double dna = (double)na, dnb = (double)nb, dn = (double)n;
+    double u = rank_sum_b - dnb * (dnb + 1.0) / 2.0;
+    out->u = u;
+    out->effect = u / (dna * dnb);
+
+    if (na <= EXACT_MAX && nb <= EXACT_MAX && tie_term == 0.0) {
+        out->exact = 1;
+        out->p_greater = exact_upper_tail(na, nb, u);
+        /* By symmetry of U around na nb / 2, P(U <= u) = P(U >= na nb - u). */
+        out->p_less = exact_upper_tail(na, nb, dna * dnb - u);
+        return 0;
+    }
+
+    double mu = dna * dnb / 2.0;
+    double var = dna * dnb / 12.0 * ((dn + 1.0) - tie_term / (dn * (dn - 1.0)));
+    if (var <= 0.0) {
+        /* Every value is tied: no evidence either way. */
+        out->p_greater = 1.0;
+        out->p_less = 1.0;
+        return 0;
+    }
+    double sd = sqrt(var);
+    out->z = (u - mu) / sd;
+    out->p_greater = mprof__normal_sf((u - mu - 0.5) / sd);
+    out->p_less = mprof__normal_sf((mu - u - 0.5) / sd);
+    if (out->p_greater > 1.0)
+        out->p_greater = 1.0;
+    if (out->p_less > 1.0)
+        out->p_less = 1.0;
+    return 0;
+}
+
+/* ---- bootstrap ------------------------------------------------------------------------------ */
+
+typedef struct rng {
+    uint64_t s[4];
+} rng;
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void rng_seed(rng *g, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        g->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256** (Blackman and Vigna). */
+static uint64_t rng_next(rng *g)
+{
+    uint64_t *s = g->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+/* Uniform integer in [0, n), without modulo bias (rejection of the short last interval). */
+static size_t rng_below(rng *g, size_t n)
+{
+    uint64_t bound = (uint64_t)n;
+    uint64_t threshold = (0 - bound) % bound;
+    for (;;) {
+        uint64_t x = rng_next(g);
+        if (x >= threshold)
+            return (size_t)(x % bound);
+    }
+}
+
+static size_t runs_total(const mprof_sample_runs *s)
+{
+    return s->run_start[s->n_runs] - s->run_start[0];
+}
+
+/* One resample of a side into out (capacity: see resample_cap); returns its length. */
+static size_t resample(const mprof_sample_runs *s, rng *g, double *out)
+{
+    size_t len = 0;
+    if (s->n_runs == 1) {
+        size_t b = s->run_start[0], n = s->run_start[1] - b;
+        for (size_t i = 0; i < n; i++)
+            out[len++] = s->values[b + rng_below(g, n)];
+        return len;
+    }
+    for (size_t k = 0; k < s->n_runs; k++) {
+        size_t run = rng_below(g, s->n_runs);
+        size_t b = s->run_start[run], n = s->run_start[run + 1] - b;
+        for (size_t i = 0; i < n; i++)
+            out[len++] = s->values[b + rng_below(g, n)];
+    }
+    return len;
+}
+
+/* The largest resample: n_runs copies of the longest run. */
+static size_t resample_cap(const mprof_sample_runs *s)
+{
+    size_t longest = 0;
+    for (size_t k = 0; k < s->n_runs; k++) {
+        size_t n = s->run_start[k + 1] - s->run_start[k];
+        if (n > longest)
+            longest = n;
+    }
+    return longest * s->n_runs;
+}
+
+int mprof__bootstrap_ratio_ci(const mprof_sample_runs *base, const mprof_sample_runs *cur, double p,
+                              int n_resamples, double level, uint64_t seed, mprof_ratio_ci *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!base || !cur || base->n_runs == 0 || cur->n_runs == 0 || n_resamples < 1)
+        return -1;
+    for (size_t k = 0; k < base->n_runs; k++)
+        if (base->run_start[k + 1] <= base->run_start[k])
+            return -1;
+    for (size_t k = 0; k < cur->n_runs; k++)
+        if (cur->run_start[k + 1] <= cur->run_start[k])
+            return -1;
+
+    size_t nb = runs_total(base), nc = runs_total(cur);
+    size_t cap_b = resample_cap(base), cap_c = resample_cap(cur);
+    size_t cap = cap_b > cap_c ? cap_b : cap_c;
+    if (nb > cap)
+        cap = nb;
+    if (nc > cap)
+        cap = nc;
+    double *buf = malloc(cap * sizeof *buf);
+    double *scratch = malloc(cap * sizeof *scratch);
+    double *ratios = malloc((size_t)n_resamples * sizeof *ratios);
+    int rc = -1;
+    if (!buf || !scratch || !ratios)
+        goto done;
+
+    double pb = mprof__percentile_select(base->values + base->run_start[0], nb, p, scratch);
+    double pc = mprof__percentile_select(cur->values + cur->run_start[0], nc, p, scratch);
+    if (!(pb > 0.0))
+        goto done;
+    out->point = pc / pb;
+
+    rng g;
+    rng_seed(&g, seed);
+    int kept = 0;
+    for (int i = 0; i < n_resamples; i++) {
+        size_t lb = resample(base, &g, buf);
+        double rb = mprof__percentile_select(buf, lb, p, scratch);
+        size_t lc = resample(cur, &g, buf);
+        double rc_ = mprof__percentile_select(buf, lc, p, scratch);
+        if (rb > 0.0)
+            ratios[kept++] = rc_ / rb;
+    }
+    if (kept == 0)
+        goto done;
+    mprof__sort_doubles(ratios, (size_t)kept);
+    double tail = (1.0 - level) / 2.0 * 100.0;
+    out->lo = mprof__percentile_sorted(ratios, (size_t)kept, tail);
+    out->hi = mprof__percentile_sorted(ratios, (size_t)kept, 100.0 - tail);
+    rc = 0;
+done:
+    free(buf);
+    free(scratch);
+    free(ratios);
+    return rc;
+}

@@ -1,0 +1,97 @@
+/*
+ * stats.h - the statistics behind `mprof gate`: percentiles, the Mann-Whitney U rank test and a
+ * seeded bootstrap confidence interval of a percentile ratio.
+ *
+ * Frame times are not normally distributed (a floor, a long right tail, occasional hitches), so
+ * every test here is distribution-free: ranks instead of means, resampling instead of a variance
+ * formula. Everything is deterministic: the bootstrap takes an explicit seed, so the same inputs
+ * always give the same verdict. docs/GATE.md explains how the gate combines these.
+ *
+ * All functions are pure (no global state) and may be called from any thread.
+ */
+#ifndef MPROF_ANALYSIS_STATS_H
+#define MPROF_ANALYSIS_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Sorts v ascending in place (NaN must not occur; callers validate input). */
+void mprof__sort_doubles(double *v, size_t n);
+
+/*
+ * The p-th percentile (p in [0, 100]) of n ascending values, by linear interpolation between the
+ * closest ranks: rank h = (n - 1) * p / 100, result v[floor h] + frac(h) * (v[floor h + 1] -
+ * v[floor h]). This is Hyndman-Fan definition 7, the default of NumPy and R. Returns 0 for n == 0.
+ */
+double mprof__percentile_sorted(const double *sorted, size_t n, double p);
+
+/*
+ * The same percentile of unsorted values, computed by selection in O(n) expected time. scratch
+ * must hold n doubles; v is left unchanged. Returns 0 for n == 0.
+ */
+double mprof__percentile_select(const double *v, size_t n, double p, double *scratch);
+
+/* Result of mprof__mann_whitney. */
+typedef struct mprof_mwu {
+    double u;           /* U statistic of b: pairs (a_i, b_j) with b_j > a_i, ties counting 1/2 */
+    double z;           /* normal-approximation z score of u (0 when the exact test was used) */
+    double p_greater;   /* one-sided p-value for "b tends to be larger than a" */
+    double p_less;      /* one-sided p-value for "b tends to be smaller than a" */
+    double effect;      /* u / (na * nb): probability that a random b exceeds a random a */
+    int exact;          /* 1 when the p-values are exact (small samples without ties) */
+} mprof_mwu;
+
+/*
+ * Mann-Whitney U test of sample b against sample a. For small samples (na, nb <= 20) without ties
+ * the p-values are exact (the permutation distribution of U); otherwise they come from the normal
+ * approximation with the tie-corrected variance
+ *     var U = na nb / 12 * ((n + 1) - sum(t^3 - t) / (n (n - 1))),   n = na + nb,
+ * where t runs over the sizes of the groups of tied values, and a continuity correction of 1/2.
+ * Returns 0, or -1 when a sample is empty or memory runs out (*out then zeroed).
+ */
+int mprof__mann_whitney(const double *a, size_t na, const double *b, size_t nb, mprof_mwu *out);
+
+/*
+ * The smallest one-sided p-value a rank test can reach with samples of na and nb values:
+ * 1 / C(na + nb, na) (every b above every a, no ties). With 3 runs per side it is 0.05, so
+ * a run-level test at alpha 0.05 needs at least 4 runs per side.
+ */
+double mprof__mwu_min_p(size_t na, size_t nb);
+
+/*
+ * A side of a comparison: values grouped into runs. run_start has n_runs + 1 entries; run k holds
+ * values[run_start[k] .. run_start[k + 1]). A single run is {values, {0, n}, 1}.
+ */
+typedef struct mprof_sample_runs {
+    const double *values;
+    const size_t *run_start;
+    size_t n_runs;
+} mprof_sample_runs;
+
+/* Confidence interval of a ratio. */
+typedef struct mprof_ratio_ci {
+    double point; /* the ratio of the two samples' percentiles */
+    double lo;    /* lower bound of the interval */
+    double hi;    /* upper bound */
+} mprof_ratio_ci;
+
+/*
+ * Percentile bootstrap of the ratio pct(cur) / pct(base), where pct is the p-th percentile.
+ * Each of n_resamples rounds draws a resample of each side and records the ratio; the interval
+ * is the (1 - level) / 2 and (1 + level) / 2 quantiles of the recorded ratios (level 0.95 gives a
+ * 95 % interval). When a side has two or more runs the resampling is hierarchical: draw runs with
+ * replacement, then values with replacement within each drawn run, so that run-to-run variation
+ * (a slower machine state, a noisy neighbour) widens the interval as it should; a single run is
+ * resampled by values. The random generator is xoshiro256** seeded with seed through splitmix64,
+ * so the result depends only on the inputs. Returns 0, or -1 on empty input, a zero baseline
+ * percentile or out of memory.
+ */
+int mprof__bootstrap_ratio_ci(const mprof_sample_runs *base, const mprof_sample_runs *cur, double p,
+                              int n_resamples, double level, uint64_t seed, mprof_ratio_ci *out);
+
+/* Standard normal upper tail: P(Z > z). */
+double mprof__normal_sf(double z);
+/* Inverse of the upper tail: z with P(Z > z) = p, for p in (0, 1). */
+double mprof__normal_isf(double p);
+
+#endif

@@ -1,0 +1,211 @@
+/*
+ * test_stats.c - percentiles, the Mann-Whitney U test and the bootstrap (src/analysis/stats.c).
+ * Expected values are worked by hand in the comments, so a wrong formula cannot pass.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "analysis/stats.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_percentile_sorted(void **state)
+{
+    (void)state;
+    const double v[5] = {1, 2, 3, 4, 5};
+    assert_float_equal(mprof__percentile_sorted(v, 5, 0), 1.0, 1e-12);
+    assert_float_equal(mprof__percentile_sorted(v, 5, 50), 3.0, 1e-12);
+    /* h = 4 * 0.95 = 3.8: v[3] + 0.8 * (v[4] - v[3]) = 4.8 */
+    assert_float_equal(mprof__percentile_sorted(v, 5, 95), 4.8, 1e-12);
+    /* h = 4 * 0.25 = 1: exactly v[1] */
+    assert_float_equal(mprof__percentile_sorted(v, 5, 25), 2.0, 1e-12);
+    assert_float_equal(mprof__percentile_sorted(v, 5, 100), 5.0, 1e-12);
+    assert_float_equal(mprof__percentile_sorted(v, 1, 95), 1.0, 1e-12);
+    assert_float_equal(mprof__percentile_sorted(v, 0, 95), 0.0, 1e-12);
+}
+
+static uint64_t lcg(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+static void test_percentile_select_matches_sort(void **state)
+{
+    (void)state;
+    uint64_t seed = 42;
+    for (int round = 0; round < 50; round++) {
+        size_t n = 1 + (size_t)(lcg(&seed) % 500);
+        double *v = malloc(n * sizeof *v), *sorted = malloc(n * sizeof *v),
+               *scratch = malloc(n * sizeof *v);
+        assert_non_null(v);
+        assert_non_null(sorted);
+        assert_non_null(scratch);
+        for (size_t i = 0; i < n; i++) /* few distinct values on even rounds: many ties */
+            v[i] = (double)(lcg(&seed) % (round % 2 ? 100000 : 7)) / 10.0;
+        memcpy(sorted, v, n * sizeof *v);
+        mprof__sort_doubles(sorted, n);
+        const double ps[] = {0, 1, 50, 90, 95, 99, 99.9, 100};
+        for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++)
+            assert_float_equal(mprof__percentile_select(v, n, ps[k], scratch),
+                               mprof__percentile_sorted(sorted, n, ps[k]), 1e-9);
+        for (size_t i = 1; i < n; i++)
+            assert_true(sorted[i - 1] <= sorted[i]);
+        free(v);
+        free(sorted);
+        free(scratch);
+    }
+}
+
+static void test_normal(void **state)
+{
+    (void)state;
+    assert_float_equal(mprof__normal_sf(0.0), 0.5, 1e-12);
+    assert_float_equal(mprof__normal_sf(1.959963985), 0.025, 1e-6);
+    assert_float_equal(mprof__normal_isf(0.05), 1.644853627, 1e-6);
+    assert_float_equal(mprof__normal_isf(0.5), 0.0, 1e-9);
+    assert_float_equal(mprof__normal_isf(0.975), -1.959963985, 1e-6);
+}
+
+static void test_mwu_exact(void **state)
+{
+    (void)state;
+    mprof_mwu m;
+    /* Complete separation, 5 vs 5: U = 25, p = 1 / C(10, 5) = 1 / 252. */
+    const double a[5] = {1, 2, 3, 4, 5}, b[5] = {6, 7, 8, 9, 10};
+    assert_int_equal(mprof__mann_whitney(a, 5, b, 5, &m), 0);
+    assert_true(m.exact);
+    assert_float_equal(m.u, 25.0, 1e-12);
+    assert_float_equal(m.p_greater, 1.0 / 252.0, 1e-12);
+    assert_float_equal(m.p_less, 1.0, 1e-12);
+    assert_float_equal(m.effect, 1.0, 1e-12);
+
+    /* Interleaved 3 vs 3: a = {1,3,5}, b = {2,4,6}. U_b = 1 + 2 + 3 = 6. The counts of U for
+     * m = n = 3 are 1,1,2,3,3,3,3,2,1,1 (sum 20), so P(U >= 6) = (3+2+1+1)/20 = 0.35 and
+     * P(U <= 6) = (1+1+2+3+3+3+3)/20 = 0.8. */
+    const double c[3] = {1, 3, 5}, d[3] = {2, 4, 6};
+    assert_int_equal(mprof__mann_whitney(c, 3, d, 3, &m), 0);
+    assert_float_equal(m.u, 6.0, 1e-12);
+    assert_float_equal(m.p_greater, 0.35, 1e-12);
+    assert_float_equal(m.p_less, 0.8, 1e-12);
+
+    assert_float_equal(mprof__mwu_min_p(3, 3), 0.05, 1e-12);
+    assert_float_equal(mprof__mwu_min_p(4, 4), 1.0 / 70.0, 1e-12);
+    assert_float_equal(mprof__mwu_min_p(1, 9), 0.1, 1e-12);
+}
+
+static void test_mwu_ties_normal(void **state)
+{
+    (void)state;
+    /* a = {1,2,3,4}, b = {3,4,5,6}: ranks 1, 2, 3.5, 3.5, 5.5, 5.5, 7, 8; R_b = 24, U_b = 14.
+     * Two tie groups of 2: sum(t^3 - t) = 12; var = 16/12 * (9 - 12/56) = 11.7142857;
+     * z = (14 - 8 - 0.5) / 3.4226139 = 1.606959; p = 0.0540317. */
+    const double a[4] = {1, 2, 3, 4}, b[4] = {3, 4, 5, 6};
+    mprof_mwu m;
+    assert_int_equal(mprof__mann_whitney(a, 4, b, 4, &m), 0);
+    assert_false(m.exact);
+    assert_float_equal(m.u, 14.0, 1e-12);
+    assert_float_equal(m.z, 6.0 / 3.422613871631697, 1e-9);
+    assert_float_equal(m.p_greater, 0.05403168646878431, 1e-9);
+    assert_float_equal(m.p_less, 0.9712265245628569, 1e-9);
+    /* All values tied: no evidence either way. */
+    const double t[3] = {2, 2, 2};
+    assert_int_equal(mprof__mann_whitney(t, 3, t, 3, &m), 0);
+    assert_float_equal(m.p_greater, 1.0, 1e-12);
+    /* Empty input is refused. */
+    assert_int_equal(mprof__mann_whitney(a, 0, b, 4, &m), -1);
+}
+
+static void test_mwu_large_shift(void **state)
+{
+    (void)state;
+    enum { N = 400 };
+    double *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *c = malloc(N * sizeof *c);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(c);
+    uint64_t s = 7;
+    for (int i = 0; i < N; i++) {
+        a[i] = 10.0 + (double)(lcg(&s) % 1000) / 1000.0;
+        b[i] = 10.0 + (double)(lcg(&s) % 1000) / 1000.0;
+        c[i] = 10.3 + (double)(lcg(&s) % 1000) / 1000.0;
+    }
+    mprof_mwu m;
+    assert_int_equal(mprof__mann_whitney(a, N, b, N, &m), 0);
+    assert_false(m.exact);
+    assert_true(m.p_greater > 0.01); /* same distribution */
+    assert_int_equal(mprof__mann_whitney(a, N, c, N, &m), 0);
+    assert_true(m.p_greater < 1e-6); /* shifted by 30 % of the spread */
+    assert_true(m.p_less > 0.99);
+    free(a);
+    free(b);
+    free(c);
+}
+
+static void test_bootstrap(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    double *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    assert_non_null(a);
+    assert_non_null(b);
+    uint64_t s = 99;
+    for (int i = 0; i < N; i++) {
+        a[i] = 10.0 + (double)(lcg(&s) % 1000) / 500.0;
+        b[i] = a[i] * 1.2;
+    }
+    size_t st[2] = {0, N};
+    mprof_sample_runs ra = {a, st, 1}, rb = {b, st, 1};
+    mprof_ratio_ci ci, ci2;
+    /* Against itself: the point ratio is 1 and the interval contains it. */
+    assert_int_equal(mprof__bootstrap_ratio_ci(&ra, &ra, 95, 1000, 0.95, 1, &ci), 0);
+    assert_float_equal(ci.point, 1.0, 1e-12);
+    assert_true(ci.lo <= 1.0 && ci.hi >= 1.0);
+    /* Scaled by 1.2: point 1.2, interval around it and above 1. */
+    assert_int_equal(mprof__bootstrap_ratio_ci(&ra, &rb, 95, 1000, 0.95, 1, &ci), 0);
+    assert_float_equal(ci.point, 1.2, 1e-9);
+    assert_true(ci.lo > 1.0 && ci.lo < 1.2 && ci.hi > 1.2);
+    /* Same seed, same answer; another seed, another (close) answer. */
+    assert_int_equal(mprof__bootstrap_ratio_ci(&ra, &rb, 95, 1000, 0.95, 1, &ci2), 0);
+    assert_memory_equal(&ci, &ci2, sizeof ci);
+    /* Hierarchical: three runs per side, the third baseline run much slower; the run-level
+     * resampling must widen the interval against the single-run view. */
+    for (int i = 200; i < N; i++)
+        a[i] *= 1.5;
+    size_t st3[4] = {0, 100, 200, N};
+    mprof_sample_runs h_a = {a, st3, 3}, h_b = {b, st3, 3}, f_a = {a, st, 1}, f_b = {b, st, 1};
+    mprof_ratio_ci hc, fc;
+    assert_int_equal(mprof__bootstrap_ratio_ci(&h_a, &h_b, 95, 1000, 0.95, 3, &hc), 0);
+    assert_int_equal(mprof__bootstrap_ratio_ci(&f_a, &f_b, 95, 1000, 0.95, 3, &fc), 0);
+    assert_float_equal(hc.point, fc.point, 1e-12);
+    assert_true(hc.hi - hc.lo > fc.hi - fc.lo);
+    /* Bad input. */
+    size_t empty[2] = {0, 0};
+    mprof_sample_runs re = {a, empty, 1};
+    assert_int_equal(mprof__bootstrap_ratio_ci(&re, &rb, 95, 100, 0.95, 1, &ci), -1);
+    double zeros[3] = {0, 0, 0};
+    size_t st0[2] = {0, 3};
+    mprof_sample_runs rz = {zeros, st0, 1};
+    assert_int_equal(mprof__bootstrap_ratio_ci(&rz, &rb, 95, 100, 0.95, 1, &ci), -1);
+    free(a);
+    free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_percentile_sorted),
+        cmocka_unit_test(test_percentile_select_matches_sort),
+        cmocka_unit_test(test_normal),
+        cmocka_unit_test(test_mwu_exact),
+        cmocka_unit_test(test_mwu_ties_normal),
+        cmocka_unit_test(test_mwu_large_shift),
+        cmocka_unit_test(test_bootstrap),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
