@@ -1021,7 +1021,7 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
         if (r->run_test)
             fprintf(out, "  runs        per-run p95 rank test p = %.3g\n", r->run_p);
     }
-    if (r->n_zones > 0) {
+    if (r->n_zones > 0 && r->verdict != MPROF_GATE_BAD_INPUT) {
         fprintf(out, "\n  where the time went (self time per frame, largest growth first)\n");
         fprintf(out, "  %-32s %10s %10s %10s %9s %8s\n", "zone", "base ms", "cur ms", "delta ms",
                 "delta", "p");

@@ -36,7 +36,8 @@ const char *mprof__gate_verdict_name(mprof_gate_verdict v); /* "pass", "regressi
 
 /* Options. Zero-initialised means defaults (each field's comment gives it). */
 typedef struct mprof_gate_opts {
-    double threshold_pct;          /* magnitude threshold in percent; default 10 */
+    double threshold_pct;          /* magnitude threshold in percent; default 10 (0 = default,
+                                      negative = 0 %) */
     double alpha;                  /* significance level; default 0.05 */
     int skip_frames;               /* warm-up frames dropped from the start of each run; 0 */
     int min_frames;                /* frames needed per side after skipping; default 60 */

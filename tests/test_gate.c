@@ -1,0 +1,373 @@
+/*
+ * test_gate.c - the regression gate (src/analysis/gate.c) on frame exports with known
+ * distributions: identical sides pass, a 15 % slower frame caused by one zone is a regression
+ * that names the zone, too few frames or runs are inconclusive and say how many more are needed,
+ * bad input is refused with a message that names the file.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "analysis/gate.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[64];
+
+static uint64_t rnd(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 11;
+}
+
+/* Uniform in [lo, hi). */
+static double unif(uint64_t *s, double lo, double hi)
+{
+    return lo + (hi - lo) * (double)(rnd(s) % 1000000) / 1e6;
+}
+
+typedef struct model {
+    size_t frames;
+    uint64_t seed;
+    double render_scale;   /* multiplies the Render zone */
+    size_t warmup;         /* leading frames that take 100 ms */
+    const char *hostname;  /* NULL: field omitted */
+} model;
+
+/* Writes a frame export whose frames are Physics (~4 ms) + Render (~8 ms) + AI (~2 ms) plus
+ * 0.5 ms outside zones, each zone with +-15 % uniform noise and a 3 % chance of a 1.5x hitch. */
+static void write_export(const char *name, const model *m)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    char *slash = strrchr(path, '/');
+    *slash = '\0';
+    mkdir(path, 0755);
+    *slash = '/';
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    size_t n = m->frames;
+    double *zone[3], *frame = malloc(n * sizeof *frame);
+    const char *zname[3] = {"Physics", "Render", "AI"};
+    const double zmean[3] = {4.0, 8.0, 2.0};
+    uint64_t s = m->seed;
+    for (int z = 0; z < 3; z++)
+        zone[z] = malloc(n * sizeof *zone[z]);
+    for (size_t i = 0; i < n; i++) {
+        frame[i] = 0.5;
+        for (int z = 0; z < 3; z++) {
+            double v = zmean[z] * unif(&s, 0.85, 1.15);
+            if (unif(&s, 0, 1) < 0.03)
+                v *= 1.5;
+            if (z == 1)
+                v *= m->render_scale;
+            if (i < m->warmup)
+                v = 30.0;
+            zone[z][i] = v;
+            frame[i] += v;
+        }
+    }
+    fprintf(f, "{\"schema\": \"mprof.frames.v1\", \"capture\": {\"file\": \"%s.mprof\", "
+               "\"process\": \"test\", \"gitSha\": \"abc123\", \"cpu\": \"Test CPU\", "
+               "\"buildType\": \"Release\"",
+            name);
+    if (m->hostname)
+        fprintf(f, ", \"hostname\": \"%s\"", m->hostname);
+    fprintf(f, "}, \"frameCount\": %zu, \"frameTimesMs\": [", n);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%.4f", i ? "," : "", frame[i]);
+    fprintf(f, "], \"zones\": [");
+    for (int z = 0; z < 3; z++) {
+        double tot = 0;
+        for (size_t i = 0; i < n; i++)
+            tot += zone[z][i];
+        fprintf(f, "%s{\"name\": \"%s\", \"totalMs\": %.4f, \"selfTotalMs\": %.4f, "
+                   "\"selfPerFrameMs\": [",
+                z ? "," : "", zname[z], tot, tot);
+        for (size_t i = 0; i < n; i++)
+            fprintf(f, "%s%.4f", i ? "," : "", zone[z][i]);
+        fprintf(f, "]}");
+    }
+    fprintf(f, "]}\n");
+    fclose(f);
+    for (int z = 0; z < 3; z++)
+        free(zone[z]);
+    free(frame);
+}
+
+static char *tpath(const char *name)
+{
+    static char buf[4][256];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+static mprof_gate_result *compare(const char *b, const char *c, const mprof_gate_opts *o)
+{
+    char err[512];
+    int skip = o ? o->skip_frames : 0;
+    mprof_gate_side *sb = mprof__gate_load(tpath(b), skip, err, sizeof err);
+    if (!sb)
+        fail_msg("%s", err);
+    mprof_gate_side *sc = mprof__gate_load(tpath(c), skip, err, sizeof err);
+    if (!sc)
+        fail_msg("%s", err);
+    mprof_gate_result *r = mprof__gate_compare(sb, sc, o, err, sizeof err);
+    assert_non_null(r);
+    mprof__gate_side_free(sb);
+    mprof__gate_side_free(sc);
+    return r;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/mprof_test_gate_XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_identical_passes(void **state)
+{
+    (void)state;
+    write_export("id_base.json", &(model){600, 1, 1.0, 0, "host-a"});
+    write_export("id_cur.json", &(model){600, 2, 1.0, 0, "host-a"});
+    mprof_gate_result *r = compare("id_base.json", "id_cur.json", NULL);
+    assert_int_equal(r->verdict, MPROF_GATE_PASS);
+    assert_int_equal(r->base.frames, 600);
+    assert_false(r->magnitude);
+    assert_true(r->p95_ratio > 0.9 && r->p95_ratio < 1.1);
+    assert_true(r->ci_lo <= 1.0 && r->ci_hi >= 1.0);
+    assert_float_equal(r->opts.threshold_pct, 10.0, 0);
+    mprof__gate_result_free(r);
+}
+
+static void test_slower_zone_is_regression(void **state)
+{
+    (void)state;
+    /* Render 8 ms -> 10.2 ms lifts the ~15.5 ms p95 frame by about 15 %. */
+    write_export("sl_base.json", &(model){600, 3, 1.0, 0, "host-a"});
+    write_export("sl_cur.json", &(model){600, 4, 1.28, 0, "host-a"});
+    mprof_gate_result *r = compare("sl_base.json", "sl_cur.json", NULL);
+    assert_int_equal(r->verdict, MPROF_GATE_REGRESSION);
+    assert_true(r->magnitude);
+    assert_true(r->significant);
+    assert_true(r->p95_ratio > 1.10);
+    assert_true(r->ci_lo > 1.0);
+    assert_true(r->rank_p < 0.05);
+    assert_true(r->n_zones >= 1);
+    assert_string_equal(r->zones[0].name, "Render");
+    assert_true(r->zones[0].delta_ms > 1.5 && r->zones[0].delta_ms < 3.0);
+    assert_true(r->zones[0].delta_pct > 20 && r->zones[0].delta_pct < 36);
+    assert_true(r->zones[0].per_frame);
+    assert_true(r->zones[0].p < 1e-6);
+    assert_non_null(strstr(r->reason, "\"Render\""));
+    /* The other zones did not grow much. */
+    for (size_t i = 1; i < r->n_zones; i++)
+        assert_true(fabs(r->zones[i].delta_ms) < 0.3);
+
+    /* A looser threshold turns the same data into a pass. */
+    mprof_gate_opts o = {.threshold_pct = 40};
+    mprof_gate_result *r2 = compare("sl_base.json", "sl_cur.json", &o);
+    assert_int_equal(r2->verdict, MPROF_GATE_PASS);
+    assert_true(r2->significant);
+    assert_non_null(strstr(r2->reason, "significant"));
+    mprof__gate_result_free(r2);
+
+    /* Writers: the JSON report parses and carries the verdict; Markdown names the zone. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(mprof__gate_write_json(r, f), 0);
+    fclose(f);
+    cJSON *j = cJSON_Parse(buf);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(j, "schema")->valuestring, "mprof.gateReport.v1");
+    assert_string_equal(cJSON_GetObjectItem(j, "verdict")->valuestring, "regression");
+    assert_int_equal(cJSON_GetObjectItem(j, "exitCode")->valueint, 1);
+    cJSON *zones = cJSON_GetObjectItem(j, "zones");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(zones, 0), "name")->valuestring,
+                        "Render");
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(j, "baseline"), "gitSha")->valuestring, "abc123");
+    cJSON_Delete(j);
+    free(buf);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(mprof__gate_write_markdown(r, f), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "### mprof gate: **regression**"));
+    assert_non_null(strstr(buf, "| `Render` |"));
+    free(buf);
+    f = open_memstream(&buf, &len);
+    assert_int_equal(mprof__gate_print_text(r, f), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "mprof gate: REGRESSION (exit 1)"));
+    free(buf);
+    mprof__gate_result_free(r);
+}
+
+static void test_too_few_frames_inconclusive(void **state)
+{
+    (void)state;
+    write_export("few_base.json", &(model){40, 5, 1.0, 0, NULL});
+    write_export("few_cur.json", &(model){40, 6, 1.5, 0, NULL});
+    mprof_gate_result *r = compare("few_base.json", "few_cur.json", NULL);
+    assert_int_equal(r->verdict, MPROF_GATE_INCONCLUSIVE);
+    assert_int_equal(r->need_frames, 20); /* default minimum 60 */
+    assert_non_null(strstr(r->reason, "record 20 more"));
+    /* Unknown hostnames are a warning, not a refusal. */
+    assert_true(r->n_warnings >= 1);
+    assert_non_null(strstr(r->warnings[0], "hostname"));
+    mprof__gate_result_free(r);
+    /* --min-frames lowers the bar; a 50 % slower zone is then found. */
+    mprof_gate_opts o = {.min_frames = 30};
+    r = compare("few_base.json", "few_cur.json", &o);
+    assert_int_equal(r->verdict, MPROF_GATE_REGRESSION);
+    mprof__gate_result_free(r);
+}
+
+static void test_runs_inconclusive_then_regression(void **state)
+{
+    (void)state;
+    /* Two runs per side: the per-run rank test cannot go below 1/6, so a real regression is
+     * inconclusive and asks for more runs; four runs per side settle it. */
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "runs%d_base/run%d.json", i < 2 ? 2 : 4, i);
+        write_export(name, &(model){300, 100 + (uint64_t)i, 1.0, 0, "h"});
+        snprintf(name, sizeof name, "runs%d_cur/run%d.json", i < 2 ? 2 : 4, i);
+        write_export(name, &(model){300, 200 + (uint64_t)i, 1.28, 0, "h"});
+        if (i < 2) {
+            snprintf(name, sizeof name, "runs4_base/run%d.json", i + 4);
+            write_export(name, &(model){300, 300 + (uint64_t)i, 1.0, 0, "h"});
+            snprintf(name, sizeof name, "runs4_cur/run%d.json", i + 4);
+            write_export(name, &(model){300, 400 + (uint64_t)i, 1.28, 0, "h"});
+        }
+    }
+    mprof_gate_result *r = compare("runs2_base", "runs2_cur", NULL);
+    assert_int_equal(r->base.runs, 2);
+    assert_true(r->run_test);
+    assert_float_equal(r->run_p, 1.0 / 6.0, 1e-12);
+    assert_int_equal(r->verdict, MPROF_GATE_INCONCLUSIVE);
+    assert_true(r->magnitude);
+    assert_true(r->need_runs >= 2);
+    assert_non_null(strstr(r->reason, "more runs"));
+    mprof__gate_result_free(r);
+    r = compare("runs4_base", "runs4_cur", NULL);
+    assert_int_equal(r->base.runs, 4);
+    assert_int_equal(r->base.frames, 1200);
+    assert_true(r->run_p < 0.05);
+    assert_int_equal(r->verdict, MPROF_GATE_REGRESSION);
+    assert_string_equal(r->zones[0].name, "Render");
+    mprof__gate_result_free(r);
+}
+
+static void test_guard_and_skip(void **state)
+{
+    (void)state;
+    write_export("g_base.json", &(model){300, 7, 1.0, 0, "host-a"});
+    write_export("g_cur.json", &(model){300, 8, 1.0, 20, "host-b"});
+    mprof_gate_result *r = compare("g_base.json", "g_cur.json", NULL);
+    assert_int_equal(r->verdict, MPROF_GATE_BAD_INPUT);
+    assert_non_null(strstr(r->reason, "hostname differs"));
+    assert_non_null(strstr(r->reason, "--allow-different-machines"));
+    mprof__gate_result_free(r);
+    /* Allowed, but the 20 warm-up frames of 90 ms inflate the current p95 without --skip. */
+    mprof_gate_opts o = {.allow_different_machines = 1};
+    r = compare("g_base.json", "g_cur.json", &o);
+    assert_int_not_equal(r->verdict, MPROF_GATE_BAD_INPUT);
+    assert_true(r->magnitude);
+    assert_non_null(strstr(r->warnings[0], "hostname differs"));
+    mprof__gate_result_free(r);
+    o.skip_frames = 20;
+    r = compare("g_base.json", "g_cur.json", &o);
+    assert_int_equal(r->verdict, MPROF_GATE_PASS);
+    assert_int_equal(r->cur.frames, 280);
+    assert_int_equal(r->base.frames, 280);
+    mprof__gate_result_free(r);
+}
+
+static void expect_load_error(const char *name, const char *content, const char *needle)
+{
+    char *p = tpath(name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(content, f);
+    fclose(f);
+    char err[512] = "";
+    mprof_gate_side *s = mprof__gate_load(p, 0, err, sizeof err);
+    assert_null(s);
+    if (!strstr(err, needle))
+        fail_msg("error \"%s\" lacks \"%s\"", err, needle);
+    assert_non_null(strstr(err, name)); /* the message names the file */
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    expect_load_error("bad1.json", "{\"schema\": \"mprof.frames.v1\", \"frameTimesMs\": [1, 2,",
+                      "malformed JSON");
+    expect_load_error("bad2.json", "[1, 2, 3]", "not a JSON object");
+    expect_load_error("bad3.json", "{\"schema\": \"other\", \"frameTimesMs\": []}",
+                      "\"schema\" must be \"mprof.frames.v1\"");
+    expect_load_error("bad4.json", "{\"schema\": \"mprof.frames.v1\"}", "\"frameTimesMs\" is missing");
+    expect_load_error("bad5.json", "{\"schema\": \"mprof.frames.v1\", \"frameTimesMs\": [1, -2]}",
+                      "not a non-negative number");
+    expect_load_error("bad6.json", "{\"schema\": \"mprof.frames.v1\", \"frameTimesMs\": [1, \"x\"]}",
+                      "not a non-negative number");
+    expect_load_error("bad7.json",
+                      "{\"schema\": \"mprof.frames.v1\", \"frameTimesMs\": [1, 2], \"zones\": "
+                      "[{\"name\": \"A\", \"selfPerFrameMs\": [1]}]}",
+                      "different length");
+    expect_load_error("bad8.json",
+                      "{\"schema\": \"mprof.frames.v1\", \"frameTimesMs\": [1], \"zones\": [{}]}",
+                      "no \"name\"");
+    expect_load_error("bad9.json",
+                      "{\"schema\": \"mprof.frames.v1\", \"frameTimesMs\": [1], \"capture\": "
+                      "{\"hostname\": 5}}",
+                      "not a string");
+    char err[256];
+    assert_null(mprof__gate_load(tpath("does-not-exist.json"), 0, err, sizeof err));
+    assert_non_null(strstr(err, "does-not-exist.json"));
+    mkdir(tpath("empty_dir"), 0755);
+    assert_null(mprof__gate_load(tpath("empty_dir"), 0, err, sizeof err));
+    assert_non_null(strstr(err, "no frame exports"));
+    /* A parse from memory leaves nothing allocated on failure (checked by ASan in CI). */
+    mprof_gate_run run;
+    assert_int_equal(mprof__gate_parse_run("\x01\x02", 2, "mem", 0, &run, err, sizeof err), -1);
+    assert_null(run.frames_ms);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_identical_passes),
+        cmocka_unit_test(test_slower_zone_is_regression),
+        cmocka_unit_test(test_too_few_frames_inconclusive),
+        cmocka_unit_test(test_runs_inconclusive_then_regression),
+        cmocka_unit_test(test_guard_and_skip),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

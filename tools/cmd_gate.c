@@ -1,0 +1,186 @@
+/*
+ * cmd_gate.c - `mprof gate`: compare frame exports of a baseline and a current build and decide
+ * pass / regression / inconclusive (src/analysis/gate.c does the work; docs/GATE.md explains it).
+ */
+#include "analysis/gate.h"
+#include "mprof_tool.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const help =
+    "usage: mprof gate --baseline DIR_OR_FILE --current DIR_OR_FILE [options]\n"
+    "\n"
+    "Compares frame times of a current build with a baseline and decides whether the current\n"
+    "build regressed. Each side is a frame export (`mprof export CAPTURE --format frames`) or a\n"
+    "directory of them (every *.json file, one per run; several runs make a distribution).\n"
+    "\n"
+    "A regression needs both\n"
+    "  magnitude     current p95 frame time > baseline p95 * (1 + threshold / 100), and\n"
+    "  significance  a one-sided Mann-Whitney rank test on the frame times gives p < alpha,\n"
+    "                the bootstrap interval of the p95 ratio lies above 1.0, and with two or\n"
+    "                more runs per side a rank test on the per-run p95s gives p < alpha.\n"
+    "When the magnitude rule holds without the evidence, the verdict is inconclusive and says\n"
+    "how many more frames or runs would settle it. A regression lists the zones whose self\n"
+    "time per frame grew most, in milliseconds and in percent.\n"
+    "\n"
+    "Options:\n"
+    "  --baseline PATH            baseline frame export or directory (required)\n"
+    "  --current PATH             current frame export or directory (required)\n"
+    "  --threshold PCT            magnitude threshold in percent (default 10)\n"
+    "  --alpha A                  significance level (default 0.05)\n"
+    "  --skip-frames N            drop N warm-up frames at the start of each run (default 0)\n"
+    "  --min-frames N             frames needed per side after skipping (default 60)\n"
+    "  --allow-different-machines compare exports whose hostname, CPU or build type differ\n"
+    "  --resamples N              bootstrap rounds (default 2000)\n"
+    "  --seed N                   bootstrap seed (default fixed, so verdicts repeat)\n"
+    "  --top N                    zones in the attribution (default 5)\n"
+    "  --json OUT                 write the report as JSON (schema mprof.gateReport.v1)\n"
+    "  --markdown OUT             write the report as a Markdown table (a PR comment)\n"
+    "  -h, --help                 show this help\n"
+    "\n"
+    "Exit status: 0 pass, 1 regression, 2 inconclusive, 3 bad input (an unreadable or\n"
+    "malformed export, exports from different machines or build types, a usage error).\n"
+    "Usage errors exit 3 here, not 2, so that 2 always means inconclusive.\n";
+
+static int parse_double(const char *flag, const char *value, double lo, double hi, double *out)
+{
+    if (!value || !*value) {
+        tool_error("gate", EXIT_IO, "%s needs a value", flag);
+        return -1;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (errno || *end || !isfinite(v) || v < lo || v > hi) {
+        tool_error("gate", EXIT_IO, "%s: '%s' is not a number from %g to %g", flag, value, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int write_out(const char *path, const mprof_gate_result *r, const char *err_reason,
+                     int (*fn)(const mprof_gate_result *, FILE *), int is_json)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return tool_error("gate", EXIT_IO, "%s: cannot create: %s", path, strerror(errno));
+    int rc = 0;
+    if (r) {
+        rc = fn(r, f);
+    } else if (is_json) {
+        /* The inputs could not be read: the report still says so, for CI logs. */
+        cJSON *j = cJSON_CreateObject();
+        char *text = NULL;
+        if (j) {
+            cJSON_AddStringToObject(j, "schema", MPROF_GATE_SCHEMA);
+            cJSON_AddStringToObject(j, "verdict", "bad-input");
+            cJSON_AddNumberToObject(j, "exitCode", MPROF_GATE_BAD_INPUT);
+            cJSON_AddStringToObject(j, "reason", err_reason);
+            text = cJSON_Print(j);
+            cJSON_Delete(j);
+        }
+        if (text)
+            fprintf(f, "%s\n", text);
+        else
+            rc = -1;
+        free(text);
+    } else {
+        fprintf(f, "### mprof gate: **bad-input**\n\n%s\n", err_reason);
+    }
+    if (fclose(f) != 0 || rc != 0)
+        return tool_error("gate", EXIT_IO, "%s: writing failed", path);
+    return 0;
+}
+
+int cmd_gate(int argc, char **argv)
+{
+    const char *base_path = NULL, *cur_path = NULL, *json_path = NULL, *md_path = NULL;
+    mprof_gate_opts o = {0};
+    unsigned long long u;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (tool_is_help(a)) {
+            fputs(help, stdout);
+            return tool_finish("gate", EXIT_OK);
+        } else if (strcmp(a, "--baseline") == 0 || strcmp(a, "--current") == 0 ||
+                   strcmp(a, "--json") == 0 || strcmp(a, "--markdown") == 0) {
+            if (!next || !*next)
+                return tool_error("gate", EXIT_IO, "%s needs a path (see --help)", a);
+            i++;
+            if (a[2] == 'b')
+                base_path = next;
+            else if (a[2] == 'c')
+                cur_path = next;
+            else if (a[2] == 'j')
+                json_path = next;
+            else
+                md_path = next;
+        } else if (strcmp(a, "--threshold") == 0) {
+            if (parse_double(a, next, 0, 10000, &o.threshold_pct))
+                return EXIT_IO;
+            i++;
+            if (o.threshold_pct == 0)
+                o.threshold_pct = -1; /* an explicit 0 %, not the default */
+        } else if (strcmp(a, "--alpha") == 0) {
+            if (parse_double(a, next, 1e-9, 0.5, &o.alpha))
+                return EXIT_IO;
+            i++;
+        } else if (strcmp(a, "--skip-frames") == 0 || strcmp(a, "--min-frames") == 0 ||
+                   strcmp(a, "--resamples") == 0 || strcmp(a, "--top") == 0) {
+            if (tool_parse_uint("gate", a, next, 100000000, &u))
+                return EXIT_IO;
+            i++;
+            if (strcmp(a, "--skip-frames") == 0)
+                o.skip_frames = (int)u;
+            else if (strcmp(a, "--min-frames") == 0)
+                o.min_frames = u ? (int)u : 1;
+            else if (strcmp(a, "--resamples") == 0)
+                o.n_resamples = u ? (int)u : 1;
+            else
+                o.top_zones = u ? (int)u : 1;
+        } else if (strcmp(a, "--seed") == 0) {
+            if (tool_parse_uint("gate", a, next, ~0ull, &u))
+                return EXIT_IO;
+            i++;
+            o.seed = u;
+        } else if (strcmp(a, "--allow-different-machines") == 0) {
+            o.allow_different_machines = 1;
+        } else {
+            return tool_error("gate", EXIT_IO, "unknown argument '%s' (see --help)", a);
+        }
+    }
+    if (!base_path || !cur_path)
+        return tool_error("gate", EXIT_IO, "--baseline and --current are required (see --help)");
+
+    char err[1024] = "";
+    mprof_gate_side *base = mprof__gate_load(base_path, o.skip_frames, err, sizeof err);
+    mprof_gate_side *cur = base ? mprof__gate_load(cur_path, o.skip_frames, err, sizeof err) : NULL;
+    mprof_gate_result *r = NULL;
+    if (base && cur)
+        r = mprof__gate_compare(base, cur, &o, err, sizeof err);
+    mprof__gate_side_free(base);
+    mprof__gate_side_free(cur);
+
+    int code;
+    if (r) {
+        code = (int)r->verdict;
+        if (mprof__gate_print_text(r, stdout))
+            code = EXIT_IO;
+        if (r->verdict == MPROF_GATE_BAD_INPUT)
+            fprintf(stderr, "mprof gate: %s\n", r->reason);
+    } else {
+        code = tool_error("gate", EXIT_IO, "%s", err);
+    }
+    if (json_path && write_out(json_path, r, err, mprof__gate_write_json, 1))
+        code = EXIT_IO;
+    if (md_path && write_out(md_path, r, err, mprof__gate_write_markdown, 0))
+        code = EXIT_IO;
+    mprof__gate_result_free(r);
+    return tool_finish("gate", code);
+}
