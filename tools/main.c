@@ -7,6 +7,7 @@
 
 static const mprof_cmd commands[] = {
     {"report", cmd_report, "print statistics of a capture (frames, zones, plots, messages)"},
+    {"gate", cmd_gate, "decide whether frame times regressed against a baseline (statistical)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,19 @@
+# Tests of issue 5: statistics, the regression gate, frame exports, the gate command line, the
+# proof on noise and the shipping strip. Included from tests/CMakeLists.txt.
+pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
+
+foreach(t stats gate frames_export)
+  add_executable(test_${t} ${CMAKE_CURRENT_SOURCE_DIR}/test_${t}.c)
+  target_link_libraries(test_${t} PRIVATE mprof_analysis PkgConfig::CMOCKA)
+  target_compile_options(test_${t} PRIVATE ${MPROF_WARNINGS})
+  add_test(NAME test_${t} COMMAND test_${t})
+  set_tests_properties(test_${t} PROPERTIES LABELS "unit;gate" TIMEOUT 60)
+endforeach()
+
+# The gate command line: exit codes, outputs and messages of the real binary.
+add_test(NAME gate_cli
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gate_cli.sh $<TARGET_FILE:mprof_tool>
+          ${CMAKE_CURRENT_BINARY_DIR}/gate_cli)
+set_tests_properties(gate_cli PROPERTIES LABELS "cli;gate" TIMEOUT 120)
+
+add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/shipping ${CMAKE_CURRENT_BINARY_DIR}/shipping)
