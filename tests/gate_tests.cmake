@@ -17,3 +17,18 @@ add_test(NAME gate_cli
 set_tests_properties(gate_cli PROPERTIES LABELS "cli;gate" TIMEOUT 120)
 
 add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/shipping ${CMAKE_CURRENT_BINARY_DIR}/shipping)
+
+# The proof on noise: a small instrumented workload, captured in-process, gated ten times
+# unchanged against its own baseline and ten times with a real 15 % slowdown in one zone.
+add_executable(gate_workload ${CMAKE_CURRENT_SOURCE_DIR}/gate_workload.c)
+target_compile_definitions(gate_workload PRIVATE MPROF_ENABLE)
+target_link_libraries(gate_workload PRIVATE mprof_static mprof_analysis)
+target_compile_options(gate_workload PRIVATE ${MPROF_WARNINGS})
+# A timing proof means nothing in a sanitizer build (every frame is several times slower and
+# the sanitizer's own work is the noise), so it is registered only for plain builds.
+if(NOT MPROF_SANITIZE)
+  add_test(NAME gate_noise
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/gate_noise.sh $<TARGET_FILE:gate_workload>
+            $<TARGET_FILE:mprof_tool> ${CMAKE_CURRENT_BINARY_DIR}/gate_noise 10)
+  set_tests_properties(gate_noise PROPERTIES LABELS "gate;noise" TIMEOUT 300 RUN_SERIAL TRUE)
+endif()

@@ -247,39 +247,56 @@ static void test_too_few_frames_inconclusive(void **state)
     mprof__gate_result_free(r);
 }
 
-static void test_runs_inconclusive_then_regression(void **state)
+static void test_runs(void **state)
 {
     (void)state;
-    /* Two runs per side: the per-run rank test cannot go below 1/6, so a real regression is
-     * inconclusive and asks for more runs; four runs per side settle it. */
+    char name[64];
+    /* runs2: 2 runs per side, Render 28 % slower; runs4: 4 per side; mixed: 4 baseline runs and
+     * 4 current runs of which only two are slower (run-to-run variation, not a code change). */
     for (int i = 0; i < 4; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "runs%d_base/run%d.json", i < 2 ? 2 : 4, i);
-        write_export(name, &(model){300, 100 + (uint64_t)i, 1.0, 0, "h"});
-        snprintf(name, sizeof name, "runs%d_cur/run%d.json", i < 2 ? 2 : 4, i);
-        write_export(name, &(model){300, 200 + (uint64_t)i, 1.28, 0, "h"});
         if (i < 2) {
-            snprintf(name, sizeof name, "runs4_base/run%d.json", i + 4);
-            write_export(name, &(model){300, 300 + (uint64_t)i, 1.0, 0, "h"});
-            snprintf(name, sizeof name, "runs4_cur/run%d.json", i + 4);
-            write_export(name, &(model){300, 400 + (uint64_t)i, 1.28, 0, "h"});
+            snprintf(name, sizeof name, "runs2_base/run%d.json", i);
+            write_export(name, &(model){300, 100 + (uint64_t)i, 1.0, 0, "h"});
+            snprintf(name, sizeof name, "runs2_cur/run%d.json", i);
+            write_export(name, &(model){300, 200 + (uint64_t)i, 1.28, 0, "h"});
         }
+        snprintf(name, sizeof name, "runs4_base/run%d.json", i);
+        write_export(name, &(model){300, 300 + (uint64_t)i, 1.0, 0, "h"});
+        snprintf(name, sizeof name, "runs4_cur/run%d.json", i);
+        write_export(name, &(model){300, 400 + (uint64_t)i, 1.28, 0, "h"});
+        snprintf(name, sizeof name, "mixed_cur/run%d.json", i);
+        write_export(name, &(model){300, 500 + (uint64_t)i, i < 2 ? 1.0 : 1.6, 0, "h"});
     }
+    /* Two runs per side: the per-run rank test cannot go below 1/6, so it is not made (a
+     * warning says so) and the hierarchical bootstrap carries the run-to-run variation. */
     mprof_gate_result *r = compare("runs2_base", "runs2_cur", NULL);
     assert_int_equal(r->base.runs, 2);
-    assert_true(r->run_test);
-    assert_float_equal(r->run_p, 1.0 / 6.0, 1e-12);
-    assert_int_equal(r->verdict, MPROF_GATE_INCONCLUSIVE);
-    assert_true(r->magnitude);
-    assert_true(r->need_runs >= 2);
-    assert_non_null(strstr(r->reason, "more runs"));
+    assert_false(r->run_test);
+    assert_int_equal(r->verdict, MPROF_GATE_REGRESSION);
+    int warned = 0;
+    for (size_t i = 0; i < r->n_warnings; i++)
+        warned |= strstr(r->warnings[i], "needs 4 per side") != NULL;
+    assert_true(warned);
     mprof__gate_result_free(r);
+    /* Four per side, every current run slower: run test p = 1/70. */
     r = compare("runs4_base", "runs4_cur", NULL);
     assert_int_equal(r->base.runs, 4);
     assert_int_equal(r->base.frames, 1200);
-    assert_true(r->run_p < 0.05);
+    assert_true(r->run_test);
+    assert_float_equal(r->run_p, 1.0 / 70.0, 1e-12);
     assert_int_equal(r->verdict, MPROF_GATE_REGRESSION);
     assert_string_equal(r->zones[0].name, "Render");
+    mprof__gate_result_free(r);
+    /* Half the current runs slower: the pooled p95 crosses the threshold and the frames differ,
+     * but the runs do not agree, so the verdict is inconclusive and asks for more runs. */
+    r = compare("runs4_base", "mixed_cur", NULL);
+    assert_true(r->magnitude);
+    assert_true(r->run_test);
+    assert_true(r->run_p > 0.05);
+    assert_int_equal(r->verdict, MPROF_GATE_INCONCLUSIVE);
+    assert_true(r->need_runs >= 1);
+    assert_non_null(strstr(r->reason, "per-run p95s do not differ"));
+    assert_non_null(strstr(r->reason, "more runs"));
     mprof__gate_result_free(r);
 }
 
@@ -365,7 +382,7 @@ int main(void)
         cmocka_unit_test(test_identical_passes),
         cmocka_unit_test(test_slower_zone_is_regression),
         cmocka_unit_test(test_too_few_frames_inconclusive),
-        cmocka_unit_test(test_runs_inconclusive_then_regression),
+        cmocka_unit_test(test_runs),
         cmocka_unit_test(test_guard_and_skip),
         cmocka_unit_test(test_bad_input),
     };

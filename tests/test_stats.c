@@ -160,7 +160,7 @@ static void test_bootstrap(void **state)
         b[i] = a[i] * 1.2;
     }
     size_t st[2] = {0, N};
-    mprof_sample_runs ra = {a, st, 1}, rb = {b, st, 1};
+    mprof_sample_runs ra = {a, st, 1, 0}, rb = {b, st, 1, 0};
     mprof_ratio_ci ci, ci2;
     /* Against itself: the point ratio is 1 and the interval contains it. */
     assert_int_equal(mprof__bootstrap_ratio_ci(&ra, &ra, 95, 1000, 0.95, 1, &ci), 0);
@@ -178,7 +178,7 @@ static void test_bootstrap(void **state)
     for (int i = 200; i < N; i++)
         a[i] *= 1.5;
     size_t st3[4] = {0, 100, 200, N};
-    mprof_sample_runs h_a = {a, st3, 3}, h_b = {b, st3, 3}, f_a = {a, st, 1}, f_b = {b, st, 1};
+    mprof_sample_runs h_a = {a, st3, 3, 0}, h_b = {b, st3, 3, 0}, f_a = {a, st, 1, 0}, f_b = {b, st, 1, 0};
     mprof_ratio_ci hc, fc;
     assert_int_equal(mprof__bootstrap_ratio_ci(&h_a, &h_b, 95, 1000, 0.95, 3, &hc), 0);
     assert_int_equal(mprof__bootstrap_ratio_ci(&f_a, &f_b, 95, 1000, 0.95, 3, &fc), 0);
@@ -186,12 +186,71 @@ static void test_bootstrap(void **state)
     assert_true(hc.hi - hc.lo > fc.hi - fc.lo);
     /* Bad input. */
     size_t empty[2] = {0, 0};
-    mprof_sample_runs re = {a, empty, 1};
+    mprof_sample_runs re = {a, empty, 1, 0};
     assert_int_equal(mprof__bootstrap_ratio_ci(&re, &rb, 95, 100, 0.95, 1, &ci), -1);
     double zeros[3] = {0, 0, 0};
     size_t st0[2] = {0, 3};
-    mprof_sample_runs rz = {zeros, st0, 1};
+    mprof_sample_runs rz = {zeros, st0, 1, 0};
     assert_int_equal(mprof__bootstrap_ratio_ci(&rz, &rb, 95, 100, 0.95, 1, &ci), -1);
+    free(a);
+    free(b);
+}
+
+
+/* Serially correlated samples: 20 bursts of 100 frames, each burst shifted by its own offset,
+ * the same process on both sides. Frame by frame the sides differ "significantly"; block by
+ * block they do not, and the design effect says how correlated the frames are. */
+static void test_correlated(void **state)
+{
+    (void)state;
+    enum { N = 2000, BURST = 100 };
+    double *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    assert_non_null(a);
+    assert_non_null(b);
+    uint64_t s = 5;
+    double off_a = 0, off_b = 0;
+    for (int i = 0; i < N; i++) {
+        if (i % BURST == 0) {
+            off_a = (double)(lcg(&s) % 1000) / 500.0; /* 0 .. 2 */
+            off_b = (double)(lcg(&s) % 1000) / 500.0;
+        }
+        a[i] = 10.0 + off_a + (double)(lcg(&s) % 1000) / 5000.0;
+        b[i] = 10.0 + off_b + (double)(lcg(&s) % 1000) / 5000.0;
+    }
+    size_t st[2] = {0, N};
+    mprof_sample_runs ia = {a, st, 1, 0}, ib = {b, st, 1, 0};
+    mprof_sample_runs ca = {a, st, 1, 20}, cb = {b, st, 1, 20};
+    mprof_mwu plain, corr;
+    assert_int_equal(mprof__mann_whitney_runs(&ia, &ib, &plain), 0);
+    assert_int_equal(mprof__mann_whitney_runs(&ca, &cb, &corr), 0);
+    assert_float_equal(plain.design_effect, 1.0, 0);
+    assert_float_equal(plain.u, corr.u, 1e-9);
+    /* Blocks of 100 frames that move together: the design effect is near 100. */
+    assert_true(corr.design_effect > 30.0);
+    /* The z score shrinks by the square root of the design effect. */
+    assert_float_equal(corr.z, plain.z / sqrt(corr.design_effect), 1e-9);
+    assert_true(fmin(corr.p_greater, corr.p_less) > fmin(plain.p_greater, plain.p_less));
+
+    /* Independent frames: the design effect stays near 1. */
+    for (int i = 0; i < N; i++) {
+        a[i] = 10.0 + (double)(lcg(&s) % 1000) / 500.0;
+        b[i] = 10.0 + (double)(lcg(&s) % 1000) / 500.0;
+    }
+    assert_int_equal(mprof__mann_whitney_runs(&ca, &cb, &corr), 0);
+    assert_true(corr.design_effect < 3.0);
+
+    /* The block bootstrap widens the interval of bursty data against the frame bootstrap. */
+    for (int i = 0; i < N; i++) {
+        if (i % BURST == 0)
+            off_a = (double)(lcg(&s) % 1000) / 200.0;
+        a[i] = 10.0 + off_a + (double)(lcg(&s) % 1000) / 5000.0;
+        b[i] = a[(i + 7 * BURST) % N];
+    }
+    mprof_ratio_ci fi, bl;
+    assert_int_equal(mprof__bootstrap_ratio_ci(&ia, &ib, 95, 500, 0.95, 9, &fi), 0);
+    assert_int_equal(mprof__bootstrap_ratio_ci(&ca, &cb, 95, 500, 0.95, 9, &bl), 0);
+    assert_float_equal(fi.point, bl.point, 0);
+    assert_true(bl.hi - bl.lo > 1.5 * (fi.hi - fi.lo));
     free(a);
     free(b);
 }
@@ -206,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_mwu_ties_normal),
         cmocka_unit_test(test_mwu_large_shift),
         cmocka_unit_test(test_bootstrap),
+        cmocka_unit_test(test_correlated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

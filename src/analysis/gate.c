@@ -550,7 +550,10 @@ static int identity_differs(const mprof_gate_side *b, const mprof_gate_side *c, 
 
 /* Mean per-frame time of a zone over a side, and the pooled per-frame self times when every run
  * has them. A run that does not list the zone contributes zero time (exports list every zone's
- * totals). */
+ * totals). With per-frame data the self mean is trimmed: the zone's slowest TRIM_FRACTION of
+ * frames are left out, so that a preemption or interrupt landing inside a small zone (a few
+ * milliseconds in one frame) does not outweigh a real, steady slowdown of a large one. */
+#define TRIM_FRACTION 0.01
 typedef struct zone_side {
     double self_ms, incl_ms;
     double *frames; /* pooled per-frame self ms, or NULL */
@@ -611,6 +614,17 @@ static int zone_on_side(const mprof_gate_side *s, const char *name, zone_side *o
             out->frames[k++] = z ? z->self_ms[f] : 0.0;
     }
     out->n = k;
+    double *sorted = malloc(k * sizeof *sorted);
+    if (!sorted)
+        return -1;
+    memcpy(sorted, out->frames, k * sizeof *sorted);
+    mprof__sort_doubles(sorted, k);
+    size_t keep = k - (size_t)floor((double)k * TRIM_FRACTION);
+    double sum = 0;
+    for (size_t i = 0; i < keep; i++)
+        sum += sorted[i];
+    out->self_ms = sum / (double)keep;
+    free(sorted);
     return 0;
 }
 
@@ -753,6 +767,8 @@ static void fill_defaults(mprof_gate_opts *o)
         o->seed = DEFAULT_SEED;
     if (o->top_zones <= 0)
         o->top_zones = 5;
+    if (o->blocks <= 0)
+        o->blocks = 10;
 }
 
 mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_gate_side *cur,
@@ -831,15 +847,17 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
     }
 
     /* Significance: rank test on frames, bootstrap of the p95 ratio, rank test on run p95s. */
+    size_t blocks = o->blocks >= 2 ? (size_t)o->blocks : 0;
+    mprof_sample_runs sb = {bv, bs, bruns, blocks}, sc = {cv, cs, cruns, blocks};
     mprof_mwu m;
-    if (mprof__mann_whitney(bv, nb, cv, nc, &m))
+    if (mprof__mann_whitney_runs(&sb, &sc, &m))
         goto oom;
     r->rank_p = m.p_greater;
     r->rank_u = m.u;
     r->rank_z = m.z;
     r->rank_effect = m.effect;
     r->rank_exact = m.exact;
-    mprof_sample_runs sb = {bv, bs, bruns}, sc = {cv, cs, cruns};
+    r->rank_design_effect = m.design_effect;
     mprof_ratio_ci ci;
     if (mprof__bootstrap_ratio_ci(&sb, &sc, 95.0, o->n_resamples, 1.0 - o->alpha, o->seed, &ci)) {
         /* Only a zero baseline p95 gets here with enough frames. */
@@ -850,7 +868,14 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
     }
     r->ci_lo = ci.lo;
     r->ci_hi = ci.hi;
-    if (bruns >= 2 && cruns >= 2) {
+    if (bruns >= 2 && cruns >= 2 && mprof__mwu_min_p(bruns, cruns) >= o->alpha) {
+        size_t k = 2;
+        while (mprof__mwu_min_p(k, k) >= o->alpha)
+            k++;
+        warn(r, "the per-run p95 rank test cannot reach p < %g with %zu and %zu runs (it needs %zu "
+                "per side); run-to-run variation enters through the bootstrap only",
+             o->alpha, bruns, cruns, k);
+    } else if (bruns >= 2 && cruns >= 2) {
         bp95 = malloc(bruns * sizeof *bp95);
         cp95 = malloc(cruns * sizeof *cp95);
         size_t big = nb > nc ? nb : nc;
@@ -892,7 +917,7 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
             snprintf(r->reason, sizeof r->reason,
                      "p95 frame time rose %+.1f %% (threshold +%g %%; %g %% interval of the ratio "
                      "%.3f..%.3f, rank test p = %.2g); most of the growth is in zone \"%s\" "
-                     "(%+.3f ms per frame)",
+                     "(%+.3g ms per frame)",
                      change, o->threshold_pct, 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi,
                      r->rank_p, r->zones[0].name, r->zones[0].delta_ms);
         else
@@ -1008,14 +1033,16 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
     double bvals[4] = {r->base.p50_ms, r->base.p95_ms, r->base.p99_ms, r->base.mean_ms};
     double cvals[4] = {r->cur.p50_ms, r->cur.p95_ms, r->cur.p99_ms, r->cur.mean_ms};
     for (int i = 0; i < 4; i++)
-        fprintf(out, "  %-16s %12.3f %12.3f %+8.1f%%\n", lbl[i], bvals[i], cvals[i],
+        fprintf(out, "  %-16s %12.5g %12.5g %+8.1f%%\n", lbl[i], bvals[i], cvals[i],
                 pct_change(cvals[i], bvals[i]));
     if (r->verdict != MPROF_GATE_BAD_INPUT && r->base.frames >= (size_t)o->min_frames &&
         r->cur.frames >= (size_t)o->min_frames) {
         fprintf(out, "\n  magnitude   p95 ratio %.3f vs limit %.3f: %s\n", r->p95_ratio,
                 1.0 + o->threshold_pct / 100.0, r->magnitude ? "exceeded" : "within");
-        fprintf(out, "  rank test   one-sided p = %.3g (%s, P(current > baseline) = %.2f)\n",
-                r->rank_p, r->rank_exact ? "exact" : "normal approximation", r->rank_effect);
+        fprintf(out, "  rank test   one-sided p = %.3g (%s, P(current > baseline) = %.2f, "
+                     "correlation design effect %.1f)\n",
+                r->rank_p, r->rank_exact ? "exact" : "normal approximation", r->rank_effect,
+                r->rank_design_effect);
         fprintf(out, "  bootstrap   %g %% interval of the p95 ratio: %.3f .. %.3f\n",
                 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi);
         if (r->run_test)
@@ -1036,7 +1063,7 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
                 snprintf(p, sizeof p, "%.2g", a->p);
             else
                 snprintf(p, sizeof p, "-");
-            fprintf(out, "  %-32.32s %10.3f %10.3f %+10.3f %9s %8s\n", a->name, a->base_ms,
+            fprintf(out, "  %-32.32s %10.4g %10.4g %+10.3g %9s %8s\n", a->name, a->base_ms,
                     a->cur_ms, a->delta_ms, rel, p);
         }
     }
@@ -1109,6 +1136,8 @@ int mprof__gate_write_json(const mprof_gate_result *r, FILE *out)
         cJSON_AddNumberToObject(rk, "pGreater", r->rank_p);
         cJSON_AddNumberToObject(rk, "effect", r6(r->rank_effect));
         cJSON_AddBoolToObject(rk, "exact", r->rank_exact != 0);
+        cJSON_AddNumberToObject(rk, "designEffect", r6(r->rank_design_effect));
+        cJSON_AddNumberToObject(rk, "blocksPerRun", o->blocks);
     }
     if (r->run_test) {
         cJSON *rt = cJSON_AddObjectToObject(j, "runTest");
@@ -1179,7 +1208,7 @@ int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out)
     double bvals[3] = {r->base.p50_ms, r->base.p95_ms, r->base.p99_ms};
     double cvals[3] = {r->cur.p50_ms, r->cur.p95_ms, r->cur.p99_ms};
     for (int i = 0; i < 3; i++)
-        fprintf(out, "| %s | %.3f ms | %.3f ms | %+.1f %% |\n", lbl[i], bvals[i], cvals[i],
+        fprintf(out, "| %s | %.5g ms | %.5g ms | %+.1f %% |\n", lbl[i], bvals[i], cvals[i],
                 pct_change(cvals[i], bvals[i]));
     if (r->verdict != MPROF_GATE_BAD_INPUT && r->base.frames >= (size_t)o->min_frames &&
         r->cur.frames >= (size_t)o->min_frames) {
@@ -1199,7 +1228,7 @@ int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out)
             fputs("| `", out);
             for (const char *s = a->name; *s; s++)
                 fputc(*s == '`' ? '\'' : (*s == '|' || *s == '\n' ? ' ' : *s), out);
-            fprintf(out, "` | %.3f | %.3f | %+.3f | ", a->base_ms, a->cur_ms, a->delta_ms);
+            fprintf(out, "` | %.4g | %.4g | %+.3g | ", a->base_ms, a->cur_ms, a->delta_ms);
             if (isinf(a->delta_pct))
                 fputs("new |\n", out);
             else

@@ -45,6 +45,9 @@ typedef struct mprof_gate_opts {
     int n_resamples;               /* bootstrap rounds; default 2000 */
     uint64_t seed;                 /* bootstrap seed; 0 = the fixed default, so runs repeat */
     int top_zones;                 /* zones listed in the attribution; default 5 */
+    int blocks;                    /* contiguous blocks per run for the correlation-aware rank
+                                      test and block bootstrap; default 10, 1 = frames are
+                                      independent (stats.h) */
 } mprof_gate_opts;
 
 /* One zone's per-frame time in one run (self time: the zone minus its children). */
@@ -96,7 +99,8 @@ typedef struct mprof_gate_summary {
 /* One row of the attribution: a zone's mean per-frame self time on each side. */
 typedef struct mprof_gate_attrib {
     char *name;
-    double base_ms, cur_ms;   /* mean self ms per frame */
+    double base_ms, cur_ms;   /* mean self ms per frame (the slowest 1 % of frames left out
+                                 when per-frame data exists) */
     double delta_ms;          /* cur - base */
     double delta_pct;         /* 100 * (cur / base - 1); +inf when the zone is new */
     double base_incl_ms, cur_incl_ms; /* mean inclusive ms per frame */
@@ -114,6 +118,7 @@ typedef struct mprof_gate_result {
     int magnitude;            /* the threshold rule holds */
     int significant;          /* all the significance tests hold */
     double rank_p, rank_u, rank_z, rank_effect;
+    double rank_design_effect; /* variance inflation for correlated frames (1 = none) */
     int rank_exact;
     int run_test;             /* 1 when the per-run p95 test was made (>= 2 runs per side) */
     double run_p;             /* its one-sided p */

@@ -266,6 +266,126 @@ int mprof__mann_whitney(const double *a, size_t na, const double *b, size_t nb, 
     return 0;
 }
 
+/* Batch-means design effect of one side's ranks (rk: ranks of the side's values, in the side's
+ * order), or 1 when the side is not blocked or too short. */
+static double design_effect(const mprof_sample_runs *s, const double *rk)
+{
+    size_t k = s->blocks_per_run;
+    if (k < 2)
+        return 1.0;
+    size_t n = s->run_start[s->n_runs] - s->run_start[0];
+    double mean = 0.0, var = 0.0;
+    for (size_t i = 0; i < n; i++)
+        mean += rk[i];
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++)
+        var += (rk[i] - mean) * (rk[i] - mean);
+    var /= (double)(n > 1 ? n - 1 : 1);
+    if (var <= 0.0)
+        return 1.0;
+    double bsum = 0.0;
+    size_t nb = 0;
+    for (size_t r = 0; r < s->n_runs; r++) {
+        size_t b = s->run_start[r] - s->run_start[0], len = s->run_start[r + 1] - s->run_start[r];
+        if (len < 2 * k)
+            continue;
+        for (size_t j = 0; j < k; j++) {
+            size_t st = b + j * len / k, en = b + (j + 1) * len / k;
+            double bm = 0.0;
+            for (size_t i = st; i < en; i++)
+                bm += rk[i];
+            bm /= (double)(en - st);
+            bsum += (double)(en - st) * (bm - mean) * (bm - mean);
+            nb++;
+        }
+    }
+    if (nb < 2)
+        return 1.0;
+    /* sum of m_j (mean_j - mean)^2 / (nb - 1) estimates m * var(block mean). */
+    double de = bsum / (double)(nb - 1) / var;
+    return de > 1.0 ? de : 1.0;
+}
+
+typedef struct vidx {
+    double v;
+    size_t idx; /* < na: a's value idx; else na + b's value idx */
+} vidx;
+
+static int cmp_vidx(const void *pa, const void *pb)
+{
+    const vidx *a = pa, *b = pb;
+    return (a->v > b->v) - (a->v < b->v);
+}
+
+int mprof__mann_whitney_runs(const mprof_sample_runs *a, const mprof_sample_runs *b,
+                             mprof_mwu *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!a || !b || a->n_runs == 0 || b->n_runs == 0)
+        return -1;
+    size_t na = a->run_start[a->n_runs] - a->run_start[0];
+    size_t nb = b->run_start[b->n_runs] - b->run_start[0];
+    const double *va = a->values + a->run_start[0], *vb = b->values + b->run_start[0];
+    if (a->blocks_per_run < 2 && b->blocks_per_run < 2) {
+        int rc = mprof__mann_whitney(va, na, vb, nb, out);
+        out->design_effect = 1.0;
+        return rc;
+    }
+    if (na == 0 || nb == 0)
+        return -1;
+    size_t n = na + nb;
+    vidx *it = malloc(n * sizeof *it);
+    double *rk = malloc(n * sizeof *rk);
+    if (!it || !rk) {
+        free(it);
+        free(rk);
+        return -1;
+    }
+    for (size_t i = 0; i < na; i++)
+        it[i] = (vidx){va[i], i};
+    for (size_t i = 0; i < nb; i++)
+        it[na + i] = (vidx){vb[i], na + i};
+    qsort(it, n, sizeof *it, cmp_vidx);
+    double tie_term = 0.0, rank_sum_b = 0.0;
+    size_t i = 0;
+    while (i < n) {
+        size_t j = i + 1;
+        while (j < n && it[j].v == it[i].v)
+            j++;
+        double t = (double)(j - i);
+        double avg = ((double)(i + 1) + (double)j) / 2.0;
+        for (size_t k = i; k < j; k++) {
+            rk[it[k].idx] = avg;
+            if (it[k].idx >= na)
+                rank_sum_b += avg;
+        }
+        tie_term += t * t * t - t;
+        i = j;
+    }
+    free(it);
+    double dna = (double)na, dnb = (double)nb, dn = (double)n;
+    double u = rank_sum_b - dnb * (dnb + 1.0) / 2.0;
+    double de = (design_effect(a, rk) + design_effect(b, rk + na)) / 2.0;
+    free(rk);
+    if (de < 1.0)
+        de = 1.0;
+    out->u = u;
+    out->effect = u / (dna * dnb);
+    out->design_effect = de;
+    double mu = dna * dnb / 2.0;
+    double var = dna * dnb / 12.0 * ((dn + 1.0) - tie_term / (dn * (dn - 1.0))) * de;
+    if (var <= 0.0) {
+        out->p_greater = 1.0;
+        out->p_less = 1.0;
+        return 0;
+    }
+    double sd = sqrt(var);
+    out->z = (u - mu) / sd;
+    out->p_greater = fmin(1.0, mprof__normal_sf((u - mu - 0.5) / sd));
+    out->p_less = fmin(1.0, mprof__normal_sf((mu - u - 0.5) / sd));
+    return 0;
+}
+
 /* ---- bootstrap ------------------------------------------------------------------------------ */
 
 typedef struct rng {
@@ -323,26 +443,41 @@ static size_t runs_total(const mprof_sample_runs *s)
     return s->run_start[s->n_runs] - s->run_start[0];
 }
 
-/* One resample of a side into out (capacity: see resample_cap); returns its length. */
-static size_t resample(const mprof_sample_runs *s, rng *g, double *out)
+/* Draws one run's worth of values from values[b .. b + n) into out: n single values, or, with
+ * k >= 2 blocks, k whole contiguous blocks. Returns the count written. */
+static size_t draw_run(const double *values, size_t b, size_t n, size_t k, rng *g, double *out)
 {
     size_t len = 0;
-    if (s->n_runs == 1) {
-        size_t b = s->run_start[0], n = s->run_start[1] - b;
+    if (k < 2 || n < 2 * k) {
         for (size_t i = 0; i < n; i++)
-            out[len++] = s->values[b + rng_below(g, n)];
+            out[len++] = values[b + rng_below(g, n)];
         return len;
     }
-    for (size_t k = 0; k < s->n_runs; k++) {
-        size_t run = rng_below(g, s->n_runs);
-        size_t b = s->run_start[run], n = s->run_start[run + 1] - b;
-        for (size_t i = 0; i < n; i++)
-            out[len++] = s->values[b + rng_below(g, n)];
+    for (size_t j = 0; j < k; j++) {
+        size_t blk = rng_below(g, k);
+        size_t s = b + blk * n / k, e = b + (blk + 1) * n / k;
+        memcpy(out + len, values + s, (e - s) * sizeof *out);
+        len += e - s;
     }
     return len;
 }
 
-/* The largest resample: n_runs copies of the longest run. */
+/* One resample of a side into out (capacity: see resample_cap); returns its length. */
+static size_t resample(const mprof_sample_runs *s, rng *g, double *out)
+{
+    if (s->n_runs == 1)
+        return draw_run(s->values, s->run_start[0], s->run_start[1] - s->run_start[0],
+                        s->blocks_per_run, g, out);
+    size_t len = 0;
+    for (size_t k = 0; k < s->n_runs; k++) {
+        size_t run = rng_below(g, s->n_runs);
+        size_t b = s->run_start[run], n = s->run_start[run + 1] - b;
+        len += draw_run(s->values, b, n, s->blocks_per_run, g, out + len);
+    }
+    return len;
+}
+
+/* The largest resample: n_runs copies of the longest run (blocks may round up by one each). */
 static size_t resample_cap(const mprof_sample_runs *s)
 {
     size_t longest = 0;
@@ -351,7 +486,7 @@ static size_t resample_cap(const mprof_sample_runs *s)
         if (n > longest)
             longest = n;
     }
-    return longest * s->n_runs;
+    return (longest + s->blocks_per_run + 1) * s->n_runs;
 }
 
 int mprof__bootstrap_ratio_ci(const mprof_sample_runs *base, const mprof_sample_runs *cur, double p,

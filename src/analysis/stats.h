@@ -31,6 +31,19 @@ double mprof__percentile_sorted(const double *sorted, size_t n, double p);
  */
 double mprof__percentile_select(const double *v, size_t n, double p, double *scratch);
 
+/*
+ * A side of a comparison: values grouped into runs. run_start has n_runs + 1 entries; run k holds
+ * values[run_start[k] .. run_start[k + 1]). A single run is {values, {0, n}, 1}.
+ */
+typedef struct mprof_sample_runs {
+    const double *values;
+    const size_t *run_start;
+    size_t n_runs;
+    size_t blocks_per_run; /* 0 or 1: values are independent; k >= 2: consecutive values are
+                              correlated (frames share a burst of machine noise), so each run is
+                              cut into k contiguous blocks that the tests treat as units */
+} mprof_sample_runs;
+
 /* Result of mprof__mann_whitney. */
 typedef struct mprof_mwu {
     double u;           /* U statistic of b: pairs (a_i, b_j) with b_j > a_i, ties counting 1/2 */
@@ -39,6 +52,7 @@ typedef struct mprof_mwu {
     double p_less;      /* one-sided p-value for "b tends to be smaller than a" */
     double effect;      /* u / (na * nb): probability that a random b exceeds a random a */
     int exact;          /* 1 when the p-values are exact (small samples without ties) */
+    double design_effect; /* variance inflation applied for serial correlation (1 = none) */
 } mprof_mwu;
 
 /*
@@ -52,21 +66,23 @@ typedef struct mprof_mwu {
 int mprof__mann_whitney(const double *a, size_t na, const double *b, size_t nb, mprof_mwu *out);
 
 /*
+ * The same test for serially correlated samples (frames of a run, in time order). Frames that
+ * share a burst of machine noise are not independent, and the plain test then reports far too
+ * small p-values. With blocks_per_run >= 2 on a side, the variance of U is multiplied by a design
+ * effect estimated by batch means: each run is cut into that many contiguous blocks, and
+ *     DE = m * var(block mean rank) / var(rank)        (m = values per block)
+ * per side; the larger of 1 and the mean of the two sides' DE is used. The exact small-sample
+ * path is not taken for correlated data. Returns 0, or -1 on empty input or out of memory.
+ */
+int mprof__mann_whitney_runs(const mprof_sample_runs *a, const mprof_sample_runs *b,
+                             mprof_mwu *out);
+
+/*
  * The smallest one-sided p-value a rank test can reach with samples of na and nb values:
  * 1 / C(na + nb, na) (every b above every a, no ties). With 3 runs per side it is 0.05, so
  * a run-level test at alpha 0.05 needs at least 4 runs per side.
  */
 double mprof__mwu_min_p(size_t na, size_t nb);
-
-/*
- * A side of a comparison: values grouped into runs. run_start has n_runs + 1 entries; run k holds
- * values[run_start[k] .. run_start[k + 1]). A single run is {values, {0, n}, 1}.
- */
-typedef struct mprof_sample_runs {
-    const double *values;
-    const size_t *run_start;
-    size_t n_runs;
-} mprof_sample_runs;
 
 /* Confidence interval of a ratio. */
 typedef struct mprof_ratio_ci {
@@ -83,7 +99,9 @@ typedef struct mprof_ratio_ci {
  * replacement, then values with replacement within each drawn run, so that run-to-run variation
  * (a slower machine state, a noisy neighbour) widens the interval as it should; a single run is
  * resampled by values. The random generator is xoshiro256** seeded with seed through splitmix64,
- * so the result depends only on the inputs. Returns 0, or -1 on empty input, a zero baseline
+ * so the result depends only on the inputs. When a side sets blocks_per_run >= 2, whole blocks
+ * of consecutive values are drawn instead of single values (a block bootstrap), so that bursts of
+ * noise that slow many consecutive frames widen the interval instead of passing for evidence. Returns 0, or -1 on empty input, a zero baseline
  * percentile or out of memory.
  */
 int mprof__bootstrap_ratio_ci(const mprof_sample_runs *base, const mprof_sample_runs *cur, double p,
