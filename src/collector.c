@@ -724,6 +724,7 @@ int mprof__collector_start(void)
     atomic_store(&mprof__g.bytes_raw, 0);
     atomic_store(&mprof__g.bytes_written, 0);
     atomic_store(&mprof__g.chunks_written, 0);
+    atomic_store(&mprof__g.peak_buffered_bytes, atomic_load(&mprof__g.buffered_bytes));
     pthread_mutex_lock(&mprof__g.threads_lock);
     for (mprof__thread *t = mprof__g.threads; t; t = t->next)
         t->col_named = 0;

@@ -80,7 +80,10 @@ extern mprof__globals mprof__g;
 extern mprof__tbuf mprof__dummy_tbuf;
 
 /* Timer (timer.c). */
-void mprof__timer_init(bool check_invariant, bool verbose);
+/* check: MPROF_TOGGLE_DEFAULT/ON check the counter, OFF trusts it, MPROF__FORCE_OS_CLOCK uses
+ * the OS clock (env MPROF_TIMER=clock). */
+#define MPROF__FORCE_OS_CLOCK ((mprof_toggle)99)
+void mprof__timer_init(mprof_toggle check, bool verbose);
 uint64_t mprof__ticks_to_ns(uint64_t ticks); /* ns since tick0 */
 
 /* Thread buffers (profiler.c). */

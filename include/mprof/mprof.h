@@ -220,6 +220,7 @@ MPROF_API void mprof_plot_config(const char *name, mprof_plot_format format,
  */
 MPROF_API int mprof__zone_begin_slow(const mprof_srcloc *loc);
 MPROF_API void mprof__zone_end_slow(void);
+MPROF_API void mprof__zone_end_lost(void);
 MPROF_API void mprof__zone_text(const char *text, size_t len);
 MPROF_API void mprof__zone_name(const char *text, size_t len);
 MPROF_API void mprof__zone_value(uint64_t value);
@@ -322,10 +323,14 @@ static inline void mprof__zone_end(void)
 #define mprof__zone_end mprof__zone_end_slow
 #endif
 
+/* active: 0 = the begin was not recorded (profiler off), 1 = recorded, 2 = dropped at the
+ * memory cap, so the end is dropped and counted too and the capture stays balanced. */
 static inline void mprof__zone_cleanup(int *active)
 {
-    if (*active)
+    if (MPROF__LIKELY(*active == 1))
         mprof__zone_end();
+    else if (*active == 2)
+        mprof__zone_end_lost();
 }
 
 /* ---------------------------------------------------------------------------------------------
