@@ -159,9 +159,15 @@ static int refill(mprof__thread *th)
     if (atomic_load_explicit(&mprof__g.buffered_bytes, memory_order_relaxed) + bytes >
         mprof__g.cfg.memory_limit_bytes)
         return -1;
-    mprof__block *b = malloc(bytes);
-    if (!b)
+    if (!th->spare)
+        th->spare = atomic_exchange_explicit(&th->returned, NULL, memory_order_acquire);
+    mprof__block *b = th->spare;
+    if (b) {
+        th->spare = b->free_next;
+        atomic_fetch_sub_explicit(&th->n_returned, 1, memory_order_relaxed);
+    } else if (!(b = malloc(bytes))) {
         return -1;
+    }
     note_buffered(bytes);
     atomic_init(&b->next, NULL);
     atomic_init(&b->final_end, NULL);
