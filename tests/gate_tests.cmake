@@ -32,3 +32,11 @@ if(NOT MPROF_SANITIZE)
             $<TARGET_FILE:mprof_tool> ${CMAKE_CURRENT_BINARY_DIR}/gate_noise 10)
   set_tests_properties(gate_noise PROPERTIES LABELS "gate;noise" TIMEOUT 300 RUN_SERIAL TRUE)
 endif()
+
+# The gate's fuzz corpus replayed through the loader and comparison on every run.
+add_executable(fuzz_gate_json_replay ${PROJECT_SOURCE_DIR}/fuzz/fuzz_gate_json.c
+               ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)
+target_link_libraries(fuzz_gate_json_replay PRIVATE mprof_analysis)
+add_test(NAME fuzz_gate_json_replay
+  COMMAND fuzz_gate_json_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus/gate_json)
+set_tests_properties(fuzz_gate_json_replay PROPERTIES LABELS "gate;fuzz")

@@ -508,13 +508,13 @@ static int read_pass(exporter *x, int pass, mprof_reader **keep)
 
 /* ---- output --------------------------------------------------------------------------------- */
 
-/* Milliseconds with 0.1 microsecond resolution and no trailing zeros: 16.6667, 0, 2.5. */
+/* Milliseconds with nanosecond resolution and no trailing zeros: 16.666667, 0, 2.5. */
 static void put_ms(FILE *out, double ms)
 {
     char buf[64];
     if (!isfinite(ms))
         ms = 0;
-    snprintf(buf, sizeof buf, "%.4f", ms);
+    snprintf(buf, sizeof buf, "%.6f", ms);
     char *dot = strchr(buf, '.');
     if (dot) {
         char *e = buf + strlen(buf) - 1;
