@@ -2,7 +2,8 @@
 #
 # Run by ctest (label "contract") as
 #   cmake -DCC=compiler -DSRC=instrumented.c -DINCLUDE=include-dir -DWORK=scratch-dir
-#         -DOBJDUMP=objdump -DOBJCOPY=objcopy -DNM=nm -DMODE=strip|guard -P check_shipping.cmake
+#         -DOBJDUMP=objdump -DOBJCOPY=objcopy -DNM=nm -DMODE=all|strip|guard -P check_shipping.cmake
+# (MODE all runs guard, then strip).
 #
 # MODE strip: compiles instrumented.c three ways - shipping (-DMPROF_SHIPPING), default (no
 # define: profiling is off unless asked for) and plain (a copy with every line that uses an mprof
@@ -37,7 +38,7 @@ function(compile out_obj)
   endif()
 endfunction()
 
-if(MODE STREQUAL "guard")
+if(MODE STREQUAL "guard" OR MODE STREQUAL "all")
   execute_process(COMMAND "${CC}" -std=c11 -DMPROF_SHIPPING -DMPROF_ENABLE -I "${INCLUDE}"
                           -c "${SRC}" -o "${WORK}/guard.o"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -49,11 +50,11 @@ if(MODE STREQUAL "guard")
     message(FATAL_ERROR "the compile error lacks the exact guard message\n  expected: ${GUARD_MESSAGE}\n  got:\n${err}${out}")
   endif()
   message(STATUS "guard: -DMPROF_SHIPPING -DMPROF_ENABLE fails with the exact message")
-  return()
-endif()
-
-if(NOT MODE STREQUAL "strip")
-  message(FATAL_ERROR "MODE must be strip or guard, not '${MODE}'")
+  if(MODE STREQUAL "guard")
+    return()
+  endif()
+elseif(NOT MODE STREQUAL "strip")
+  message(FATAL_ERROR "MODE must be all, strip or guard, not '${MODE}'")
 endif()
 foreach(v OBJDUMP OBJCOPY NM)
   if(NOT ${v})
