@@ -15,6 +15,9 @@ W=$3
 TRIALS=${4:-10}
 FRAMES=${5:-10000}
 rm -rf "$W" && mkdir -p "$W" || exit 1
+# The library writes these into each capture; the gate's machine guard compares the build type.
+MPROF_BUILD_TYPE=${MPROF_BUILD_TYPE:-gate-noise}
+export MPROF_BUILD_TYPE
 
 record() { # NAME SLOW_PCT
     "$WORKLOAD" --capture "$W/$1.mprof" --export "$W/$1.json" --frames "$FRAMES" --slow "$2" \
