@@ -325,6 +325,53 @@ static void test_guard_and_skip(void **state)
     mprof__gate_result_free(r);
 }
 
+static void write_frames(const char *name, const double *v, size_t n)
+{
+    FILE *f = fopen(tpath(name), "w");
+    assert_non_null(f);
+    fprintf(f, "{\"schema\": \"mprof.frames.v1\", \"frameTimesMs\": [");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%.4f", i ? "," : "", v[i]);
+    fprintf(f, "]}");
+    fclose(f);
+}
+
+/* Only the slowest tenth of the frames got slower: the p95 crosses the threshold, but 200
+ * frames are not enough for the rank test to be sure, so the verdict asks for more frames. */
+static void test_tail_only_inconclusive(void **state)
+{
+    (void)state;
+    double b[200], c[200];
+    uint64_t s = 11;
+    for (int i = 0; i < 200; i++) {
+        b[i] = 10.0 + unif(&s, 0, 1);
+        c[i] = 10.0 + unif(&s, 0, 1);
+        if (c[i] > 10.9)
+            c[i] += 2.0;
+    }
+    write_frames("tail_base.json", b, 200);
+    write_frames("tail_cur.json", c, 200);
+    mprof_gate_result *r = compare("tail_base.json", "tail_cur.json", NULL);
+    assert_true(r->magnitude);
+    assert_false(r->significant);
+    assert_true(r->rank_p >= 0.05);
+    assert_int_equal(r->verdict, MPROF_GATE_INCONCLUSIVE);
+    assert_true(r->need_frames > 0);
+    assert_int_equal(r->need_runs, 0);
+    assert_non_null(strstr(r->reason, "but not significantly"));
+    assert_non_null(strstr(r->reason, "more frames per side"));
+    /* No zones in these exports: the attribution is empty, and the writers cope. */
+    assert_int_equal(r->n_zones, 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(mprof__gate_write_markdown(r, f), 0);
+    fclose(f);
+    assert_null(strstr(buf, "| Zone |"));
+    free(buf);
+    mprof__gate_result_free(r);
+}
+
 static void expect_load_error(const char *name, const char *content, const char *needle)
 {
     char *p = tpath(name);
@@ -383,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_slower_zone_is_regression),
         cmocka_unit_test(test_too_few_frames_inconclusive),
         cmocka_unit_test(test_runs),
+        cmocka_unit_test(test_tail_only_inconclusive),
         cmocka_unit_test(test_guard_and_skip),
         cmocka_unit_test(test_bad_input),
     };
