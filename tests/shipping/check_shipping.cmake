@@ -29,9 +29,12 @@ file(MAKE_DIRECTORY "${WORK}")
 
 set(GUARD_MESSAGE "mprof: shipping builds must not enable profiling (MPROF_ENABLE); instrumentation is stripped by leaving MPROF_ENABLE undefined.")
 
-function(compile out_obj)
-  execute_process(COMMAND "${CC}" -std=c11 -I "${INCLUDE}" ${ARGN}
+# compile(OUT_OBJ DIR FLAGS...) compiles DIR/instrumented.c from inside DIR, so that every
+# variant has the same file name in its symbol table.
+function(compile out_obj dir)
+  execute_process(COMMAND "${CC}" -std=c11 -I "${INCLUDE}" ${ARGN} instrumented.c
                           -c -o "${out_obj}"
+                  WORKING_DIRECTORY "${dir}"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "compiling ${out_obj} failed (${ARGN}):\n${out}${err}")
@@ -78,8 +81,11 @@ list(LENGTH lines_b nb)
 if(NOT na EQUAL nb)
   message(FATAL_ERROR "the plain copy has ${nb} lines, the source ${na}")
 endif()
-set(PLAIN "${WORK}/plain.c")
-file(WRITE "${PLAIN}" "${plain}")
+set(SHIP_DIR "${WORK}/instrumented")
+set(PLAIN_DIR "${WORK}/plain")
+file(MAKE_DIRECTORY "${SHIP_DIR}" "${PLAIN_DIR}")
+file(WRITE "${SHIP_DIR}/instrumented.c" "${text}")
+file(WRITE "${PLAIN_DIR}/instrumented.c" "${plain}")
 
 function(run_tool out_var)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -110,9 +116,9 @@ foreach(opt IN LISTS levels)
   set(ship "${WORK}/shipping_${tag}.o")
   set(deflt "${WORK}/default_${tag}.o")
   set(plainobj "${WORK}/plain_${tag}.o")
-  compile("${ship}" ${opt} ${extra} -DMPROF_SHIPPING "${SRC}")
-  compile("${deflt}" ${opt} ${extra} "${SRC}")
-  compile("${plainobj}" ${opt} ${extra} "${PLAIN}")
+  compile("${ship}" "${SHIP_DIR}" ${opt} ${extra} -DMPROF_SHIPPING)
+  compile("${deflt}" "${SHIP_DIR}" ${opt} ${extra})
+  compile("${plainobj}" "${PLAIN_DIR}" ${opt} ${extra})
 
   # Every code section (.text, and .text.startup and friends that gcc -O2 uses).
   run_tool(sections "${OBJDUMP}" -h "${ship}")
@@ -162,7 +168,7 @@ foreach(opt IN LISTS levels)
 endforeach()
 
 # Control: an enabled build does reference the library, so the nm check above can fail.
-compile("${WORK}/enabled.o" -O2 -DMPROF_ENABLE "${SRC}")
+compile("${WORK}/enabled.o" "${SHIP_DIR}" -O2 -DMPROF_ENABLE)
 run_tool(esyms "${NM}" -u "${WORK}/enabled.o")
 string(FIND "${esyms}" "mprof__" hit)
 if(hit EQUAL -1)
