@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "analysis/analysis.h"
 #include "analysis/frames_export.h"
 #include "analysis/gate.h"
 #include "analysis/stats.h"
@@ -305,6 +306,28 @@ static void test_frames_and_summary(void **state)
         }
     }
     assert_int_equal(seen, 7);
+
+    /* `mprof report` agrees: same frames, same percentile definition. */
+    char err[256];
+    mprof_analysis *an = mprof_analysis_run(tp("a.mprof"), &(mprof_analysis_opts){0}, err,
+                                            sizeof err);
+    assert_non_null(an);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    mprof_analysis_print_json(an, f);
+    fclose(f);
+    mprof_analysis_free(an);
+    cJSON *rep = cJSON_Parse(buf);
+    free(buf);
+    assert_non_null(rep);
+    const cJSON *fr = cJSON_GetObjectItem(rep, "frames");
+    assert_int_equal((int)num(fr, "count"), (int)num(j, "frameCount"));
+    assert_float_equal(num(fr, "p50_ms"), num(j, "p50FrameTimeMs"), 1e-4);
+    assert_float_equal(num(fr, "p90_ms"), num(j, "p90FrameTimeMs"), 1e-4);
+    assert_float_equal(num(fr, "p95_ms"), num(j, "p95FrameTimeMs"), 1e-4);
+    assert_float_equal(num(fr, "p99_ms"), num(j, "p99FrameTimeMs"), 1e-4);
+    cJSON_Delete(rep);
     cJSON_Delete(j);
 }
 
