@@ -8,12 +8,14 @@
  * GPU ticks, GPU_CALIBRATE pairs a GPU tick value with a CPU time. The analysis joins them.
  *
  * Query ids. Each context owns a ring of n_queries ids handed out in pairs (2p for the begin,
- * 2p + 1 for the end), in ring order, so a Vulkan query pool or a GL query array can be indexed
- * by id directly. A pair is in flight from zone_begin until both of its timestamps have been
- * uploaded; it is never handed out again before that. The window [tail, head) holds every pair
- * in flight (and possibly some already freed out of order); tail moves forward lazily over freed
- * pairs. When the window covers the whole ring, zone_begin drops the zone, counts it in
- * mprof__g.gpu_queries_lost and logs once.
+ * 2p + 1 for the end), so a Vulkan query pool or a GL query array can be indexed by id directly.
+ * A pair is in flight from zone_begin until both of its timestamps have been uploaded; it is
+ * never handed out again before that. The window of `span` pairs from `tail`, in ring order,
+ * holds every pair in flight (and some already freed out of order); tail moves forward lazily
+ * over freed pairs, and new pairs are taken at the window's end. When the window covers the
+ * whole ring (an old query is late, or was never submitted), pairs freed inside it are found by
+ * a cursor, so one stuck query costs one pair, not the ring. When every pair is in flight,
+ * zone_begin drops the zone, counts it in mprof__g.gpu_queries_lost and logs once.
  *
  * Contexts may be created before mprof_startup. Each context remembers the session it was last
  * announced in (GPU_CONTEXT and its latest GPU_CALIBRATE); any GPU call made in a newer session
@@ -37,9 +39,10 @@ typedef struct gpu_context {
     mprof_gpu_api api;
     double period_ns;
     uint32_t n_pairs;
-    uint32_t head;      /* next pair to hand out */
     uint32_t tail;      /* oldest pair that may be in flight */
-    uint32_t used;      /* pairs in [tail, head), n_pairs when the ring is full */
+    uint32_t span;      /* pairs in the window starting at tail (n_pairs: the whole ring) */
+    uint32_t inflight;  /* pairs in flight */
+    uint32_t cursor;    /* where the search for a free pair resumes when the window is full */
     uint8_t *state;     /* per pair: PAIR_* flags */
     uint32_t announced; /* session in which GPU_CONTEXT was last written; 0 = never */
     int have_calibration;
@@ -62,7 +65,7 @@ static gpu_context *lookup(mprof_gpu_ctx id)
 static uint64_t ns_to_ticks(uint64_t ns)
 {
     double per = mprof__g.ns_per_tick > 0.0 ? mprof__g.ns_per_tick : 1.0;
-    return mprof__g.tick0 + (uint64_t)llround((double)ns / per);
+    return mprof__g.tick0 + (uint64_t)((double)ns / per + 0.5);
 }
 
 static void write_calibrate(gpu_context *c)
@@ -193,9 +196,9 @@ void mprof_gpu_calibrate(mprof_gpu_ctx ctx, int64_t gpu_ts, uint64_t cpu_ns)
 /* Moves tail over pairs already freed. Called with c->lock held. */
 static void advance_tail(gpu_context *c)
 {
-    while (c->used > 0 && c->state[c->tail] == PAIR_FREE) {
+    while (c->span > 0 && c->state[c->tail] == PAIR_FREE) {
         c->tail = c->tail + 1 == c->n_pairs ? 0 : c->tail + 1;
-        c->used--;
+        c->span--;
     }
 }
 
@@ -217,18 +220,30 @@ uint32_t mprof_gpu_zone_begin(mprof_gpu_ctx ctx, const mprof_srcloc *loc)
     pthread_mutex_lock(&c->lock);
     if (!announce(c))
         goto out; /* not recording */
-    advance_tail(c);
-    if (c->used == c->n_pairs) {
+    if (c->inflight == c->n_pairs) {
         count_lost(c);
         goto out;
     }
     unsigned char *p = mprof__reserve(25);
     if (!p)
         goto out; /* memory cap: counted as a lost event by reserve */
-    uint32_t pair = c->head;
+    advance_tail(c);
+    uint32_t pair;
+    if (c->span < c->n_pairs) {
+        /* Everything outside the window is free: take the pair at its end. */
+        pair = c->tail + c->span;
+        if (pair >= c->n_pairs)
+            pair -= c->n_pairs;
+        c->span++;
+    } else {
+        /* The window is the whole ring: find a pair freed out of order (one exists). */
+        pair = c->cursor;
+        while (c->state[pair] != PAIR_FREE)
+            pair = pair + 1 == c->n_pairs ? 0 : pair + 1;
+        c->cursor = pair + 1 == c->n_pairs ? 0 : pair + 1;
+    }
     c->state[pair] = PAIR_INFLIGHT;
-    c->head = pair + 1 == c->n_pairs ? 0 : pair + 1;
-    c->used++;
+    c->inflight++;
     q = pair * 2;
     unsigned char *w = mprof__w_u8(p, MPROF_EV_GPU_ZONE_BEGIN);
     w = mprof__w_ts(w);
@@ -275,8 +290,10 @@ void mprof_gpu_time(mprof_gpu_ctx ctx, uint32_t query_id, int64_t gpu_ts)
         !(c->state[pair] & PAIR_INFLIGHT) || (c->state[pair] & bit))
         goto out; /* not in flight, or uploaded twice: ignored */
     c->state[pair] |= bit;
-    if ((c->state[pair] & (PAIR_GOT_BEGIN | PAIR_GOT_END)) == (PAIR_GOT_BEGIN | PAIR_GOT_END))
+    if ((c->state[pair] & (PAIR_GOT_BEGIN | PAIR_GOT_END)) == (PAIR_GOT_BEGIN | PAIR_GOT_END)) {
         c->state[pair] = PAIR_FREE;
+        c->inflight--;
+    }
     if (announce(c)) {
         unsigned char *p = mprof__reserve(17);
         if (p) {
@@ -302,7 +319,7 @@ uint32_t mprof_gpu_pending(mprof_gpu_ctx ctx, uint32_t *out_first)
     advance_tail(c);
     if (out_first)
         *out_first = c->tail * 2;
-    uint32_t n = c->used * 2;
+    uint32_t n = c->span * 2;
     pthread_mutex_unlock(&c->lock);
     return n;
 }
