@@ -8,12 +8,17 @@
 #include "mprof/mprof.h"
 
 #include "gpu_capture.h"
+#include "test_util.h"
+
+#include <cjson/cJSON.h>
+#include <time.h>
 
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include <cmocka.h>
@@ -308,6 +313,102 @@ static void test_monotonic_conversion(void **state)
     assert_true(conv + 2000 >= a && conv <= b + 2000);
 }
 
+
+static void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static cJSON *find_ctx(cJSON *root, const char *name)
+{
+    cJSON *ctxs = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "gpu"), "contexts");
+    cJSON *c;
+    cJSON_ArrayForEach(c, ctxs)
+    {
+        cJSON *n = cJSON_GetObjectItem(c, "name");
+        if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* `mprof report --gpu` (the real binary) on a capture with known GPU times: per-zone counts and
+ * durations, submit-to-start latency, per-frame busy share and GPU-bound frames. */
+static void test_report_gpu(void **state)
+{
+    (void)state;
+    mprof_shutdown();
+    assert_int_equal(start(NULL), 0);
+    /* GPU ticks of 0.5 ns; calibration: tick 0 is CPU time t0. */
+    mprof_gpu_ctx ctx = MPROF_GPU_CONTEXT("Report", MPROF_GPU_API_VULKAN, 0.5, 64);
+    uint64_t t0 = mprof_now_ns();
+    MPROF_GPU_CALIBRATE(ctx, 0, t0);
+    MPROF_FRAME_MARK();
+    /* 4 frames of about 2 ms CPU time. Frame 3's GPU work takes 30 ms: GPU-bound. Each pass
+     * starts on the GPU 50 us after it was recorded. */
+    for (int f = 0; f < 4; f++) {
+        uint64_t rec = mprof_now_ns();
+        uint32_t q = MPROF_GPU_ZONE_BEGIN(ctx, "Pass");
+        uint32_t e = MPROF_GPU_ZONE_END(ctx, q);
+        int64_t begin_ticks = (int64_t)(rec - t0 + 50000) * 2;
+        int64_t dur_ns = f == 2 ? 30000000 : 100000;
+        MPROF_GPU_TIME(ctx, e, begin_ticks + dur_ns * 2);
+        MPROF_GPU_TIME(ctx, q, begin_ticks);
+        sleep_us(2000);
+        MPROF_FRAME_MARK();
+    }
+    mprof_gpu_context_destroy(ctx);
+    mprof_shutdown();
+
+    char cmd[1200], out[65536];
+    snprintf(cmd, sizeof cmd, "%s report --gpu --json %s", tu_mprof_bin(), capture_path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    cJSON *root = cJSON_Parse(out);
+    assert_non_null(root);
+    cJSON *c = find_ctx(root, "Report");
+    assert_non_null(c);
+    assert_string_equal(cJSON_GetObjectItem(c, "api")->valuestring, "Vulkan");
+    assert_int_equal(cJSON_GetObjectItem(c, "zones_complete")->valueint, 4);
+    assert_int_equal(cJSON_GetObjectItem(c, "zones_incomplete")->valueint, 0);
+    cJSON *z = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "zones"), 0);
+    assert_string_equal(cJSON_GetObjectItem(z, "name")->valuestring, "Pass");
+    assert_int_equal(cJSON_GetObjectItem(z, "count")->valueint, 4);
+    cJSON *g = cJSON_GetObjectItem(z, "gpu_ns");
+    double mean = cJSON_GetObjectItem(g, "mean")->valuedouble;
+    assert_true(fabs(mean - (3 * 100000.0 + 30000000.0) / 4) < 1.0);
+    double max = cJSON_GetObjectItem(g, "max")->valuedouble;
+    assert_true(max == 30000000.0);
+    double p50 = cJSON_GetObjectItem(g, "p50")->valuedouble;
+    assert_true(p50 > 97000 && p50 < 103000); /* histogram: within 3 % */
+    cJSON *lat = cJSON_GetObjectItem(z, "submit_to_start_ns");
+    double lat_mean = cJSON_GetObjectItem(lat, "mean")->valuedouble;
+    /* 50 us after the CPU time read just before the begin call: a little less than 50 us. */
+    assert_true(lat_mean > 40000 && lat_mean <= 50000);
+    cJSON *fr = cJSON_GetObjectItem(c, "frames");
+    assert_int_equal(cJSON_GetObjectItem(fr, "count")->valueint, 4);
+    assert_int_equal(cJSON_GetObjectItem(fr, "gpu_bound")->valueint, 1);
+    cJSON *bound = cJSON_GetObjectItem(fr, "gpu_bound_frames");
+    assert_int_equal(cJSON_GetArraySize(bound), 1);
+    assert_int_equal(cJSON_GetArrayItem(bound, 0)->valueint, 3);
+    cJSON *share = cJSON_GetObjectItem(fr, "busy_share");
+    assert_int_equal(cJSON_GetArraySize(share), 4);
+    double s0 = cJSON_GetArrayItem(share, 0)->valuedouble;
+    assert_true(s0 > 0.0 && s0 < 0.1); /* 100 us of a >= 2 ms frame */
+    assert_true(cJSON_GetArrayItem(share, 2)->valuedouble > 1.0);
+    cJSON_Delete(root);
+
+    snprintf(cmd, sizeof cmd, "%s report --gpu %s", tu_mprof_bin(), capture_path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "Vulkan context \"Report\""));
+    assert_non_null(strstr(out, "GPU-bound frames 1"));
+    /* Without --gpu there is no GPU section. */
+    snprintf(cmd, sizeof cmd, "%s report %s", tu_mprof_bin(), capture_path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    assert_null(strstr(out, "\nGPU\n"));
+    assert_int_equal(start(NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_capture_records),
         cmocka_unit_test(test_announced_in_later_session),
         cmocka_unit_test(test_monotonic_conversion),
+        cmocka_unit_test(test_report_gpu),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }

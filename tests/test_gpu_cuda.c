@@ -126,7 +126,8 @@ static void test_cuda_zones(void **state)
                 gb - (double)z->cpu_begin_ns, ge - gb);
     }
     gc_free(&cap);
-    remove(capture_path);
+    if (!getenv("MPROF_TEST_KEEP"))
+        remove(capture_path);
 }
 
 int main(void)

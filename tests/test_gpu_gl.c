@@ -274,7 +274,8 @@ static void test_gl_zones(void **state)
         assert_true(z[1].gpu_begin <= z[2].gpu_begin && z[2].gpu_begin <= z[3].gpu_begin);
     }
     gc_free(&cap);
-    remove(capture_path);
+    if (!getenv("MPROF_TEST_KEEP"))
+        remove(capture_path);
 }
 
 static void test_gl_bad_config(void **state)

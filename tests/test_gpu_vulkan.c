@@ -565,7 +565,8 @@ static void run(int calibrated, int host_reset)
     fprintf(stderr, "%s: %d zones, %d calibrations, lost %llu\n", c.name, cap.n_zones,
             cap.ctx[id].n_calibrations, (unsigned long long)st.gpu_queries_lost);
     gc_free(&cap);
-    remove(capture_path);
+    if (!getenv("MPROF_TEST_KEEP"))
+        remove(capture_path);
 }
 
 static void test_calibrated_host_reset(void **state)

@@ -15,7 +15,9 @@
 #include <time.h>
 
 /* Optional passes, added by their modules. */
+extern const mprof_pass_vtbl mprof__pass_gpu;
 static const mprof_pass_vtbl *const pass_table[] = {
+    &mprof__pass_gpu,
     NULL,
 };
 
