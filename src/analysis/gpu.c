@@ -89,10 +89,14 @@ static const char *api_name(int api)
     }
 }
 
+/* Grows arr (zero-filled) so that arr[idx] exists. Indices come from the capture, so a corrupt
+ * one is refused rather than allocated for: -1 past 1 << 24 or when out of memory. */
 static int grow(void **arr, uint32_t *n, uint32_t idx, size_t es)
 {
     if (idx < *n)
         return 0;
+    if (idx >= (1u << 24))
+        return -1;
     uint32_t nn = *n ? *n : 16;
     while (nn <= idx)
         nn *= 2;
