@@ -24,6 +24,7 @@
 #include "core.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #define MAX_CONTEXTS 255u
@@ -33,7 +34,7 @@
 enum { PAIR_FREE = 0, PAIR_INFLIGHT = 0x80, PAIR_GOT_BEGIN = 0x01, PAIR_GOT_END = 0x02 };
 
 typedef struct gpu_context {
-    pthread_mutex_t lock;
+    atomic_flag lock; /* held for a few dozen instructions: a spinlock beats a mutex here */
     mprof_gpu_ctx id;
     const char *name;
     mprof_gpu_api api;
@@ -53,6 +54,20 @@ typedef struct gpu_context {
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static gpu_context *_Atomic registry[MAX_CONTEXTS + 1];
 static atomic_int lost_logged;
+
+static void ctx_lock(gpu_context *c)
+{
+    unsigned spins = 0;
+    while (atomic_flag_test_and_set_explicit(&c->lock, memory_order_acquire)) {
+        if (++spins % 64 == 0)
+            sched_yield(); /* the holder was preempted */
+    }
+}
+
+static void ctx_unlock(gpu_context *c)
+{
+    atomic_flag_clear_explicit(&c->lock, memory_order_release);
+}
 
 static gpu_context *lookup(mprof_gpu_ctx id)
 {
@@ -119,7 +134,8 @@ mprof_gpu_ctx mprof_gpu_context_new(const char *name, mprof_gpu_api api, double 
     if (!c)
         return 0;
     c->state = calloc(n_queries / 2, 1);
-    if (!c->state || pthread_mutex_init(&c->lock, NULL) != 0) {
+    atomic_flag_clear(&c->lock);
+    if (!c->state) {
         free(c->state);
         free(c);
         return 0;
@@ -139,14 +155,13 @@ mprof_gpu_ctx mprof_gpu_context_new(const char *name, mprof_gpu_api api, double 
     }
     pthread_mutex_unlock(&registry_lock);
     if (!c->id) {
-        pthread_mutex_destroy(&c->lock);
         free(c->state);
         free(c);
         return 0;
     }
-    pthread_mutex_lock(&c->lock);
+    ctx_lock(c);
     (void)announce(c);
-    pthread_mutex_unlock(&c->lock);
+    ctx_unlock(c);
     return c->id;
 }
 
@@ -158,7 +173,6 @@ void mprof_gpu_context_destroy(mprof_gpu_ctx ctx)
     pthread_mutex_lock(&registry_lock);
     atomic_store_explicit(&registry[ctx], NULL, memory_order_release);
     pthread_mutex_unlock(&registry_lock);
-    pthread_mutex_destroy(&c->lock);
     free(c->state);
     free(c);
 }
@@ -181,7 +195,7 @@ void mprof_gpu_calibrate(mprof_gpu_ctx ctx, int64_t gpu_ts, uint64_t cpu_ns)
     gpu_context *c = lookup(ctx);
     if (!c)
         return;
-    pthread_mutex_lock(&c->lock);
+    ctx_lock(c);
     c->have_calibration = 1;
     c->cal_gpu = gpu_ts;
     c->cal_ticks = ticks;
@@ -190,7 +204,7 @@ void mprof_gpu_calibrate(mprof_gpu_ctx ctx, int64_t gpu_ts, uint64_t cpu_ns)
         (void)announce(c); /* writes the calibration too */
     else
         write_calibrate(c);
-    pthread_mutex_unlock(&c->lock);
+    ctx_unlock(c);
 }
 
 /* Moves tail over pairs already freed. Called with c->lock held. */
@@ -217,7 +231,7 @@ uint32_t mprof_gpu_zone_begin(mprof_gpu_ctx ctx, const mprof_srcloc *loc)
     if (!c)
         return MPROF_GPU_NO_QUERY;
     uint32_t q = MPROF_GPU_NO_QUERY;
-    pthread_mutex_lock(&c->lock);
+    ctx_lock(c);
     if (!announce(c))
         goto out; /* not recording */
     if (c->inflight == c->n_pairs) {
@@ -252,7 +266,7 @@ uint32_t mprof_gpu_zone_begin(mprof_gpu_ctx ctx, const mprof_srcloc *loc)
     w = mprof__w_ptr(w, loc);
     mprof__commit(w);
 out:
-    pthread_mutex_unlock(&c->lock);
+    ctx_unlock(c);
     return q;
 }
 
@@ -283,7 +297,7 @@ void mprof_gpu_time(mprof_gpu_ctx ctx, uint32_t query_id, int64_t gpu_ts)
     gpu_context *c = lookup(ctx);
     if (!c)
         return;
-    pthread_mutex_lock(&c->lock);
+    ctx_lock(c);
     uint32_t pair = query_id / 2;
     uint8_t bit = (query_id & 1u) ? PAIR_GOT_END : PAIR_GOT_BEGIN;
     if (query_id == MPROF_GPU_NO_QUERY || pair >= c->n_pairs ||
@@ -305,7 +319,7 @@ void mprof_gpu_time(mprof_gpu_ctx ctx, uint32_t query_id, int64_t gpu_ts)
         }
     }
 out:
-    pthread_mutex_unlock(&c->lock);
+    ctx_unlock(c);
 }
 
 uint32_t mprof_gpu_pending(mprof_gpu_ctx ctx, uint32_t *out_first)
@@ -315,11 +329,11 @@ uint32_t mprof_gpu_pending(mprof_gpu_ctx ctx, uint32_t *out_first)
         *out_first = 0;
     if (!c)
         return 0;
-    pthread_mutex_lock(&c->lock);
+    ctx_lock(c);
     advance_tail(c);
     if (out_first)
         *out_first = c->tail * 2;
     uint32_t n = c->span * 2;
-    pthread_mutex_unlock(&c->lock);
+    ctx_unlock(c);
     return n;
 }
