@@ -37,7 +37,7 @@ typedef struct slot {
 } slot;
 
 typedef struct zone_acc {
-    const char *name; /* from the reader's srcloc table */
+    char *name;       /* owned copy */
     uint64_t count;
     double dur_sum, lat_sum;
     mprof_hist dur;   /* ns */
@@ -141,6 +141,7 @@ static void gpu_destroy(void *p)
         for (uint32_t z = 0; z < c->n_zones; z++) {
             mprof_hist_free(&c->zones[z].dur);
             mprof_hist_free(&c->zones[z].lat);
+            free(c->zones[z].name);
         }
         free(c->zones);
         free(c->slots);
@@ -172,10 +173,12 @@ static zone_acc *zone_for(gctx *c, const mprof_reader *r, uint32_t loc)
 {
     if (grow((void **)&c->loc_zone, &c->n_loc_zone, loc, sizeof *c->loc_zone))
         return NULL;
-    if (c->loc_zone[loc])
-        return &c->zones[c->loc_zone[loc] - 1];
+    /* The reader's tables may be redefined and reallocated as the capture goes on: names are
+     * copied, and a cached mapping is used only while the name still matches. */
     const mprof_srcloc_def *d = mprof_reader_srcloc(r, loc);
     const char *name = d && d->name ? d->name : "?";
+    if (c->loc_zone[loc] && strcmp(c->zones[c->loc_zone[loc] - 1].name, name) == 0)
+        return &c->zones[c->loc_zone[loc] - 1];
     for (uint32_t i = 0; i < c->n_zones; i++) {
         if (strcmp(c->zones[i].name, name) == 0) {
             c->loc_zone[loc] = i + 1;
@@ -190,9 +193,13 @@ static zone_acc *zone_for(gctx *c, const mprof_reader *r, uint32_t loc)
         c->zones = p;
         c->cap_zones = nc;
     }
+    char *copy = malloc(strlen(name) + 1);
+    if (!copy)
+        return NULL;
+    strcpy(copy, name);
     zone_acc *z = &c->zones[c->n_zones++];
     memset(z, 0, sizeof *z);
-    z->name = name;
+    z->name = copy;
     z->lat_min = INT64_MAX;
     c->loc_zone[loc] = c->n_zones;
     return z;
