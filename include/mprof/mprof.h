@@ -371,8 +371,8 @@ typedef enum mprof_gpu_api {
 /* Creates a context. name is a literal; period_ns is the length of one GPU timestamp tick in
  * nanoseconds (Vulkan: VkPhysicalDeviceLimits.timestampPeriod; GL: 1); n_queries is the number
  * of query ids the program has (rounded down to even, 0 = 4096, at most 1 << 20). Works before
- * mprof_startup: the context is announced in every capture it records into. Returns 0 when out
- * of memory or when 255 contexts exist. Any thread. */
+ * mprof_startup: the context is announced in every capture it records into. Returns 0 for a
+ * period that is not positive, when out of memory, or when 255 contexts exist. Any thread. */
 MPROF_API mprof_gpu_ctx mprof_gpu_context_new(const char *name, mprof_gpu_api api,
                                               double period_ns, uint32_t n_queries);
 /* Frees the context. Queries still in flight are forgotten. No other thread may use ctx during or
