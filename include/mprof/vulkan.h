@@ -184,8 +184,7 @@ static inline int mprof_vk_has_calibrated_timestamps(VkInstance instance,
     int have_dev = 0, have_mono = 0;
     for (uint32_t i = 0; i < n; i++) {
         have_dev |= d[i] == VK_TIME_DOMAIN_DEVICE_EXT;
-        have_mono |= d[i] == VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT ||
-                     d[i] == VK_TIME_DOMAIN_CLOCK_MONOTONIC_RAW_EXT;
+        have_mono |= d[i] == VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT;
     }
     return have_dev && have_mono;
 }
