@@ -67,7 +67,8 @@ static int frame(vkr *v, mprof_vk_ctx *vk, int f)
 
 static const char *const zone_names[] = {"Frame", "Simulate", "Shade", "Post", "Resolve"};
 
-static void run(int calibrated, int host_reset)
+/* tiny: a query ring too small for a frame, so zones are dropped (counted) every frame. */
+static void run(int calibrated, int host_reset, int tiny)
 {
     gc_temp_path(capture_path, sizeof capture_path, calibrated ? "test_gpu_vk_cal" : "test_gpu_vk");
     mprof_config cfg;
@@ -101,7 +102,7 @@ static void run(int calibrated, int host_reset)
     c.calibrated_timestamps = v.calib_ext;
     c.host_query_reset = v.host_reset;
     c.frames_in_flight = 2;
-    c.n_queries = 64; /* small: the ring wraps several times over the run */
+    c.n_queries = tiny ? 8 : 64; /* 64: the ring wraps several times over the run */
     mprof_vk_ctx *vk = NULL;
     assert_int_equal(mprof_vk_context_create(&c, &vk), MPROF_OK);
     assert_non_null(vk);
@@ -131,6 +132,21 @@ static void run(int calibrated, int host_reset)
     assert_true(cap.ctx[id].n_calibrations >= 1);
 
     /* Every zone came back. */
+    if (tiny) {
+        /* Dropped zones leave no record and write no timestamp; the others all came back. */
+        assert_true(st.gpu_queries_lost > 0);
+        assert_int_equal(cap.n_zones + (int)st.gpu_queries_lost, FRAMES * 5);
+        assert_int_equal((int)cap.n_gpu_time, 2 * cap.n_zones);
+        for (int i = 0; i < cap.n_zones; i++)
+            assert_true(cap.zones[i].got_begin && cap.zones[i].got_end);
+        char want[32];
+        snprintf(want, sizeof want, "%llu", (unsigned long long)st.gpu_queries_lost);
+        assert_string_equal(cap.end_gpu_lost, want);
+        gc_free(&cap);
+        if (!getenv("MPROF_TEST_KEEP"))
+            remove(capture_path);
+        return;
+    }
     assert_int_equal(cap.n_zones, FRAMES * 5);
     assert_int_equal(cap.stray_times, 0);
     assert_int_equal((int)cap.n_gpu_time, FRAMES * 5 * 2);
@@ -186,13 +202,19 @@ static void run(int calibrated, int host_reset)
 static void test_calibrated_host_reset(void **state)
 {
     (void)state;
-    run(1, 1);
+    run(1, 1, 0);
 }
 
 static void test_measured_command_reset(void **state)
 {
     (void)state;
-    run(0, 0);
+    run(0, 0, 0);
+}
+
+static void test_query_exhaustion(void **state)
+{
+    (void)state;
+    run(1, 1, 1);
 }
 
 /* Bad configs fail cleanly, leaving no context. */
@@ -229,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_calibrated_host_reset),
         cmocka_unit_test(test_measured_command_reset),
+        cmocka_unit_test(test_query_exhaustion),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
