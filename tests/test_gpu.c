@@ -409,6 +409,44 @@ static void test_report_gpu(void **state)
     assert_int_equal(start(NULL), 0);
 }
 
+/* A GPU clock that runs 1 % fast: between two calibrations the report interpolates, so a pass
+ * that started 50 us after it was recorded shows 50 us, not the 100 us error a single
+ * calibration with the nominal period would give. */
+static void test_report_gpu_drift(void **state)
+{
+    (void)state;
+    mprof_shutdown();
+    assert_int_equal(start(NULL), 0);
+    mprof_gpu_ctx ctx = MPROF_GPU_CONTEXT("Drift", MPROF_GPU_API_OTHER, 1.0, 8);
+    uint64_t t0 = mprof_now_ns();
+    MPROF_GPU_CALIBRATE(ctx, 0, t0);
+    uint64_t rec = mprof_now_ns();
+    uint32_t q = MPROF_GPU_ZONE_BEGIN(ctx, "Drifting");
+    uint32_t e = MPROF_GPU_ZONE_END(ctx, q);
+    /* The second calibration is 10 ms after the zone, on both clocks. */
+    uint64_t t1 = rec + 10000000;
+    MPROF_GPU_CALIBRATE(ctx, (int64_t)((double)(t1 - t0) * 1.01), t1);
+    int64_t gb = (int64_t)((double)(rec + 50000 - t0) * 1.01);
+    MPROF_GPU_TIME(ctx, q, gb);
+    MPROF_GPU_TIME(ctx, e, gb + 1010);
+    mprof_gpu_context_destroy(ctx);
+    mprof_shutdown();
+
+    char cmd[1200], out[65536];
+    snprintf(cmd, sizeof cmd, "%s report --gpu --json %s", tu_mprof_bin(), capture_path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    cJSON *root = cJSON_Parse(out);
+    assert_non_null(root);
+    cJSON *c = find_ctx(root, "Drift");
+    assert_non_null(c);
+    assert_int_equal(cJSON_GetObjectItem(c, "calibrations")->valueint, 2);
+    cJSON *z = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "zones"), 0);
+    double lat = cJSON_GetObjectItem(cJSON_GetObjectItem(z, "submit_to_start_ns"), "mean")->valuedouble;
+    assert_true(lat > 40000 && lat < 50500);
+    cJSON_Delete(root);
+    assert_int_equal(start(NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -420,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_announced_in_later_session),
         cmocka_unit_test(test_monotonic_conversion),
         cmocka_unit_test(test_report_gpu),
+        cmocka_unit_test(test_report_gpu_drift),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }

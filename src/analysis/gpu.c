@@ -9,8 +9,10 @@
  * zone lost a record and it is counted as incomplete). Memory is per context, per query pair,
  * per zone name and per frame, never per event.
  *
- * GPU ticks become CPU nanoseconds through the context's latest GPU_CALIBRATE:
- *   cpu_ns = cal_cpu_ns + (gpu - cal_gpu) * period_ns.
+ * GPU ticks become CPU nanoseconds through the context's calibrations (GPU_CALIBRATE pairs, kept
+ * per context: one a second at most, so few): between two of them by linear interpolation, which
+ * follows the drift of the GPU clock against the CPU clock; outside them from the nearest one
+ * with the nominal period: cpu_ns = cal_cpu_ns + (gpu - cal_gpu) * period_ns.
  * Per zone name: count, GPU duration (mean, p50, p95, max) and submit-to-start latency (GPU start
  * minus the CPU time the zone was recorded). Per frame (main frame marks): GPU time of the
  * top-level zones submitted in that frame, its share of the frame's CPU time, and the frames
@@ -53,7 +55,9 @@ typedef struct gctx {
     double period_ns;
     uint64_t n_cal;
     int have_cal;
-    int64_t cal_gpu, cal_cpu_ns;
+    int64_t cal_gpu, cal_cpu_ns; /* the latest */
+    int64_t (*cals)[2];          /* {gpu, cpu_ns}, increasing in gpu */
+    uint32_t n_cals, cap_cals;
     slot *slots;
     uint32_t n_slots;
     uint32_t *depth; /* per thread: open zones of this context */
@@ -148,6 +152,7 @@ static void gpu_destroy(void *p)
         free(c->depth);
         free(c->loc_zone);
         free(c->frame_gpu_ns);
+        free(c->cals);
         free(c);
     }
     free(s->marks);
@@ -207,6 +212,23 @@ static zone_acc *zone_for(gctx *c, const mprof_reader *r, uint32_t loc)
 
 static double to_cpu_ns(const gctx *c, int64_t gpu)
 {
+    if (c->n_cals >= 2 && gpu >= c->cals[0][0] && gpu <= c->cals[c->n_cals - 1][0]) {
+        uint32_t lo = 0, hi = c->n_cals - 1; /* cals[lo].gpu <= gpu <= cals[hi].gpu */
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (c->cals[mid][0] <= gpu)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        double g0 = (double)c->cals[lo][0], g1 = (double)c->cals[hi][0];
+        double c0 = (double)c->cals[lo][1], c1 = (double)c->cals[hi][1];
+        if (g1 > g0)
+            return c0 + ((double)gpu - g0) * (c1 - c0) / (g1 - g0);
+        return c0;
+    }
+    if (c->n_cals >= 1 && gpu < c->cals[0][0])
+        return (double)c->cals[0][1] + (double)(gpu - c->cals[0][0]) * c->period_ns;
     return (double)c->cal_cpu_ns + (double)(gpu - c->cal_gpu) * c->period_ns;
 }
 
@@ -288,6 +310,27 @@ static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
         c->have_cal = 1;
         c->cal_gpu = (int64_t)ev->u[1];
         c->cal_cpu_ns = ev->ts_ns;
+        /* Keep the series for interpolation while it stays increasing in both clocks; a
+         * repeated announcement of the same pair (a new session) is skipped, and anything else
+         * (a clock reset) starts the series again. */
+        if (c->n_cals && c->cals[c->n_cals - 1][0] == c->cal_gpu)
+            return;
+        if (c->n_cals && (c->cal_gpu < c->cals[c->n_cals - 1][0] ||
+                          c->cal_cpu_ns <= c->cals[c->n_cals - 1][1]))
+            c->n_cals = 0;
+        if (c->n_cals == c->cap_cals) {
+            uint32_t nc = c->cap_cals ? c->cap_cals * 2 : 16;
+            if (nc > (1u << 20))
+                return;
+            int64_t(*grown)[2] = realloc(c->cals, nc * sizeof *grown);
+            if (!grown)
+                return;
+            c->cals = grown;
+            c->cap_cals = nc;
+        }
+        c->cals[c->n_cals][0] = c->cal_gpu;
+        c->cals[c->n_cals][1] = c->cal_cpu_ns;
+        c->n_cals++;
         return;
     }
     case MPROF_EV_GPU_ZONE_BEGIN: {
