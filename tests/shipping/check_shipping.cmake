@@ -65,9 +65,32 @@ foreach(v OBJDUMP OBJCOPY NM)
   endif()
 endforeach()
 
+# Coverage: every function-like macro of mprof.h's disabled branch must be used by the source,
+# so a macro added to the header later cannot escape this check.
+file(READ "${SRC}" text)
+file(READ "${INCLUDE}/mprof/mprof.h" header)
+string(FIND "${header}" "#else /* !MPROF_ENABLE" off_at)
+if(off_at EQUAL -1)
+  message(FATAL_ERROR "mprof.h has no '#else /* !MPROF_ENABLE' branch to check against")
+endif()
+string(SUBSTRING "${header}" ${off_at} -1 disabled)
+string(REGEX MATCHALL "#define MPROF_[A-Z0-9_]+\\(" defs "${disabled}")
+set(missing "")
+foreach(d IN LISTS defs)
+  string(REGEX REPLACE "#define (MPROF_[A-Z0-9_]+)\\(" "\\1" m "${d}")
+  string(REGEX MATCH "[^A-Z0-9_]${m}\\(" used "${text}")
+  if(NOT used)
+    list(APPEND missing ${m})
+  endif()
+endforeach()
+list(LENGTH defs n_defs)
+if(missing)
+  message(FATAL_ERROR "instrumented.c does not use these mprof.h macros: ${missing}")
+endif()
+message(STATUS "instrumented.c uses all ${n_defs} macros of mprof.h")
+
 # The plain copy: every line that mentions an mprof macro or the header becomes an empty line,
 # so line numbers (and anything derived from __LINE__) stay the same.
-file(READ "${SRC}" text)
 string(REGEX REPLACE "#include <mprof/mprof.h>" "" plain "${text}")
 string(REGEX REPLACE "\n[^\n]*MPROF_[^\n]*" "\n" plain "${plain}")
 string(FIND "${plain}" "MPROF_" left)

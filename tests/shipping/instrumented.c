@@ -79,7 +79,7 @@ int main(int argc, char **argv)
         MPROF_LOCK_TRY_FAILED(lock, 1);
         uint32_t q0 = MPROF_GPU_ZONE_BEGIN_C(gpu, "draw", MPROF_COLOR_RENDERER);
         uint32_t q1 = MPROF_GPU_ZONE_BEGIN(gpu, "blit");
-        uint32_t q2 = MPROF_GPU_ZONE_END(gpu);
+        uint32_t q2 = MPROF_GPU_ZONE_END(gpu, q1);
         MPROF_GPU_TIME(gpu, q0, 100);
         MPROF_GPU_TIME(gpu, q1, 200);
         MPROF_GPU_TIME(gpu, q2, 300);
