@@ -40,3 +40,11 @@ target_link_libraries(fuzz_gate_json_replay PRIVATE mprof_analysis)
 add_test(NAME fuzz_gate_json_replay
   COMMAND fuzz_gate_json_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus/gate_json)
 set_tests_properties(fuzz_gate_json_replay PROPERTIES LABELS "gate;fuzz")
+
+add_executable(fuzz_frames_export_replay ${PROJECT_SOURCE_DIR}/fuzz/fuzz_frames_export.c
+               ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)
+target_link_libraries(fuzz_frames_export_replay PRIVATE mprof_analysis)
+add_test(NAME fuzz_frames_export_replay
+  COMMAND fuzz_frames_export_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus/frames_export
+          ${PROJECT_SOURCE_DIR}/fuzz/corpus/reader)
+set_tests_properties(fuzz_frames_export_replay PROPERTIES LABELS "gate;fuzz")

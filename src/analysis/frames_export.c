@@ -93,6 +93,8 @@ typedef struct exporter {
     tstack *stacks;
     uint32_t n_stacks;
     fset *main;
+    const mprof_reader *r; /* the reader of the current pass */
+    int sets_capped;       /* more than MAX_SETS frame sets: the rest are ignored */
     char **warnings;
     size_t n_warnings;
     char *err;
@@ -145,11 +147,21 @@ static char *dup_str(const char *s)
     return d;
 }
 
+/* Frame sets beyond this many are ignored (a warning says so): real programs have a handful,
+ * and a corrupt capture must not make the export quadratic. */
+#define MAX_SETS 1024
+
+/* The set named name, created on first use; NULL when out of memory or past MAX_SETS (*capped
+ * then set). */
 static fset *get_set(exporter *x, uint32_t name)
 {
     for (size_t i = 0; i < x->n_sets; i++)
         if (x->sets[i].name == name)
             return &x->sets[i];
+    if (x->n_sets >= MAX_SETS) {
+        x->sets_capped = 1;
+        return NULL;
+    }
     fset *p = realloc(x->sets, (x->n_sets + 1) * sizeof *p);
     if (!p)
         return NULL;
@@ -223,12 +235,16 @@ static int pass1_event(exporter *x, const mprof_event *ev)
     switch (ev->type) {
     case MPROF_EV_FRAME_MARK: {
         fset *f = get_set(x, (uint32_t)ev->u[0]);
+        if (!f && x->sets_capped)
+            return 0;
         if (!f || vec_push(&f->marks, ev->ts_ns))
             return fail(x, "out of memory");
         return 0;
     }
     case MPROF_EV_FRAME_BEGIN: {
         fset *f = get_set(x, (uint32_t)ev->u[0]);
+        if (!f && x->sets_capped)
+            return 0;
         if (!f)
             return fail(x, "out of memory");
         f->range = 1;
@@ -237,6 +253,8 @@ static int pass1_event(exporter *x, const mprof_event *ev)
     }
     case MPROF_EV_FRAME_END: {
         fset *f = get_set(x, (uint32_t)ev->u[0]);
+        if (!f && x->sets_capped)
+            return 0;
         if (!f)
             return fail(x, "out of memory");
         if (f->open >= 0 && ev->ts_ns >= f->open) {
@@ -262,7 +280,8 @@ static int pass1_event(exporter *x, const mprof_event *ev)
         int64_t dur = ev->ts_ns > z.begin ? ev->ts_ns - z.begin : 0;
         if (t->depth)
             t->s[t->depth - 1].mark += dur;
-        if (z.loc == 0)
+        /* Only defined source locations count (a corrupt id must not size the tables). */
+        if (z.loc == 0 || !mprof_reader_srcloc(x->r, z.loc))
             return 0;
         if (ensure_loc(x, z.loc))
             return fail(x, "out of memory");
@@ -303,7 +322,8 @@ static int cmp_pair(const void *pa, const void *pb)
 static int build_frames(fset *f)
 {
     if (!f->range) {
-        qsort(f->marks.v, f->marks.n, sizeof *f->marks.v, cmp_i64);
+        if (f->marks.n > 1)
+            qsort(f->marks.v, f->marks.n, sizeof *f->marks.v, cmp_i64);
         size_t n = f->marks.n > 1 ? f->marks.n - 1 : 0;
         f->fs = malloc((n ? n : 1) * sizeof *f->fs);
         f->fe = malloc((n ? n : 1) * sizeof *f->fe);
@@ -326,7 +346,8 @@ static int build_frames(fset *f)
     }
     for (size_t i = 0; i < n; i++)
         p[i] = (pair){f->begins.v[i], f->ends.v[i]};
-    qsort(p, n, sizeof *p, cmp_pair);
+    if (n > 1)
+        qsort(p, n, sizeof *p, cmp_pair);
     for (size_t i = 0; i < n; i++) {
         f->fs[i] = p[i].s;
         f->fe[i] = p[i].e;
@@ -377,7 +398,8 @@ static int build_zones(exporter *x, const mprof_reader *r)
         x->zones[k].incl_ns += x->loc_incl[loc];
         x->zones[k].self_ns += x->loc_self[loc];
     }
-    qsort(x->zones, x->n_zones, sizeof *x->zones, cmp_zone);
+    if (x->n_zones > 1)
+        qsort(x->zones, x->n_zones, sizeof *x->zones, cmp_zone);
     /* Map each location to its zone (index + 1) after sorting. */
     for (uint32_t loc = 1; loc < x->n_locs; loc++) {
         x->loc_zone[loc] = 0;
@@ -486,6 +508,7 @@ static int read_pass(exporter *x, int pass, mprof_reader **keep)
         return fail(x, "%s", rerr);
     for (uint32_t i = 0; i < x->n_stacks; i++)
         x->stacks[i].depth = 0;
+    x->r = r;
     mprof_event ev;
     int rc;
     while ((rc = mprof_reader_next(r, &ev)) == 1) {
@@ -821,6 +844,8 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
             warn(&x, "no frames in this capture (call MPROF_FRAME_MARK() once per main-loop "
                      "iteration)");
     }
+    if (x.sets_capped)
+        warn(&x, "more than %d frame sets; the others are left out", MAX_SETS);
     {
         mprof_reader_stats st;
         mprof_reader_get_stats(r, &st);
