@@ -751,6 +751,16 @@ static double growth_factor(double p, double alpha)
     return f < 1.0 ? 1.0 : f;
 }
 
+/* "= 0.034" or "< 1e-16" (a normal tail below double precision prints as 0 otherwise). */
+static const char *pstr(double p, char *buf, size_t n)
+{
+    if (p < 1e-16)
+        snprintf(buf, n, "< 1e-16");
+    else
+        snprintf(buf, n, "= %.2g", p);
+    return buf;
+}
+
 static void fill_defaults(mprof_gate_opts *o)
 {
     if (o->threshold_pct <= 0.0)
@@ -783,6 +793,7 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
         r->opts = *opts;
     fill_defaults(&r->opts);
     const mprof_gate_opts *o = &r->opts;
+    char pb[32];
     r->rank_p = 1.0;
     r->run_p = 1.0;
 
@@ -916,16 +927,16 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
         if (r->n_zones > 0 && r->zones[0].delta_ms > 0)
             snprintf(r->reason, sizeof r->reason,
                      "p95 frame time rose %+.1f %% (threshold +%g %%; %g %% interval of the ratio "
-                     "%.3f..%.3f, rank test p = %.2g); most of the growth is in zone \"%s\" "
+                     "%.3f..%.3f, rank test p %s); most of the growth is in zone \"%s\" "
                      "(%+.3g ms per frame)",
                      change, o->threshold_pct, 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi,
-                     r->rank_p, r->zones[0].name, r->zones[0].delta_ms);
+                     pstr(r->rank_p, pb, sizeof pb), r->zones[0].name, r->zones[0].delta_ms);
         else
             snprintf(r->reason, sizeof r->reason,
                      "p95 frame time rose %+.1f %% (threshold +%g %%; %g %% interval of the ratio "
-                     "%.3f..%.3f, rank test p = %.2g); no zone grew (the time is outside zones)",
+                     "%.3f..%.3f, rank test p %s); no zone grew (the time is outside zones)",
                      change, o->threshold_pct, 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi,
-                     r->rank_p);
+                     pstr(r->rank_p, pb, sizeof pb));
         goto done;
     }
 
@@ -975,8 +986,8 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
                                     "moved, so more frames alone may not settle it");
     snprintf(r->reason, sizeof r->reason,
              "p95 frame time rose %+.1f %% (threshold +%g %%) but not significantly "
-             "(rank test p = %.2g, interval %.3f..%.3f%s)%s",
-             change, o->threshold_pct, r->rank_p, r->ci_lo, r->ci_hi,
+             "(rank test p %s, interval %.3f..%.3f%s)%s",
+             change, o->threshold_pct, pstr(r->rank_p, pb, sizeof pb), r->ci_lo, r->ci_hi,
              r->run_test ? (run_ok ? ", per-run p95s differ" : ", per-run p95s do not differ")
                          : "",
              more);
@@ -1039,14 +1050,17 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
         r->cur.frames >= (size_t)o->min_frames) {
         fprintf(out, "\n  magnitude   p95 ratio %.3f vs limit %.3f: %s\n", r->p95_ratio,
                 1.0 + o->threshold_pct / 100.0, r->magnitude ? "exceeded" : "within");
-        fprintf(out, "  rank test   one-sided p = %.3g (%s, P(current > baseline) = %.2f, "
+        char pb[32];
+        fprintf(out, "  rank test   one-sided p %s (%s, P(current > baseline) = %.2f, "
                      "correlation design effect %.1f)\n",
-                r->rank_p, r->rank_exact ? "exact" : "normal approximation", r->rank_effect,
+                pstr(r->rank_p, pb, sizeof pb), r->rank_exact ? "exact" : "normal approximation",
+                r->rank_effect,
                 r->rank_design_effect);
         fprintf(out, "  bootstrap   %g %% interval of the p95 ratio: %.3f .. %.3f\n",
                 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi);
         if (r->run_test)
-            fprintf(out, "  runs        per-run p95 rank test p = %.3g\n", r->run_p);
+            fprintf(out, "  runs        per-run p95 rank test p %s\n",
+                    pstr(r->run_p, pb, sizeof pb));
     }
     if (r->n_zones > 0 && r->verdict != MPROF_GATE_BAD_INPUT) {
         fprintf(out, "\n  where the time went (self time per frame, largest growth first)\n");
@@ -1199,6 +1213,7 @@ static void md_cell(FILE *out, const char *s)
 int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out)
 {
     const mprof_gate_opts *o = &r->opts;
+    char pb[32];
     fprintf(out, "### mprof gate: **%s**\n\n", mprof__gate_verdict_name(r->verdict));
     md_cell(out, r->reason);
     fprintf(out, "\n\n| | Baseline | Current | Change |\n|---|---:|---:|---:|\n");
@@ -1213,11 +1228,11 @@ int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out)
     if (r->verdict != MPROF_GATE_BAD_INPUT && r->base.frames >= (size_t)o->min_frames &&
         r->cur.frames >= (size_t)o->min_frames) {
         fprintf(out, "\nThreshold +%g %%. p95 ratio %.3f, %g %% interval %.3f to %.3f; "
-                     "rank test p = %.3g",
+                     "rank test p %s",
                 o->threshold_pct, r->p95_ratio, 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi,
-                r->rank_p);
+                pstr(r->rank_p, pb, sizeof pb));
         if (r->run_test)
-            fprintf(out, "; per-run p95 test p = %.3g", r->run_p);
+            fprintf(out, "; per-run p95 test p %s", pstr(r->run_p, pb, sizeof pb));
         fprintf(out, ".\n");
     }
     if (r->n_zones > 0) {
