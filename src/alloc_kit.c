@@ -32,6 +32,7 @@ typedef struct kit_common {
     mprof_alloc_backing backing;
     mprof_alloc_error_fn on_error;
     void *error_user;
+    int depth; /* callstack frames per allocation */
     mprof_alloc_stats st;
 } kit_common;
 
@@ -127,6 +128,7 @@ mprof_result mprof_arena_create(const mprof_arena_desc *desc, mprof_arena **out)
     if (!a)
         return MPROF_ERR_NOMEM;
     common_init(&a->c, "arena", desc->name, &desc->backing, desc->on_error, desc->error_user);
+    a->c.depth = desc->callstack_depth;
     a->base = a->c.backing.alloc(desc->capacity_bytes, DEFAULT_ALIGN, a->c.backing.user);
     if (!a->base) {
         free(a);
@@ -174,7 +176,7 @@ void *mprof_arena_alloc(mprof_arena *a, size_t size, size_t align)
     note_alloc(&a->c, off + size - a->top);
     a->top = off + size;
     a->live++;
-    MPROF_ALLOC_NAMED(p, size, a->c.name);
+    MPROF_ALLOC_NAMED_CS(p, size, a->c.name, a->c.depth);
     return p;
 }
 
@@ -237,6 +239,7 @@ mprof_result mprof_pool_create(const mprof_pool_desc *desc, mprof_pool **out)
     if (!p)
         return MPROF_ERR_NOMEM;
     common_init(&p->c, "pool", desc->name, &desc->backing, desc->on_error, desc->error_user);
+    p->c.depth = desc->callstack_depth;
     p->block_bytes = bb;
     p->n_blocks = desc->n_blocks;
     p->bytes = bb * desc->n_blocks;
@@ -278,7 +281,7 @@ void *mprof_pool_alloc(mprof_pool *p)
     memcpy(&p->free_list, b, sizeof(void *));
     bit_set(p->bits, (size_t)((unsigned char *)b - p->base) / p->block_bytes);
     note_alloc(&p->c, p->block_bytes);
-    MPROF_ALLOC_NAMED(b, p->block_bytes, p->c.name);
+    MPROF_ALLOC_NAMED_CS(b, p->block_bytes, p->c.name, p->c.depth);
     return b;
 }
 
@@ -375,6 +378,7 @@ mprof_result mprof_slab_create(const mprof_slab_desc *desc, mprof_slab **out)
     if (!s)
         return MPROF_ERR_NOMEM;
     common_init(&s->c, "slab", desc->name, &desc->backing, desc->on_error, desc->error_user);
+    s->c.depth = desc->callstack_depth;
     s->page_bytes = page;
     s->max_size = maxs;
     s->cap_bytes = desc->capacity_bytes;
@@ -487,7 +491,7 @@ void *mprof_slab_alloc(mprof_slab *s, size_t size)
         pg->in_partial = 0;
     }
     note_alloc(&s->c, class_size(cls));
-    MPROF_ALLOC_NAMED(b, size, s->c.name);
+    MPROF_ALLOC_NAMED_CS(b, size, s->c.name, s->c.depth);
     return b;
 }
 
@@ -593,6 +597,7 @@ mprof_result mprof_stack_create(const mprof_stack_desc *desc, mprof_stack **out)
     if (!s)
         return MPROF_ERR_NOMEM;
     common_init(&s->c, "stack", desc->name, &desc->backing, desc->on_error, desc->error_user);
+    s->c.depth = desc->callstack_depth;
     s->base = s->c.backing.alloc(desc->capacity_bytes, DEFAULT_ALIGN, s->c.backing.user);
     if (!s->base) {
         free(s);
@@ -650,7 +655,7 @@ void *mprof_stack_alloc(mprof_stack *s, size_t size, size_t align)
     s->top = off + size;
     s->last = off + 1;
     void *p = s->base + off;
-    MPROF_ALLOC_NAMED(p, size, s->c.name);
+    MPROF_ALLOC_NAMED_CS(p, size, s->c.name, s->c.depth);
     return p;
 }
 

@@ -13,6 +13,8 @@
 #ifndef MPROF_CALLSTACK_H
 #define MPROF_CALLSTACK_H
 
+#include "format/format.h"
+
 #include <stdint.h>
 
 enum { MPROF__CS_UNWIND = 1, MPROF__CS_FP = 2 };
@@ -26,5 +28,11 @@ int mprof__callstack_capture(uint64_t *out, int depth, int skip);
 int mprof__callstack_capture_with(int method, uint64_t *out, int depth, int skip);
 /* The method in use (MPROF__CS_*), read from MPROF_CALLSTACK on first use. */
 int mprof__callstack_method(void);
+
+/* Appends one compact DEF_MODULE record (format.h) per loaded ELF object to out: mapped start
+ * address, extent in bytes, path, GNU build id in hex ("" when none). The collector calls it
+ * once per session before the first DEF_CALLSTACK. On out-of-memory it stops early; every record
+ * written is complete. Implemented in memory.c. Collector thread (any thread is safe). */
+void mprof__modules_emit(mprof_buf *out);
 
 #endif

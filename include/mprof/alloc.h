@@ -87,6 +87,7 @@ typedef struct mprof_alloc_stats {
 typedef struct mprof_arena mprof_arena;
 typedef struct mprof_arena_desc {
     const char *name;               /* pool name (literal); default "arena" */
+    int callstack_depth;            /* frames recorded per allocation; default 0 = none */
     size_t capacity_bytes;          /* required, > 0 */
     mprof_alloc_backing backing;    /* default aligned_alloc/free */
     mprof_alloc_error_fn on_error;  /* default: print on stderr */
@@ -108,6 +109,7 @@ MPROF_API void mprof_arena_stats(const mprof_arena *a, mprof_alloc_stats *out);
 typedef struct mprof_pool mprof_pool;
 typedef struct mprof_pool_desc {
     const char *name;               /* pool name (literal); default "pool" */
+    int callstack_depth;            /* frames recorded per allocation; default 0 = none */
     size_t block_bytes;             /* required, > 0; rounded up to the alignment */
     size_t n_blocks;                /* required, > 0 */
     size_t align;                   /* block alignment, power of two; default 16 */
@@ -132,6 +134,7 @@ MPROF_API void mprof_pool_stats(const mprof_pool *p, mprof_alloc_stats *out);
 typedef struct mprof_slab mprof_slab;
 typedef struct mprof_slab_desc {
     const char *name;               /* pool name (literal); default "slab" */
+    int callstack_depth;            /* frames recorded per allocation; default 0 = none */
     size_t max_size;                /* largest class; power of two in [16, page_bytes/8];
                                        default 2048. Classes: 16, 32, ..., max_size. */
     size_t page_bytes;              /* page size, power of two >= 4096; default 65536 */
@@ -158,6 +161,7 @@ MPROF_API void mprof_slab_stats(const mprof_slab *s, mprof_alloc_stats *out);
 typedef struct mprof_stack mprof_stack;
 typedef struct mprof_stack_desc {
     const char *name;               /* pool name (literal); default "stack" */
+    int callstack_depth;            /* frames recorded per allocation; default 0 = none */
     size_t capacity_bytes;          /* required, > 0 (each allocation also uses 16 header bytes) */
     mprof_alloc_backing backing;
     mprof_alloc_error_fn on_error;
