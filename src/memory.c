@@ -143,7 +143,8 @@ static int emit_one(struct dl_phdr_info *info, size_t size, void *user)
         path[n] = 0;
         name = path;
     }
-    if (!name || !name[0])
+    /* Only objects with a file: not the vDSO ("linux-vdso.so.1"), which no reader can open. */
+    if (!name || name[0] != '/')
         return 0;
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
