@@ -13,7 +13,9 @@
  * starts from the exported function's frame record, whose return address is already the caller's.
  * Both therefore agree that out[0] lies in the caller (tests/test_memory.c checks it).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #define UNW_LOCAL_ONLY
 #include "callstack.h"
 

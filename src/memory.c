@@ -14,7 +14,9 @@
  * mprof__modules_emit writes it as DEF_MODULE records; the collector calls it once per session,
  * before the first callstack definition.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "core.h"
 #include "callstack.h"
 

@@ -13,7 +13,9 @@
  * Lookups are memoised in an open-addressing table keyed by address; the strings returned point
  * into libdwfl's tables, which live until mprof_symbolizer_free.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "analysis/symbolize.h"
 
 #include <elfutils/libdw.h>
