@@ -18,6 +18,7 @@
  * included. A scheduling gap is the time from a fiber's leave to its next enter.
  */
 #include "analysis/analysis.h"
+#include "analysis/passes.h"
 #include "analysis/umap.h"
 
 #include <inttypes.h>
@@ -427,3 +428,47 @@ const mprof_pass_vtbl mprof__fibers_pass = {
     .print_json = fibers_print_json,
     .destroy = fibers_destroy,
 };
+
+/* ---- results for tests and tools (passes.h) ------------------------------------------------- */
+
+static fiber_acc *find_fiber(mprof_analysis *a, const char *name)
+{
+    fibers_state *s = mprof_analysis_pass_state(a, "fibers");
+    for (uint32_t i = 0; s && i < s->n_fibers; i++)
+        if (strcmp(fiber_name(a, &s->fibers[i]), name) == 0)
+            return &s->fibers[i];
+    return NULL;
+}
+
+int mprof__fibers_get(mprof_analysis *a, const char *name, mprof_fiber_result *out)
+{
+    fiber_acc *f = find_fiber(a, name);
+    if (!f)
+        return -1;
+    *out = (mprof_fiber_result){
+        .name = fiber_name(a, f),
+        .runs = f->runs,
+        .migrations = f->migrations,
+        .unmatched_zone_ends = f->unmatched_ends,
+        .open_zones = f->depth,
+        .run_ns = f->run_total,
+        .gap_count = f->gaps.n,
+        .gap_p50_ns = mprof_hist_quantile(&f->gaps, 0.5),
+        .gap_p95_ns = mprof_hist_quantile(&f->gaps, 0.95),
+        .gap_max_ns = f->gaps.max,
+    };
+    return 0;
+}
+
+int mprof__fibers_zone(mprof_analysis *a, const char *fiber, const char *zone,
+                       mprof_fiber_zone_result *out)
+{
+    fiber_acc *f = find_fiber(a, fiber);
+    for (uint32_t i = 0; f && i < f->n_zones; i++)
+        if (strcmp(zone_name(a, f->zones[i].loc), zone) == 0) {
+            *out = (mprof_fiber_zone_result){f->zones[i].count, f->zones[i].total,
+                                             f->zones[i].self};
+            return 0;
+        }
+    return -1;
+}

@@ -13,6 +13,7 @@
  * here too, switched on FIBER_ENTER/FIBER_LEAVE).
  */
 #include "analysis/analysis.h"
+#include "analysis/passes.h"
 #include "analysis/umap.h"
 #include "mprof/mprof.h" /* lock kinds */
 
@@ -504,3 +505,37 @@ const mprof_pass_vtbl mprof__locks_pass = {
     .print_json = locks_print_json,
     .destroy = locks_destroy,
 };
+
+/* ---- results for tests and tools (passes.h) ------------------------------------------------- */
+
+int mprof__locks_get(mprof_analysis *a, const char *name, mprof_lock_result *out)
+{
+    locks_state *s = mprof_analysis_pass_state(a, "locks");
+    char nb[64];
+    lock_acc **v = s ? sorted_locks(s) : NULL; /* also sorts the waiter lists */
+    free(v);
+    for (uint32_t i = 0; s && i < s->n_locks; i++) {
+        lock_acc *l = &s->locks[i];
+        if (strcmp(lock_name(a, l, nb, sizeof nb), name) != 0)
+            continue;
+        *out = (mprof_lock_result){
+            .name = l->name ? mprof_reader_string(mprof_analysis_reader(a), l->name) : NULL,
+            .acquisitions = l->acquisitions,
+            .shared_acquisitions = l->shared_acquisitions,
+            .contended = l->contended,
+            .try_failed = l->try_failed,
+            .waits_abandoned = l->waits_abandoned,
+            .wait_count = l->wait.n,
+            .wait_p50_ns = mprof_hist_quantile(&l->wait, 0.5),
+            .wait_p95_ns = mprof_hist_quantile(&l->wait, 0.95),
+            .wait_max_ns = l->wait.max,
+            .wait_total_ns = l->wait_total,
+            .hold_total_ns = l->hold_total,
+            .hold_count = l->hold.n,
+            .top_zone = l->by_zone.n ? zone_name(a, l->by_zone.v[0].key) : NULL,
+            .top_thread = l->by_thread.n ? l->by_thread.v[0].key : 0,
+        };
+        return 0;
+    }
+    return -1;
+}

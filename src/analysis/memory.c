@@ -8,8 +8,13 @@
  * free). What is still live at the end is a leak, grouped by allocation callstack.
  *
  * Ordering: events of one thread arrive in time order, but a FREE on one thread can be read
- * before the ALLOC it releases on another (the collector drains threads one after the other).
- * Such a free is parked; when an ALLOC for the same pool and address arrives with an earlier
+ * before the ALLOC it releases on another (the collector drains threads one after the other,
+ * every couple of milliseconds). So memory events and main frame marks first go through a
+ * reorder window: a min-heap by timestamp that releases an event once the newest timestamp seen
+ * is REORDER_WINDOW_NS past it. The window bounds the pass's memory by the events of that span,
+ * and within it the analysis sees allocations, frees, discards and frames in time order, which
+ * keeps live bytes and peaks exact. An event later than the window (a collector that stalled)
+ * is still handled: a free whose allocation was not seen yet is parked; when an ALLOC for the same pool and address arrives with an earlier
  * timestamp, the two are paired. Frees still parked at the end were of allocations the capture
  * never saw (made before it started) and are counted as unmatched. Likewise an ALLOC read after
  * a POOL_DISCARD of its pool but timestamped before it is discarded at once. Frame lifetimes wait
@@ -19,6 +24,7 @@
  */
 #include "analysis/analysis.h"
 #include "analysis/symbolize.h"
+#include "analysis/passes.h"
 #include "analysis/umap.h"
 
 #include <inttypes.h>
@@ -26,6 +32,15 @@
 #include <string.h>
 
 #define SERIES_MAX 2048u /* live-bytes samples kept per pool; older ones are merged pairwise */
+#define REORDER_WINDOW_NS 200000000ll /* 200 ms: far beyond the collector's drain interval */
+
+typedef struct mev {
+    int64_t ts;
+    uint64_t seq; /* arrival order: keeps one thread's equal timestamps in order */
+    uint64_t u[4];
+    uint32_t thread;
+    int type;
+} mev;
 
 typedef struct alloc_ent {
     uint64_t ptr, size;
@@ -89,6 +104,10 @@ typedef struct mem_state {
     uint32_t main_thread;
     uint64_t events;
     mprof_symbolizer *sym;
+    mev *heap;
+    size_t n_heap, cap_heap;
+    uint64_t seq;
+    int64_t newest;
 } mem_state;
 
 static uint64_t key_of(uint32_t pool, uint64_t ptr)
@@ -448,30 +467,101 @@ static void *mem_create(mprof_analysis *a)
     return m;
 }
 
+static int mev_less(const mev *x, const mev *y)
+{
+    return x->ts < y->ts || (x->ts == y->ts && x->seq < y->seq);
+}
+
+static int heap_push(mem_state *m, const mprof_event *ev)
+{
+    if (m->n_heap == m->cap_heap) {
+        size_t nc = m->cap_heap ? m->cap_heap * 2 : 1024;
+        mev *n = realloc(m->heap, nc * sizeof *n);
+        if (!n)
+            return -1;
+        m->heap = n;
+        m->cap_heap = nc;
+    }
+    mev e = {ev->ts_ns, m->seq++, {ev->u[0], ev->u[1], ev->u[2], ev->u[3]}, ev->thread, ev->type};
+    size_t i = m->n_heap++;
+    while (i > 0 && mev_less(&e, &m->heap[(i - 1) / 2])) {
+        m->heap[i] = m->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    m->heap[i] = e;
+    return 0;
+}
+
+static mev heap_pop(mem_state *m)
+{
+    mev top = m->heap[0], last = m->heap[--m->n_heap];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m->n_heap)
+            break;
+        if (c + 1 < m->n_heap && mev_less(&m->heap[c + 1], &m->heap[c]))
+            c++;
+        if (!mev_less(&m->heap[c], &last))
+            break;
+        m->heap[i] = m->heap[c];
+        i = c;
+    }
+    if (m->n_heap)
+        m->heap[i] = last;
+    return top;
+}
+
+/* Handles one memory event or main frame mark, in time order. */
+static void apply(mem_state *m, const mev *e)
+{
+    mprof_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = e->type;
+    ev.thread = e->thread;
+    ev.ts_ns = e->ts;
+    memcpy(ev.u, e->u, sizeof e->u);
+    switch (e->type) {
+    case MPROF_EV_ALLOC:
+        on_alloc(m, &ev);
+        break;
+    case MPROF_EV_FREE:
+        on_free(m, &ev);
+        break;
+    case MPROF_EV_POOL_DISCARD:
+        on_discard(m, &ev);
+        break;
+    default:
+        on_main_mark(m, e->ts);
+        break;
+    }
+}
+
+static void release_window(mem_state *m, int all)
+{
+    while (m->n_heap && (all || m->heap[0].ts <= m->newest - REORDER_WINDOW_NS)) {
+        mev e = heap_pop(m);
+        apply(m, &e);
+    }
+}
+
 static void mem_event(void *state, mprof_analysis *a, const mprof_event *ev)
 {
     (void)a;
     mem_state *m = state;
     switch (ev->type) {
     case MPROF_EV_ALLOC:
-        m->events++;
-        on_alloc(m, ev);
-        break;
     case MPROF_EV_FREE:
-        m->events++;
-        on_free(m, ev);
-        break;
     case MPROF_EV_POOL_DISCARD:
         m->events++;
-        on_discard(m, ev);
         break;
     case MPROF_EV_FRAME_MARK:
         if (ev->u[0] != 0)
-            break;
+            return;
         if (!m->main_thread)
             m->main_thread = ev->thread;
-        if (ev->thread == m->main_thread)
-            on_main_mark(m, ev->ts_ns);
+        if (ev->thread != m->main_thread)
+            return;
         break;
     case MPROF_EV_DEF_MODULE:
         if (m->sym) {
@@ -480,16 +570,27 @@ static void mem_event(void *state, mprof_analysis *a, const mprof_event *ev)
             snprintf(bid, sizeof bid, "%.*s", (int)ev->str_lens[1], ev->strs[1]);
             mprof_symbolizer_add_module(m->sym, ev->u[0], ev->u[1], path, bid);
         }
-        break;
+        return;
     default:
-        break;
+        return;
     }
+    if (ev->ts_ns > m->newest)
+        m->newest = ev->ts_ns;
+    if (heap_push(m, ev) != 0) {
+        /* Out of memory: handle it now, out of order if need be. */
+        mev e = {ev->ts_ns, m->seq++, {ev->u[0], ev->u[1], ev->u[2], ev->u[3]}, ev->thread,
+                 ev->type};
+        apply(m, &e);
+        return;
+    }
+    release_window(m, 0);
 }
 
 static void mem_finish(void *state, mprof_analysis *a)
 {
     (void)a;
     mem_state *m = state;
+    release_window(m, 1);
     lq_drain(m, 1);
     for (uint32_t i = 0; i < m->n_parked; i++)
         m->pools[m->parked[i].pool].n_unmatched++;
@@ -515,6 +616,7 @@ static void mem_destroy(void *state)
     free(m->parked);
     free(m->lq);
     free(m->marks);
+    free(m->heap);
     mprof_symbolizer_free(m->sym);
     free(m);
 }
@@ -779,3 +881,52 @@ const mprof_pass_vtbl mprof__memory_pass = {
     .print_json = mem_print_json,
     .destroy = mem_destroy,
 };
+
+/* ---- results for tests and tools (passes.h) ------------------------------------------------- */
+
+int mprof__memory_pool(mprof_analysis *a, const char *name, mprof_pool_result *out)
+{
+    mem_state *m = mprof_analysis_pass_state(a, "memory");
+    for (uint32_t i = 0; m && i < m->n_pools; i++) {
+        pool_acc *p = &m->pools[i];
+        if (strcmp(pool_name(a, p), name) != 0)
+            continue;
+        *out = (mprof_pool_result){
+            .name = pool_name(a, p),
+            .allocs = p->n_allocs,
+            .frees = p->n_frees,
+            .discards = p->n_discards,
+            .discarded_allocs = p->n_discarded,
+            .unmatched_frees = p->n_unmatched,
+            .live_count = p->live_count,
+            .live_bytes = p->live_bytes,
+            .peak_bytes = p->peak_bytes,
+            .peak_ns = p->peak_ts,
+            .peak_callstack = p->peak_cs,
+            .lifetime_count = p->life_ns.n,
+            .lifetime_p50_ns = mprof_hist_quantile(&p->life_ns, 0.5),
+            .lifetime_max_ns = p->life_ns.max,
+            .lifetime_frames_p50 = mprof_hist_quantile(&p->life_frames, 0.5),
+            .lifetime_frames_max = p->life_frames.max,
+        };
+        return 0;
+    }
+    return -1;
+}
+
+int mprof__memory_leak(mprof_analysis *a, uint32_t i, mprof_leak_result *out)
+{
+    mem_state *m = mprof_analysis_pass_state(a, "memory");
+    if (!m)
+        return -1;
+    uint32_t n;
+    cs_acc **v = sorted_cs(m, 1, &n);
+    int rc = -1;
+    if (v && i < n) {
+        *out = (mprof_leak_result){pool_name(a, &m->pools[v[i]->pool]), v[i]->live_count,
+                                   v[i]->live_bytes, v[i]->cs};
+        rc = 0;
+    }
+    free(v);
+    return rc;
+}
