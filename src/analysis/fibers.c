@@ -7,10 +7,10 @@
  * closes them; in the file, B's part may come before A's, because the collector drains threads
  * one after the other. So each run of a fiber is buffered as a segment (enter, leave and the
  * zone begins/ends inside it) and segments are replayed per fiber in enter-time order, onto the
- * fiber's own zone stack. A segment is replayed once every thread still recording has been read
- * past its enter time (then no earlier run of that fiber can still be unread), or at the end.
- * Memory is bounded by the runs of one collector drain, except while some thread records nothing
- * for a long time (its unread events could be older): then segments wait for it, or the end.
+ * fiber's own zone stack. A closed segment is replayed once the newest timestamp read is
+ * REORDER_WINDOW_NS past its enter time (far more than the collector's drain interval, so no
+ * earlier run of that fiber can still be unread, even on a thread not seen yet), or at the end.
+ * Memory is bounded by the fiber runs of that window.
  *
  * The core pass skips zone events inside fibers (analysis.c); this pass feeds each completed
  * fiber zone back into the zone table with mprof__analysis_fiber_zone, so `mprof report` zone
@@ -24,6 +24,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define REORDER_WINDOW_NS 200000000ll /* 200 ms, as in the memory pass */
 
 typedef struct zop {
     int64_t ts;
@@ -66,7 +68,6 @@ typedef struct fiber_acc {
 typedef struct fthread {
     segment *cur;
     int64_t last_ts;
-    int seen, exited;
 } fthread;
 
 typedef struct fibers_state {
@@ -76,6 +77,7 @@ typedef struct fibers_state {
     fthread *threads;
     uint32_t n_threads;
     uint64_t segments;
+    int64_t newest; /* latest timestamp read */
 } fibers_state;
 
 static fthread *get_thread(fibers_state *s, uint32_t idx)
@@ -185,11 +187,7 @@ static void replay(fiber_acc *f, mprof_analysis *a, segment *g)
 /* Replays every fiber's closed segments that can no longer be preceded by an unread one. */
 static void drain(fibers_state *s, mprof_analysis *a, int all)
 {
-    int64_t wm = INT64_MAX;
-    if (!all)
-        for (uint32_t i = 0; i < s->n_threads; i++)
-            if (s->threads[i].seen && !s->threads[i].exited && s->threads[i].last_ts < wm)
-                wm = s->threads[i].last_ts;
+    int64_t wm = s->newest - REORDER_WINDOW_NS;
     for (uint32_t fi = 0; fi < s->n_fibers; fi++) {
         fiber_acc *f = &s->fibers[fi];
         uint32_t k = 0;
@@ -272,9 +270,10 @@ static void fibers_event(void *state, mprof_analysis *a, const mprof_event *ev)
     fthread *t = get_thread(s, ev->thread);
     if (!t)
         return;
-    if (ev->ts_ns || mprof_event_desc_get(ev->type)->has_ts) {
+    if (mprof_event_desc_get(ev->type)->has_ts) {
         t->last_ts = ev->ts_ns;
-        t->seen = 1;
+        if (ev->ts_ns > s->newest)
+            s->newest = ev->ts_ns;
     }
     switch (ev->type) {
     case MPROF_EV_FIBER_ENTER:
@@ -295,8 +294,6 @@ static void fibers_event(void *state, mprof_analysis *a, const mprof_event *ev)
         break;
     case MPROF_EV_THREAD_EXIT:
         close_segment(s, a, t, ev->ts_ns);
-        t->exited = 1;
-        drain(s, a, 0);
         break;
     default:
         break;
