@@ -163,6 +163,34 @@ static void open_module(mprof_symbolizer *s, sym_module *m)
     m->state = 1;
 }
 
+/* libdwfl finds a CU by address through .debug_aranges, which clang does not emit unless asked
+ * (-gdwarf-aranges); elfutils before 0.189 then finds no line at all. Fall back to asking each
+ * CU whether it covers the address. Results are cached by the caller, so this runs once per
+ * distinct address. */
+static void line_by_cu_scan(Dwfl_Module *mod, Dwarf_Addr pc, mprof_symbol *out)
+{
+    Dwarf_Addr bias = 0;
+    Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
+    if (!dw)
+        return;
+    Dwarf_Addr rel = pc - bias;
+    Dwarf_CU *cu = NULL;
+    Dwarf_Die cudie;
+    Dwarf_Half version;
+    uint8_t unit_type;
+    while (dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, NULL) == 0) {
+        if (dwarf_haspc(&cudie, rel) != 1)
+            continue;
+        Dwarf_Line *ln = dwarf_getsrc_die(&cudie, rel);
+        int lineno = 0;
+        if (ln && dwarf_lineno(ln, &lineno) == 0) {
+            out->file = dwarf_linesrc(ln, NULL, NULL);
+            out->line = lineno > 0 ? (uint32_t)lineno : 0;
+        }
+        return;
+    }
+}
+
 static sym_module *module_of(mprof_symbolizer *s, uint64_t addr)
 {
     for (size_t i = 0; i < s->n_mods; i++)
@@ -195,6 +223,8 @@ static int resolve(mprof_symbolizer *s, uint64_t addr, mprof_symbol *out)
         const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
         out->file = file;
         out->line = lineno > 0 ? (uint32_t)lineno : 0;
+    } else {
+        line_by_cu_scan(m->mod, pc, out);
     }
     return name != NULL;
 }
