@@ -369,7 +369,8 @@ static void fibers_print_text(void *state, mprof_analysis *a, FILE *out, int top
                 (double)mprof_hist_quantile(&f->gaps, 0.5) / 1e6,
                 (double)mprof_hist_quantile(&f->gaps, 0.95) / 1e6, (double)f->gaps.max / 1e6,
                 f->depth);
-        qsort(f->zones, f->n_zones, sizeof *f->zones, cmp_fzone);
+        if (f->n_zones > 1)
+            qsort(f->zones, f->n_zones, sizeof *f->zones, cmp_fzone);
         for (uint32_t k = 0; k < f->n_zones && k < 5; k++)
             fprintf(out, "      %-30s %8" PRIu64 " x %10.3f ms\n", zone_name(a, f->zones[k].loc),
                     f->zones[k].count, (double)f->zones[k].total / 1e6);
@@ -399,7 +400,8 @@ static void fibers_print_json(void *state, mprof_analysis *a, mprof_json *j)
         mprof_json_obj_end(j);
         mprof_json_u64(j, "open_zones_at_end", f->depth);
         mprof_json_u64(j, "unmatched_zone_ends", f->unmatched_ends);
-        qsort(f->zones, f->n_zones, sizeof *f->zones, cmp_fzone);
+        if (f->n_zones > 1)
+            qsort(f->zones, f->n_zones, sizeof *f->zones, cmp_fzone);
         mprof_json_arr_begin(j, "zones");
         for (uint32_t k = 0; k < f->n_zones; k++) {
             mprof_json_obj_begin(j, NULL);

@@ -383,8 +383,10 @@ static lock_acc **sorted_locks(locks_state *s)
         v[j] = x;
     }
     for (uint32_t i = 0; i < s->n_locks; i++) {
-        qsort(s->locks[i].by_thread.v, s->locks[i].by_thread.n, sizeof(waiter), cmp_waiter);
-        qsort(s->locks[i].by_zone.v, s->locks[i].by_zone.n, sizeof(waiter), cmp_waiter);
+        if (s->locks[i].by_thread.n > 1)
+            qsort(s->locks[i].by_thread.v, s->locks[i].by_thread.n, sizeof(waiter), cmp_waiter);
+        if (s->locks[i].by_zone.n > 1)
+            qsort(s->locks[i].by_zone.v, s->locks[i].by_zone.n, sizeof(waiter), cmp_waiter);
     }
     return v;
 }
