@@ -41,6 +41,11 @@ int mprof__callstack_method(void)
     return m;
 }
 
+void mprof__callstack_set_method(int method)
+{
+    cs_method = method == MPROF__CS_FP ? MPROF__CS_FP : MPROF__CS_UNWIND;
+}
+
 static void stack_bounds(void)
 {
     pthread_attr_t attr;

@@ -28,6 +28,8 @@ int mprof__callstack_capture(uint64_t *out, int depth, int skip);
 int mprof__callstack_capture_with(int method, uint64_t *out, int depth, int skip);
 /* The method in use (MPROF__CS_*), read from MPROF_CALLSTACK on first use. */
 int mprof__callstack_method(void);
+/* Overrides the method for the whole process (benchmarks and tests). */
+void mprof__callstack_set_method(int method);
 
 /* Appends one compact DEF_MODULE record (format.h) per loaded ELF object to out: mapped start
  * address, extent in bytes, path, GNU build id in hex ("" when none). The collector calls it

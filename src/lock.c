@@ -57,6 +57,9 @@ mprof_lock_id mprof__lock_announce(const char *name, mprof_lock_kind kind, const
         if (!pg)
             return 0;
     }
+    /* Like any first event, an announcement starts the profiler when it is not running yet
+     * (MPROF_CAPTURE), so that the wrappers' "is it recording" check can succeed. */
+    (void)mprof__thread_get();
     lock_info *li = &pg[id % PAGE_LOCKS];
     li->name = name ? name : "lock";
     li->loc = loc ? loc : &no_site;

@@ -296,12 +296,55 @@ static void test_capture_leaks_pools_and_threads(void **state)
     remove(capture_path);
 }
 
+static __attribute__((noinline)) void *fp_site(void)
+{
+    void *p = malloc(24);
+    MPROF_ALLOC_CS(p, 24, 8);
+    __asm__ __volatile__("" ::: "memory");
+    return p;
+}
+
+/* The frame-pointer method through the real allocation path (library built with frame
+ * pointers): the recorded stack starts in the instrumented function. */
+static void test_fp_method_end_to_end(void **state)
+{
+    (void)state;
+    mprof__callstack_set_method(MPROF__CS_FP);
+    start_capture("fp");
+    void *p = fp_site();
+    mprof_analysis *a = stop_and_analyse();
+    mprof__callstack_set_method(MPROF__CS_UNWIND);
+    mprof_leak_result lk;
+    assert_int_equal(mprof__memory_leak(a, 0, &lk), 0);
+    assert_int_equal(lk.count, 1);
+    uint32_t depth = 0;
+    const uint64_t *fr = mprof_reader_callstack(mprof_analysis_reader(a), lk.callstack, &depth);
+    assert_non_null(fr);
+    assert_true(depth >= 2);
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *mf = open_memstream(&text, &tlen);
+    mprof_analysis_print_text(a, mf);
+    fclose(mf);
+    const char *leaks = strstr(text, "Leaks:");
+    assert_non_null(leaks);
+    const char *first = strstr(leaks, "        ");
+    assert_non_null(first);
+    assert_true(strncmp(first + 8, "fp_site (tests/test_memory.c:", 29) == 0);
+    assert_non_null(strstr(leaks, "test_fp_method_end_to_end (tests/test_memory.c:"));
+    free(text);
+    mprof_analysis_free(a);
+    free(p);
+    remove(capture_path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_callstack_symbolised),
         cmocka_unit_test(test_symbolizer_refuses_rebuilt_module),
         cmocka_unit_test(test_capture_leaks_pools_and_threads),
+        cmocka_unit_test(test_fp_method_end_to_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

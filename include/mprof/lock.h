@@ -60,6 +60,15 @@ typedef struct mprof_rwlock {
     mprof_lock_id id;
 } mprof_rwlock;
 
+/* Whether a lock event should be recorded: a tracked lock, and (where the header can see the
+ * profiler's mode) a capture running. Not recording, a wrapper costs one load and a branch. */
+#if defined(MPROF_ENABLE) && defined(MPROF__INLINE_HOT)
+#define MPROF__LOCK_ON(id)                                                                         \
+    ((id) && __atomic_load_n(&mprof__mode, __ATOMIC_RELAXED) == MPROF__MODE_RECORDING)
+#else
+#define MPROF__LOCK_ON(id) (id)
+#endif
+
 /* Init with a call-site location (the MPROF_*_INIT macros) or without (loc NULL). */
 static inline int mprof__mutex_init_at(mprof_mutex *m, const char *name, const mprof_srcloc *loc)
 {
@@ -122,7 +131,7 @@ static inline int mprof_rwlock_destroy(mprof_rwlock *l) { return pthread_rwlock_
 static inline int mprof_mutex_lock(mprof_mutex *m)
 {
 #ifdef MPROF_ENABLE
-    if (m->id) {
+    if (MPROF__LOCK_ON(m->id)) {
         int r = pthread_mutex_trylock(&m->m);
         if (r == EBUSY) {
             mprof__lock_wait(m->id, 0);
@@ -140,7 +149,7 @@ static inline int mprof_mutex_trylock(mprof_mutex *m)
 {
     int r = pthread_mutex_trylock(&m->m);
 #ifdef MPROF_ENABLE
-    if (m->id) {
+    if (MPROF__LOCK_ON(m->id)) {
         if (r == 0)
             mprof__lock_obtained(m->id, 0);
         else if (r == EBUSY)
@@ -153,7 +162,7 @@ static inline int mprof_mutex_trylock(mprof_mutex *m)
 static inline int mprof_mutex_unlock(mprof_mutex *m)
 {
 #ifdef MPROF_ENABLE
-    if (m->id)
+    if (MPROF__LOCK_ON(m->id))
         mprof__lock_released(m->id, 0);
 #endif
     return pthread_mutex_unlock(&m->m);
@@ -163,7 +172,7 @@ static inline int mprof_mutex_unlock(mprof_mutex *m)
 static inline int mprof__rwlock_acquire(mprof_rwlock *l, int shared)
 {
 #ifdef MPROF_ENABLE
-    if (l->id) {
+    if (MPROF__LOCK_ON(l->id)) {
         int r = shared ? pthread_rwlock_tryrdlock(&l->l) : pthread_rwlock_trywrlock(&l->l);
         if (r == EBUSY) {
             mprof__lock_wait(l->id, shared);
@@ -181,7 +190,7 @@ static inline int mprof__rwlock_try(mprof_rwlock *l, int shared)
 {
     int r = shared ? pthread_rwlock_tryrdlock(&l->l) : pthread_rwlock_trywrlock(&l->l);
 #ifdef MPROF_ENABLE
-    if (l->id) {
+    if (MPROF__LOCK_ON(l->id)) {
         if (r == 0)
             mprof__lock_obtained(l->id, shared);
         else if (r == EBUSY)
@@ -216,7 +225,7 @@ static inline int mprof_rwlock_trywrlock(mprof_rwlock *l) { return mprof__rwlock
 static inline int mprof_rwlock_rdunlock(mprof_rwlock *l)
 {
 #ifdef MPROF_ENABLE
-    if (l->id)
+    if (MPROF__LOCK_ON(l->id))
         mprof__lock_released(l->id, 1);
 #endif
     return pthread_rwlock_unlock(&l->l);
@@ -225,7 +234,7 @@ static inline int mprof_rwlock_rdunlock(mprof_rwlock *l)
 static inline int mprof_rwlock_wrunlock(mprof_rwlock *l)
 {
 #ifdef MPROF_ENABLE
-    if (l->id)
+    if (MPROF__LOCK_ON(l->id))
         mprof__lock_released(l->id, 0);
 #endif
     return pthread_rwlock_unlock(&l->l);
