@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct sym_module {
@@ -130,9 +131,16 @@ static void add_warning(mprof_symbolizer *s, const char *what, const char *path)
 static void open_module(mprof_symbolizer *s, sym_module *m)
 {
     m->state = -1;
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    /* The path comes from the capture: never block on a FIFO or read a device. */
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         add_warning(s, "not found (addresses shown as module+offset)", m->path);
+        return;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        add_warning(s, "not a regular file", m->path);
         return;
     }
     if (m->build_id[0]) {
