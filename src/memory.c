@@ -51,6 +51,8 @@ static __attribute__((noinline)) unsigned char *write_cs(unsigned char *p, int d
 
 void mprof__alloc(const void *ptr, size_t size, const char *pool, int depth)
 {
+    if (!ptr) /* a failed allocation allocated nothing */
+        return;
     uint64_t ts = mprof__ticks();
     depth = clamp_depth(depth);
     unsigned char *p = mprof__reserve(ALLOC_FIXED + (size_t)depth * 8);
@@ -67,6 +69,8 @@ void mprof__alloc(const void *ptr, size_t size, const char *pool, int depth)
 
 void mprof__free(const void *ptr, const char *pool, int depth)
 {
+    if (!ptr) /* free(NULL) frees nothing */
+        return;
     uint64_t ts = mprof__ticks();
     depth = clamp_depth(depth);
     unsigned char *p = mprof__reserve(FREE_FIXED + (size_t)depth * 8);

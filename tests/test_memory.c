@@ -338,6 +338,120 @@ static void test_fp_method_end_to_end(void **state)
     remove(capture_path);
 }
 
+/* ---- out-of-order input, written by hand ----------------------------------------------------- */
+
+static unsigned char *put_str(unsigned char *o, const char *str)
+{
+    size_t n = strlen(str);
+    o = mprof_put_varint(o, n);
+    memcpy(o, str, n);
+    return o + n;
+}
+
+static unsigned char *put_ts(unsigned char *o, uint64_t *last, uint64_t ts)
+{
+    o = mprof_put_varint(o, mprof_zigzag((int64_t)(ts - *last)));
+    *last = ts;
+    return o;
+}
+
+static void write_capture(const unsigned char *ev, size_t len)
+{
+    mprof_buf file = {0}, info = {0};
+    assert_int_equal(mprof_buf_reserve(&file, MPROF_FMT_HEADER_BYTES), 0);
+    mprof_fmt_file_header(file.data);
+    file.len = MPROF_FMT_HEADER_BYTES;
+    assert_int_equal(mprof_fmt_kv(&info, "ns_per_tick", "1"), 0);
+    assert_int_equal(mprof_fmt_kv(&info, "tick0", "0"), 0);
+    assert_int_equal(mprof_fmt_chunk(&file, MPROF_CHUNK_INFO, info.data, info.len, 0, NULL), 0);
+    assert_int_equal(mprof_fmt_chunk(&file, MPROF_CHUNK_EVENTS, ev, len, 0, NULL), 0);
+    assert_int_equal(mprof_fmt_chunk(&file, MPROF_CHUNK_END, "", 0, 0, NULL), 0);
+    snprintf(capture_path, sizeof capture_path, "/tmp/mprof_test_memory_%d_order.mprof",
+             (int)getpid());
+    FILE *f = fopen(capture_path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(file.data, 1, file.len, f), file.len);
+    fclose(f);
+    mprof_buf_free(&file);
+    mprof_buf_free(&info);
+}
+
+/* Thread 2's part is written first although thread 1's happened earlier, and far enough apart
+ * (seconds) that the reorder window has already let thread 2's events through: the free of 0x100
+ * is read before its allocation, the discard of the arena before an allocation made in it. */
+static void test_out_of_order_beyond_window(void **state)
+{
+    (void)state;
+    unsigned char ev[512], *o = ev;
+    uint64_t t1 = 0, t2 = 0;
+    *o++ = MPROF_EV_DEF_STRING;
+    o = mprof_put_varint(o, 1);
+    o = put_str(o, "arena");
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 2);
+    *o++ = MPROF_EV_FREE; /* frees 0x100, allocated at 1 s on thread 1 */
+    o = put_ts(o, &t2, 2000000000);
+    o = mprof_put_varint(o, 0x100);
+    o = mprof_put_varint(o, 0);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_FREE; /* never allocated in the capture */
+    o = put_ts(o, &t2, 2100000000);
+    o = mprof_put_varint(o, 0x900);
+    o = mprof_put_varint(o, 0);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_POOL_DISCARD;
+    o = put_ts(o, &t2, 3000000000);
+    o = mprof_put_varint(o, 1);
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    *o++ = MPROF_EV_ALLOC;
+    o = put_ts(o, &t1, 1000000000);
+    o = mprof_put_varint(o, 0x100);
+    o = mprof_put_varint(o, 48);
+    o = mprof_put_varint(o, 0);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_ALLOC; /* in the arena, before its discard */
+    o = put_ts(o, &t1, 2500000000);
+    o = mprof_put_varint(o, 0x200);
+    o = mprof_put_varint(o, 16);
+    o = mprof_put_varint(o, 1);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_ALLOC; /* a leak */
+    o = put_ts(o, &t1, 4000000000);
+    o = mprof_put_varint(o, 0x300);
+    o = mprof_put_varint(o, 8);
+    o = mprof_put_varint(o, 0);
+    o = mprof_put_varint(o, 0);
+    write_capture(ev, (size_t)(o - ev));
+
+    char err[512];
+    mprof_analysis_opts opts = {.top_n = 20, .passes = "memory"};
+    mprof_analysis *a = mprof_analysis_run(capture_path, &opts, err, sizeof err);
+    if (!a)
+        fail_msg("analysis failed: %s", err);
+    mprof_pool_result p;
+    assert_int_equal(mprof__memory_pool(a, "heap", &p), 0);
+    assert_int_equal(p.allocs, 2);
+    assert_int_equal(p.frees, 1);
+    assert_int_equal(p.unmatched_frees, 1);
+    assert_int_equal(p.live_count, 1);
+    assert_int_equal(p.live_bytes, 8);
+    assert_int_equal(p.lifetime_count, 1);
+    assert_int_equal(p.lifetime_max_ns, 1000000000);
+    assert_int_equal(mprof__memory_pool(a, "arena", &p), 0);
+    assert_int_equal(p.allocs, 1);
+    assert_int_equal(p.discards, 1);
+    assert_int_equal(p.discarded_allocs, 1);
+    assert_int_equal(p.live_count, 0);
+    mprof_leak_result lk;
+    assert_int_equal(mprof__memory_leak(a, 0, &lk), 0);
+    assert_int_equal(lk.count, 1);
+    assert_int_equal(lk.bytes, 8);
+    assert_int_equal(mprof__memory_leak(a, 1, &lk), -1);
+    mprof_analysis_free(a);
+    remove(capture_path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_symbolizer_refuses_rebuilt_module),
         cmocka_unit_test(test_capture_leaks_pools_and_threads),
         cmocka_unit_test(test_fp_method_end_to_end),
+        cmocka_unit_test(test_out_of_order_beyond_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,6 +45,7 @@ typedef struct lock_acc {
 } lock_acc;
 
 typedef struct holder {
+    uint32_t lock;
     int64_t wait_ts; /* -1 = not waiting */
     uint32_t wait_zone;
     uint32_t depth;  /* holds by this thread */
@@ -107,6 +108,7 @@ static holder *get_holder(locks_state *s, uint32_t lock, uint32_t thread)
         return NULL;
     holder *h = &s->holders[s->n_holders++];
     memset(h, 0, sizeof *h);
+    h->lock = lock;
     h->wait_ts = -1;
     return h;
 }
@@ -282,14 +284,9 @@ static void locks_finish(void *state, mprof_analysis *a)
     for (uint32_t i = 0; i < s->n_holders; i++) {
         if (s->holders[i].wait_ts < 0)
             continue;
-        /* Find the lock of this holder: keys map back through the table. */
-        for (size_t k = 0; k < s->holder_by_key.cap; k++)
-            if (s->holder_by_key.keys[k] && s->holder_by_key.vals[k] == i) {
-                lock_acc *l = get_lock(s, (uint32_t)(s->holder_by_key.keys[k] >> 32));
-                if (l)
-                    l->waits_abandoned++;
-                break;
-            }
+        lock_acc *l = get_lock(s, s->holders[i].lock);
+        if (l)
+            l->waits_abandoned++;
         s->holders[i].wait_ts = -1;
     }
 }

@@ -5,7 +5,8 @@
  * State is one entry per live allocation, keyed by (pool, address), plus one accumulator per
  * pool and per (pool, callstack). An allocation's lifetime is recorded when it is freed or its
  * pool discarded: in nanoseconds, and in frames (main frame marks crossed between allocation and
- * free). What is still live at the end is a leak, grouped by allocation callstack.
+ * free, counted as marks processed in between). What is still live at the end is a leak,
+ * grouped by allocation callstack.
  *
  * Ordering: events of one thread arrive in time order, but a FREE on one thread can be read
  * before the ALLOC it releases on another (the collector drains threads one after the other,
@@ -14,13 +15,12 @@
  * is REORDER_WINDOW_NS past it. The window bounds the pass's memory by the events of that span,
  * and within it the analysis sees allocations, frees, discards and frames in time order, which
  * keeps live bytes and peaks exact. An event later than the window (a collector that stalled)
- * is still handled: a free whose allocation was not seen yet is parked; when an ALLOC for the same pool and address arrives with an earlier
- * timestamp, the two are paired. Frees still parked at the end were of allocations the capture
- * never saw (made before it started) and are counted as unmatched. Likewise an ALLOC read after
- * a POOL_DISCARD of its pool but timestamped before it is discarded at once. Frame lifetimes wait
- * (in a short queue) until the main thread's marks have caught up with the free's timestamp.
- * Pathological address reuse across three or more threads inside one collector drain (~2 ms)
- * can still pair a free with the wrong allocation of the same address.
+ * is still handled: a free whose allocation was not seen yet is parked (in a ring of the last
+ * PARKED_MAX such frees, indexed by address); when an ALLOC for the same pool and address arrives
+ * with an earlier timestamp, the two are paired. Frees evicted from the ring or still parked at
+ * the end were of allocations the capture never saw (made before it started) and are counted as
+ * unmatched. Likewise an ALLOC read after a POOL_DISCARD of its pool but timestamped before it
+ * is discarded at once.
  */
 #include "analysis/analysis.h"
 #include "analysis/symbolize.h"
@@ -45,6 +45,7 @@ typedef struct mev {
 typedef struct alloc_ent {
     uint64_t ptr, size;
     int64_t ts;
+    uint64_t frame; /* main frame marks processed before the allocation */
     uint32_t cs, pool;
     uint32_t same;       /* next entry with the same key, index + 1 */
     uint32_t prev, next; /* the pool's live list, index + 1 */
@@ -74,15 +75,13 @@ typedef struct cs_acc {
     uint64_t live_count, live_bytes;
 } cs_acc;
 
-typedef struct life_pending {
-    uint32_t pool;
-    int64_t alloc_ts, free_ts;
-} life_pending;
+#define PARKED_MAX 4096u
 
 typedef struct parked_free {
     uint64_t key;
     int64_t ts;
     uint32_t pool;
+    int valid;
 } parked_free;
 
 typedef struct mem_state {
@@ -95,10 +94,9 @@ typedef struct mem_state {
     cs_acc *css;
     uint32_t n_css;
     mprof_umap cs_by_key;
-    parked_free *parked;
-    uint32_t n_parked, cap_parked;
-    life_pending *lq;
-    size_t lq_head, lq_len, lq_cap;
+    parked_free *parked; /* ring of PARKED_MAX, allocated on first use */
+    uint32_t parked_next;
+    mprof_umap parked_by_key; /* key -> valid parked frees with that key */
     int64_t *marks;
     size_t n_marks, cap_marks;
     uint32_t main_thread;
@@ -178,42 +176,13 @@ static uint64_t frames_between(const mem_state *m, int64_t a, int64_t b)
     return lo - ia;
 }
 
-static void lq_drain(mem_state *m, int all)
-{
-    int64_t wm = m->n_marks ? m->marks[m->n_marks - 1] : INT64_MIN;
-    while (m->lq_len) {
-        life_pending *l = &m->lq[m->lq_head];
-        if (!all && l->free_ts > wm)
-            break;
-        mprof_hist_add(&m->pools[l->pool].life_frames, frames_between(m, l->alloc_ts, l->free_ts));
-        m->lq_head = (m->lq_head + 1) % m->lq_cap;
-        m->lq_len--;
-    }
-}
-
-static void record_lifetime(mem_state *m, uint32_t pool, int64_t alloc_ts, int64_t free_ts)
+/* Records a lifetime: ns, and main frames crossed. */
+static void record_lifetime(mem_state *m, uint32_t pool, int64_t alloc_ts, int64_t free_ts,
+                            uint64_t frames)
 {
     int64_t d = free_ts - alloc_ts;
     mprof_hist_add(&m->pools[pool].life_ns, (uint64_t)(d > 0 ? d : 0));
-    if (!m->n_marks || free_ts <= m->marks[m->n_marks - 1]) {
-        mprof_hist_add(&m->pools[pool].life_frames, frames_between(m, alloc_ts, free_ts));
-        return;
-    }
-    if (m->lq_len == m->lq_cap) {
-        size_t nc = m->lq_cap ? m->lq_cap * 2 : 256;
-        life_pending *n = malloc(nc * sizeof *n);
-        if (!n) {
-            mprof_hist_add(&m->pools[pool].life_frames, frames_between(m, alloc_ts, free_ts));
-            return;
-        }
-        for (size_t i = 0; i < m->lq_len; i++)
-            n[i] = m->lq[(m->lq_head + i) % m->lq_cap];
-        free(m->lq);
-        m->lq = n;
-        m->lq_head = 0;
-        m->lq_cap = nc;
-    }
-    m->lq[(m->lq_head + m->lq_len++) % m->lq_cap] = (life_pending){pool, alloc_ts, free_ts};
+    mprof_hist_add(&m->pools[pool].life_frames, frames);
 }
 
 static void note_live(pool_acc *p, uint32_t cs, int64_t ts)
@@ -247,7 +216,8 @@ static void alloc_and_release(mem_state *m, uint32_t pi, uint64_t size, uint32_t
         c->n_allocs++;
         c->bytes += size;
     }
-    record_lifetime(m, pi, ts, rel_ts);
+    /* Paired out of order: count the marks between the two timestamps. */
+    record_lifetime(m, pi, ts, rel_ts, frames_between(m, ts, rel_ts));
 }
 
 static uint32_t ent_new(mem_state *m)
@@ -268,6 +238,39 @@ static uint32_t ent_new(mem_state *m)
     return ++m->n_ents;
 }
 
+/* Invalidates parked slot i. */
+static void unpark(mem_state *m, uint32_t i)
+{
+    parked_free *f = &m->parked[i];
+    uint32_t *n = mprof_umap_get(&m->parked_by_key, f->key);
+    if (n && --*n == 0)
+        mprof_umap_del(&m->parked_by_key, f->key);
+    f->valid = 0;
+}
+
+/* Parks a free whose allocation has not been seen; evicts (as unmatched) the oldest parked. */
+static void park(mem_state *m, uint64_t key, int64_t ts, uint32_t pool)
+{
+    if (!m->parked && !(m->parked = calloc(PARKED_MAX, sizeof *m->parked))) {
+        m->pools[pool].n_unmatched++;
+        return;
+    }
+    uint32_t i = m->parked_next;
+    m->parked_next = (i + 1) % PARKED_MAX;
+    if (m->parked[i].valid) {
+        m->pools[m->parked[i].pool].n_unmatched++;
+        unpark(m, i);
+    }
+    uint32_t *n = mprof_umap_get(&m->parked_by_key, key);
+    if (n)
+        ++*n;
+    else if (mprof_umap_put(&m->parked_by_key, key, 1) != 0) {
+        m->pools[pool].n_unmatched++;
+        return;
+    }
+    m->parked[i] = (parked_free){key, ts, pool, 1};
+}
+
 static void on_alloc(mem_state *m, const mprof_event *ev)
 {
     uint64_t ptr = ev->u[0], size = ev->u[1];
@@ -278,13 +281,14 @@ static void on_alloc(mem_state *m, const mprof_event *ev)
     uint64_t key = key_of(pi, ptr);
     /* A free of this address read earlier but timestamped later pairs with this allocation. */
     uint32_t best = UINT32_MAX;
-    for (uint32_t i = 0; i < m->n_parked; i++)
-        if (m->parked[i].key == key && m->parked[i].ts >= ev->ts_ns &&
+    uint32_t *np = mprof_umap_get(&m->parked_by_key, key);
+    for (uint32_t i = 0; np && i < PARKED_MAX; i++)
+        if (m->parked[i].valid && m->parked[i].key == key && m->parked[i].ts >= ev->ts_ns &&
             (best == UINT32_MAX || m->parked[i].ts < m->parked[best].ts))
             best = i;
     if (best != UINT32_MAX) {
         int64_t fts = m->parked[best].ts;
-        m->parked[best] = m->parked[--m->n_parked];
+        unpark(m, best);
         alloc_and_release(m, pi, size, cs, ev->ts_ns, fts, 0);
         return;
     }
@@ -297,7 +301,7 @@ static void on_alloc(mem_state *m, const mprof_event *ev)
         return;
     p = &m->pools[pi];
     alloc_ent *a = &m->ents[e - 1];
-    *a = (alloc_ent){ptr, size, ev->ts_ns, cs, pi, 0, 0, p->live_head};
+    *a = (alloc_ent){ptr, size, ev->ts_ns, m->n_marks, cs, pi, 0, 0, p->live_head};
     if (p->live_head)
         m->ents[p->live_head - 1].prev = e;
     p->live_head = e;
@@ -346,7 +350,9 @@ static void release(mem_state *m, uint32_t e, int64_t ts, int discarded)
         c->live_count--;
         c->live_bytes -= a->size;
     }
-    record_lifetime(m, a->pool, a->ts, ts);
+    /* Events are handled in time order (stream order for equal timestamps), so the marks
+     * processed since the allocation are exactly the frames it lived across. */
+    record_lifetime(m, a->pool, a->ts, ts, m->n_marks - a->frame);
     a->same = m->free_ent;
     m->free_ent = e;
 }
@@ -367,17 +373,7 @@ static void on_free(mem_state *m, const mprof_event *ev)
             best_prev = prev;
         }
     if (!best) {
-        if (m->n_parked == m->cap_parked) {
-            uint32_t nc = m->cap_parked ? m->cap_parked * 2 : 64;
-            parked_free *n = realloc(m->parked, (size_t)nc * sizeof *n);
-            if (!n) {
-                m->pools[pi].n_unmatched++;
-                return;
-            }
-            m->parked = n;
-            m->cap_parked = nc;
-        }
-        m->parked[m->n_parked++] = (parked_free){key, ev->ts_ns, pi};
+        park(m, key, ev->ts_ns, pi);
         return;
     }
     uint32_t next = m->ents[best - 1].same;
@@ -455,7 +451,6 @@ static void on_main_mark(mem_state *m, int64_t ts)
         p->in_group = 0;
         p->group_max = p->live_bytes;
     }
-    lq_drain(m, 0);
 }
 
 static void *mem_create(mprof_analysis *a)
@@ -591,10 +586,11 @@ static void mem_finish(void *state, mprof_analysis *a)
     (void)a;
     mem_state *m = state;
     release_window(m, 1);
-    lq_drain(m, 1);
-    for (uint32_t i = 0; i < m->n_parked; i++)
-        m->pools[m->parked[i].pool].n_unmatched++;
-    m->n_parked = 0;
+    for (uint32_t i = 0; m->parked && i < PARKED_MAX; i++)
+        if (m->parked[i].valid) {
+            m->pools[m->parked[i].pool].n_unmatched++;
+            unpark(m, i);
+        }
 }
 
 static void mem_destroy(void *state)
@@ -614,7 +610,7 @@ static void mem_destroy(void *state)
     free(m->css);
     mprof_umap_free(&m->cs_by_key);
     free(m->parked);
-    free(m->lq);
+    mprof_umap_free(&m->parked_by_key);
     free(m->marks);
     free(m->heap);
     mprof_symbolizer_free(m->sym);
