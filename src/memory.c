@@ -43,7 +43,7 @@ static inline int clamp_depth(int depth)
 static __attribute__((noinline)) unsigned char *write_cs(unsigned char *p, int depth)
 {
     uint64_t frames[MPROF_FMT_MAX_CALLSTACK];
-    int n = depth ? mprof__callstack_capture(frames, depth, 2) : 0;
+    int n = mprof__callstack_capture(frames, depth, 2);
     *p++ = (unsigned char)n;
     memcpy(p, frames, (size_t)n * 8);
     return p + (size_t)n * 8;
@@ -63,7 +63,10 @@ void mprof__alloc(const void *ptr, size_t size, const char *pool, int depth)
     p = mprof__w_ptr(p, ptr);
     p = mprof__w_u64(p, (uint64_t)size);
     p = mprof__w_ptr(p, pool);
-    p = write_cs(p, depth);
+    if (depth)
+        p = write_cs(p, depth);
+    else
+        *p++ = 0;
     mprof__commit(p);
 }
 
@@ -80,7 +83,10 @@ void mprof__free(const void *ptr, const char *pool, int depth)
     p = mprof__w_u64(p + 1, ts);
     p = mprof__w_ptr(p, ptr);
     p = mprof__w_ptr(p, pool);
-    p = write_cs(p, depth);
+    if (depth)
+        p = write_cs(p, depth);
+    else
+        *p++ = 0;
     mprof__commit(p);
 }
 

@@ -1,9 +1,11 @@
 /*
  * compile_lock.c - lock.h compiles as C11 and C++11, with and without MPROF_ENABLE, and
  * without it references no mprof symbol (checked with nm by ctest): the wrappers are the bare
- * pthread calls. Compiled, never run.
+ * pthread calls. alloc.h is compiled alongside (its types only: its functions are the kit's,
+ * a library in both builds). Compiled, never run.
  */
 #include "mprof/lock.h"
+#include "mprof/alloc.h"
 
 int mprof_compile_lock_use(void);
 
@@ -24,5 +26,9 @@ int mprof_compile_lock_use(void)
     MPROF_LOCK_TRY_FAILED(id, 1);
     (void)id;
     r |= mprof_mutex_destroy(&m) | mprof_rwlock_destroy(&rw);
+    static mprof_pool_desc pd;
+    static mprof_alloc_stats st;
+    static mprof_stack_marker mk;
+    r |= (int)(pd.n_blocks + st.n_allocs + mk.offset);
     return r;
 }
