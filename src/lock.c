@@ -92,10 +92,11 @@ static void ensure_announced(mprof_lock_id id, lock_info *li, uint64_t ts)
 
 static void lock_event(int tag, mprof_lock_id id, int shared)
 {
-    uint64_t ts = mprof__ticks();
     lock_info *li = id ? info_of(id) : NULL;
-    if (!li)
+    /* thread_get first: it starts the profiler on a first event, which calibrates the clock. */
+    if (!li || !mprof__thread_get())
         return;
+    uint64_t ts = mprof__ticks();
     ensure_announced(id, li, ts);
     unsigned char *p = mprof__reserve(1 + 8 + 4 + 1);
     if (!p)

@@ -6,7 +6,8 @@
  * callstack (callstack.c) straight into the reserved record: the CS field's raw form is a u8
  * depth followed by depth 8-byte return addresses, innermost first, starting in the function
  * that called the MPROF_ALLOC_* macro. The timestamp is taken before the capture so that it
- * marks the allocation, not the end of the unwinding.
+ * marks the allocation, not the end of the unwinding, and after the reservation, which starts
+ * the profiler (and calibrates its clock) when this is the process's first event.
  *
  * Callstacks are only addresses; turning them into function, file and line happens in the tools
  * (src/analysis/symbolize.c), possibly on another machine. What that needs is the module map:
@@ -53,11 +54,13 @@ void mprof__alloc(const void *ptr, size_t size, const char *pool, int depth)
 {
     if (!ptr) /* a failed allocation allocated nothing */
         return;
-    uint64_t ts = mprof__ticks();
     depth = clamp_depth(depth);
+    /* Reserve first: the first event of a process starts the profiler, and the clock is only
+     * calibrated (TSC or not) once it has. */
     unsigned char *p = mprof__reserve(ALLOC_FIXED + (size_t)depth * 8);
     if (!p)
         return;
+    uint64_t ts = mprof__ticks();
     *p = MPROF_EV_ALLOC;
     p = mprof__w_u64(p + 1, ts);
     p = mprof__w_ptr(p, ptr);
@@ -74,11 +77,11 @@ void mprof__free(const void *ptr, const char *pool, int depth)
 {
     if (!ptr) /* free(NULL) frees nothing */
         return;
-    uint64_t ts = mprof__ticks();
     depth = clamp_depth(depth);
     unsigned char *p = mprof__reserve(FREE_FIXED + (size_t)depth * 8);
     if (!p)
         return;
+    uint64_t ts = mprof__ticks();
     *p = MPROF_EV_FREE;
     p = mprof__w_u64(p + 1, ts);
     p = mprof__w_ptr(p, ptr);

@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -452,9 +454,56 @@ static void test_out_of_order_beyond_window(void **state)
     remove(capture_path);
 }
 
-int main(void)
+/* Run in a fresh process (see main): an allocation is the very first event, so it starts the
+ * profiler from MPROF_CAPTURE; its timestamp must be on the calibrated clock. */
+static int first_alloc_child(void)
 {
+    void *p = malloc(32);
+    MPROF_ALLOC(p, 32);
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+    MPROF_FREE(p);
+    free(p);
+    return 0; /* the atexit handler writes the capture */
+}
+
+static void test_first_event_is_an_allocation(void **state)
+{
+    (void)state;
+    snprintf(capture_path, sizeof capture_path, "/tmp/mprof_test_memory_%d_first.mprof",
+             (int)getpid());
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("MPROF_CAPTURE", capture_path, 1);
+        setenv("MPROF_LISTEN", "0", 1);
+        execl("/proc/self/exe", "test_memory", "--first-alloc", (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char err[512];
+    mprof_analysis_opts opts = {.top_n = 20, .passes = "memory"};
+    mprof_analysis *a = mprof_analysis_run(capture_path, &opts, err, sizeof err);
+    if (!a)
+        fail_msg("analysis failed: %s", err);
+    mprof_pool_result p;
+    assert_int_equal(mprof__memory_pool(a, "heap", &p), 0);
+    assert_int_equal(p.allocs, 1);
+    assert_int_equal(p.frees, 1);
+    assert_true(p.peak_ns >= 0 && p.peak_ns < 10000000000ll);
+    assert_true(p.lifetime_max_ns >= 1900000 && p.lifetime_max_ns < 10000000000ull);
+    mprof_analysis_free(a);
+    remove(capture_path);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--first-alloc") == 0)
+        return first_alloc_child();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_first_event_is_an_allocation),
         cmocka_unit_test(test_callstack_symbolised),
         cmocka_unit_test(test_symbolizer_refuses_rebuilt_module),
         cmocka_unit_test(test_capture_leaks_pools_and_threads),

@@ -72,7 +72,7 @@ typedef struct fthread {
 
 typedef struct fibers_state {
     fiber_acc *fibers;
-    uint32_t n_fibers;
+    uint32_t n_fibers, cap_fibers;
     mprof_umap by_name;
     fthread *threads;
     uint32_t n_threads;
@@ -103,10 +103,9 @@ static int get_fiber(fibers_state *s, uint32_t name, uint32_t *out)
         *out = *p;
         return 0;
     }
-    fiber_acc *n = realloc(s->fibers, (s->n_fibers + 1) * sizeof *n);
-    if (!n)
+    if (mprof_array_reserve((void **)&s->fibers, &s->cap_fibers, s->n_fibers + 1,
+                            sizeof *s->fibers))
         return -1;
-    s->fibers = n;
     if (mprof_umap_put(&s->by_name, (uint64_t)name + 1, s->n_fibers) != 0)
         return -1;
     memset(&s->fibers[s->n_fibers], 0, sizeof *s->fibers);

@@ -64,15 +64,15 @@ typedef struct lthread {
 
 typedef struct locks_state {
     lock_acc *locks;
-    uint32_t n_locks;
+    uint32_t n_locks, cap_locks;
     mprof_umap lock_by_id;
     holder *holders;
-    uint32_t n_holders;
+    uint32_t n_holders, cap_holders;
     mprof_umap holder_by_key;
     lthread *threads;
     uint32_t n_threads;
     zstack *fibers;
-    uint32_t n_fibers;
+    uint32_t n_fibers, cap_fibers;
     mprof_umap fiber_by_name;
 } locks_state;
 
@@ -81,10 +81,8 @@ static lock_acc *get_lock(locks_state *s, uint32_t id)
     uint32_t *p = mprof_umap_get(&s->lock_by_id, (uint64_t)id + 1);
     if (p)
         return &s->locks[*p];
-    lock_acc *n = realloc(s->locks, (s->n_locks + 1) * sizeof *n);
-    if (!n)
+    if (mprof_array_reserve((void **)&s->locks, &s->cap_locks, s->n_locks + 1, sizeof *s->locks))
         return NULL;
-    s->locks = n;
     if (mprof_umap_put(&s->lock_by_id, (uint64_t)id + 1, s->n_locks) != 0)
         return NULL;
     lock_acc *l = &s->locks[s->n_locks++];
@@ -100,10 +98,9 @@ static holder *get_holder(locks_state *s, uint32_t lock, uint32_t thread)
     uint32_t *p = mprof_umap_get(&s->holder_by_key, k);
     if (p)
         return &s->holders[*p];
-    holder *n = realloc(s->holders, (s->n_holders + 1) * sizeof *n);
-    if (!n)
+    if (mprof_array_reserve((void **)&s->holders, &s->cap_holders, s->n_holders + 1,
+                            sizeof *s->holders))
         return NULL;
-    s->holders = n;
     if (mprof_umap_put(&s->holder_by_key, k, s->n_holders) != 0)
         return NULL;
     holder *h = &s->holders[s->n_holders++];
@@ -191,13 +188,10 @@ static void locks_event(void *state, mprof_analysis *a, const mprof_event *ev)
         uint64_t k = ev->u[0] + 1;
         uint32_t *p = mprof_umap_get(&s->fiber_by_name, k);
         if (!p) {
-            zstack *n = realloc(s->fibers, (s->n_fibers + 1) * sizeof *n);
-            if (!n || mprof_umap_put(&s->fiber_by_name, k, s->n_fibers) != 0) {
-                if (n)
-                    s->fibers = n;
+            if (mprof_array_reserve((void **)&s->fibers, &s->cap_fibers, s->n_fibers + 1,
+                                    sizeof *s->fibers) ||
+                mprof_umap_put(&s->fiber_by_name, k, s->n_fibers) != 0)
                 return;
-            }
-            s->fibers = n;
             memset(&s->fibers[s->n_fibers], 0, sizeof *s->fibers);
             p = mprof_umap_get(&s->fiber_by_name, k);
             s->n_fibers++;
@@ -360,6 +354,17 @@ static int cmp_waiter(const void *x, const void *y)
     return (a->total < b->total) - (a->total > b->total);
 }
 
+/* Total wait, then acquisitions, descending; then id. */
+static int cmp_lock(const void *a, const void *b)
+{
+    const lock_acc *x = *(const lock_acc *const *)a, *y = *(const lock_acc *const *)b;
+    if (x->wait_total != y->wait_total)
+        return x->wait_total > y->wait_total ? -1 : 1;
+    if (x->acquisitions != y->acquisitions)
+        return x->acquisitions > y->acquisitions ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
 /* Locks sorted by total wait, then acquisitions. */
 static lock_acc **sorted_locks(locks_state *s)
 {
@@ -368,17 +373,8 @@ static lock_acc **sorted_locks(locks_state *s)
         return NULL;
     for (uint32_t i = 0; i < s->n_locks; i++)
         v[i] = &s->locks[i];
-    for (uint32_t i = 1; i < s->n_locks; i++) {
-        lock_acc *x = v[i];
-        uint32_t j = i;
-        while (j > 0 && (v[j - 1]->wait_total < x->wait_total ||
-                         (v[j - 1]->wait_total == x->wait_total &&
-                          v[j - 1]->acquisitions < x->acquisitions))) {
-            v[j] = v[j - 1];
-            j--;
-        }
-        v[j] = x;
-    }
+    if (s->n_locks > 1)
+        qsort(v, s->n_locks, sizeof *v, cmp_lock);
     for (uint32_t i = 0; i < s->n_locks; i++) {
         if (s->locks[i].by_thread.n > 1)
             qsort(s->locks[i].by_thread.v, s->locks[i].by_thread.n, sizeof(waiter), cmp_waiter);

@@ -86,13 +86,13 @@ typedef struct parked_free {
 
 typedef struct mem_state {
     pool_acc *pools;
-    uint32_t n_pools;
+    uint32_t n_pools, cap_pools;
     mprof_umap pool_by_name; /* string id + 1 -> pool index */
     alloc_ent *ents;
     uint32_t n_ents, cap_ents, free_ent; /* free_ent: free list head, index + 1 */
     mprof_umap live;                     /* key -> first entry index + 1 */
     cs_acc *css;
-    uint32_t n_css;
+    uint32_t n_css, cap_css;
     mprof_umap cs_by_key;
     parked_free *parked; /* ring of PARKED_MAX, allocated on first use */
     uint32_t parked_next;
@@ -120,10 +120,8 @@ static pool_acc *get_pool(mem_state *m, uint32_t name, uint32_t *out_idx)
         *out_idx = *p;
         return &m->pools[*p];
     }
-    pool_acc *np = realloc(m->pools, (m->n_pools + 1) * sizeof *np);
-    if (!np)
+    if (mprof_array_reserve((void **)&m->pools, &m->cap_pools, m->n_pools + 1, sizeof *m->pools))
         return NULL;
-    m->pools = np;
     if (mprof_umap_put(&m->pool_by_name, (uint64_t)name + 1, m->n_pools) != 0)
         return NULL;
     pool_acc *pa = &m->pools[m->n_pools];
@@ -140,10 +138,8 @@ static cs_acc *get_cs(mem_state *m, uint32_t pool, uint32_t cs)
     uint32_t *p = mprof_umap_get(&m->cs_by_key, k);
     if (p)
         return &m->css[*p];
-    cs_acc *n = realloc(m->css, (m->n_css + 1) * sizeof *n);
-    if (!n)
+    if (mprof_array_reserve((void **)&m->css, &m->cap_css, m->n_css + 1, sizeof *m->css))
         return NULL;
-    m->css = n;
     if (mprof_umap_put(&m->cs_by_key, k, m->n_css) != 0)
         return NULL;
     cs_acc *c = &m->css[m->n_css++];
@@ -657,6 +653,36 @@ static void print_stack(mem_state *m, mprof_analysis *a, FILE *out, uint32_t cs,
         fprintf(out, "        ... %u more frames\n", n - (uint32_t)max_frames);
 }
 
+static int cmp_u64_desc(uint64_t a, uint64_t b) { return (a < b) - (a > b); }
+
+/* Ties fall back to pool and callstack id, so the order is the same on every run. */
+static int cmp_ids(const cs_acc *x, const cs_acc *y)
+{
+    if (x->pool != y->pool)
+        return x->pool < y->pool ? -1 : 1;
+    return (x->cs > y->cs) - (x->cs < y->cs);
+}
+
+/* Leaks: live bytes, then live count, descending. */
+static int cmp_leak(const void *a, const void *b)
+{
+    const cs_acc *x = *(const cs_acc *const *)a, *y = *(const cs_acc *const *)b;
+    int c = cmp_u64_desc(x->live_bytes, y->live_bytes);
+    if (!c)
+        c = cmp_u64_desc(x->live_count, y->live_count);
+    return c ? c : cmp_ids(x, y);
+}
+
+/* Top allocators: allocation count, then bytes, descending. */
+static int cmp_top(const void *a, const void *b)
+{
+    const cs_acc *x = *(const cs_acc *const *)a, *y = *(const cs_acc *const *)b;
+    int c = cmp_u64_desc(x->n_allocs, y->n_allocs);
+    if (!c)
+        c = cmp_u64_desc(x->bytes, y->bytes);
+    return c ? c : cmp_ids(x, y);
+}
+
 static cs_acc **sorted_cs(mem_state *m, int leaks, uint32_t *out_n)
 {
     cs_acc **v = malloc((m->n_css ? m->n_css : 1) * sizeof *v);
@@ -668,23 +694,8 @@ static cs_acc **sorted_cs(mem_state *m, int leaks, uint32_t *out_n)
     for (uint32_t i = 0; i < m->n_css; i++)
         if (!leaks || m->css[i].live_count)
             v[n++] = &m->css[i];
-    /* Insertion sort, descending: leaks by live bytes, top by allocation count then bytes. */
-    for (uint32_t i = 1; i < n; i++) {
-        cs_acc *x = v[i];
-        uint32_t j = i;
-        while (j > 0) {
-            cs_acc *y = v[j - 1];
-            int less = leaks ? (y->live_bytes < x->live_bytes ||
-                                (y->live_bytes == x->live_bytes && y->live_count < x->live_count))
-                             : (y->n_allocs < x->n_allocs ||
-                                (y->n_allocs == x->n_allocs && y->bytes < x->bytes));
-            if (!less)
-                break;
-            v[j] = y;
-            j--;
-        }
-        v[j] = x;
-    }
+    if (n > 1)
+        qsort(v, n, sizeof *v, leaks ? cmp_leak : cmp_top);
     *out_n = n;
     return v;
 }

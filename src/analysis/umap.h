@@ -115,4 +115,24 @@ static inline void mprof_umap_free(mprof_umap *m)
     m->cap = m->n = 0;
 }
 
+/* Makes room for n elements of size es in *arr (capacity *cap, doubled as needed). Returns 0,
+ * or -1 when out of memory (array unchanged). */
+static inline int mprof_array_reserve(void **arr, uint32_t *cap, uint32_t n, size_t es)
+{
+    if (n <= *cap)
+        return 0;
+    uint32_t nc = *cap ? *cap : 16;
+    while (nc < n) {
+        if (nc > UINT32_MAX / 2)
+            return -1;
+        nc *= 2;
+    }
+    void *p = realloc(*arr, (size_t)nc * es);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = nc;
+    return 0;
+}
+
 #endif
