@@ -2,11 +2,12 @@
  * callstack.c - return-address capture for allocation callstacks.
  *
  * The default is libunwind's unw_backtrace, which follows DWARF call-frame information and
- * caches it per address, so it is correct for code built without frame pointers and costs
- * about 60 ns for 8 frames (glibc's backtrace() measured 90-125 ns for the same 8). The
- * frame-pointer walk (MPROF_CALLSTACK=fp) costs under 1 ns per frame but is only right when
- * every frame keeps its frame pointer; it validates each one against the thread's stack bounds
- * and falls back to libunwind when the walk starts outside them (on a fiber's own stack).
+ * caches it per address, so it is correct for code built without frame pointers: 7-10 ns per
+ * frame here, within noise of glibc's backtrace(), which however dlopens libgcc_s on its first
+ * call (bench/bench_memory measures all three). The frame-pointer walk (MPROF_CALLSTACK=fp)
+ * costs about 1 ns per frame but is only right when every frame keeps its frame pointer; it
+ * validates each one against the thread's stack bounds and falls back to libunwind when the
+ * walk starts outside them (on a fiber's own stack).
  *
  * Frame accounting: the worker is always inlined into the two exported functions. unw_backtrace
  * reports the exported function's own frame first, which is dropped; the frame-pointer walk
