@@ -26,6 +26,7 @@
 #include <string.h>
 
 #define REORDER_WINDOW_NS 200000000ll /* 200 ms, as in the memory pass */
+#define DRAIN_STEP_NS 10000000ll      /* 10 ms */
 
 typedef struct zop {
     int64_t ts;
@@ -77,7 +78,8 @@ typedef struct fibers_state {
     fthread *threads;
     uint32_t n_threads;
     uint64_t segments;
-    int64_t newest; /* latest timestamp read */
+    int64_t newest;     /* latest timestamp read */
+    int64_t next_drain; /* the next sweep happens once the watermark passes this */
 } fibers_state;
 
 static fthread *get_thread(fibers_state *s, uint32_t idx)
@@ -187,6 +189,13 @@ static void replay(fiber_acc *f, mprof_analysis *a, segment *g)
 static void drain(fibers_state *s, mprof_analysis *a, int all)
 {
     int64_t wm = s->newest - REORDER_WINDOW_NS;
+    /* Sweep every fiber at most once per DRAIN_STEP_NS of capture time, not on every switch:
+     * job systems have thousands of fibers. */
+    if (!all) {
+        if (wm < s->next_drain)
+            return;
+        s->next_drain = wm + DRAIN_STEP_NS;
+    }
     for (uint32_t fi = 0; fi < s->n_fibers; fi++) {
         fiber_acc *f = &s->fibers[fi];
         uint32_t k = 0;
