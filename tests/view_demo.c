@@ -8,7 +8,7 @@
  * a contended lock, heap allocations, a fiber and a GPU context. Locks, memory, fibers and GPU
  * events are written with the library's internal raw-event writer (core.h) so that the test does
  * not depend on which wrapper API each module offers; the records are those of format.h's table.
- * "slow" makes Physics::step twice as long, for the diff test.
+ * "slow" makes Physics::step four times as long, for the diff test.
  */
 #define MPROF_ENABLE 1
 #include "core.h"
@@ -135,6 +135,8 @@ static void raw_gpu_time(uint32_t ctx, uint32_t query, int64_t gpu_ts)
 static pthread_mutex_t frame_lock = PTHREAD_MUTEX_INITIALIZER;
 static int n_frames = 60, tiny = 40;
 static volatile int done;
+static void *kept[1024];
+static int n_kept;
 
 static void locked_work(uint64_t ns)
 {
@@ -176,12 +178,12 @@ static void frame(int f)
         MPROF_ZONE_C("Update", MPROF_COLOR_PHYSICS);
         {
             MPROF_ZONE_C("Physics::step", MPROF_COLOR_PHYSICS);
-            spin_ns(slow ? 600000 : 300000);
+            spin_ns(slow ? 1200000 : 300000);
         }
         {
             MPROF_ZONE_C("AI::think", MPROF_COLOR_AI);
-            char text[32];
-            snprintf(text, sizeof text, "agents=%d", 10 + f % 5);
+            char text[48];
+            snprintf(text, sizeof text, "agents=%d, \"crowd\"", 10 + f % 5);
             MPROF_ZONE_TEXT(text, strlen(text));
             spin_ns(200000);
         }
@@ -211,10 +213,10 @@ static void frame(int f)
         if (f % 3) {
             raw_free(buf);
             free(buf);
-        } else {
-            static void *keep[1024];
-            keep[f % 1024] = buf; /* kept alive on purpose: shows as live memory */
-        }
+        } else if (n_kept < 1024) {
+            kept[n_kept++] = buf; /* kept alive on purpose: shows as live memory */
+        } else
+            free(buf);
     }
     if (f % 10 == 0)
         MPROF_MESSAGEF((f / 10) % 6 + 1, "frame %d: level %d message", f, (f / 10) % 6 + 1);
@@ -238,6 +240,7 @@ int main(int argc, char **argv)
     cfg.capture_path = argv[1];
     cfg.app_name = "view_demo";
     cfg.listen = MPROF_TOGGLE_OFF;
+    cfg.chunk_bytes = 16384; /* several chunks even in a short capture: the cut-file tests need them */
     if (mprof_startup(&cfg) != MPROF_OK) {
         fprintf(stderr, "view_demo: cannot start the profiler\n");
         return 1;
@@ -255,5 +258,7 @@ int main(int argc, char **argv)
     done = 1;
     pthread_join(th, NULL);
     mprof_shutdown();
+    for (int i = 0; i < n_kept; i++)
+        free(kept[i]);
     return 0;
 }

@@ -256,6 +256,8 @@ void mprof__diff_print_json(const mprof_diff *d, FILE *o, int top_n)
         mprof_json_u64(&j, "b_count", r->b ? r->b->count : 0);
         mprof_json_f64(&j, "a_mean_ns", r->a ? mprof_hist_mean(&r->a->hist) : 0.0);
         mprof_json_f64(&j, "b_mean_ns", r->b ? mprof_hist_mean(&r->b->hist) : 0.0);
+        mprof_json_u64(&j, "a_p50_ns", r->a ? mprof_hist_quantile(&r->a->hist, 0.50) : 0);
+        mprof_json_u64(&j, "b_p50_ns", r->b ? mprof_hist_quantile(&r->b->hist, 0.50) : 0);
         mprof_json_u64(&j, "a_p95_ns", r->a ? mprof_hist_quantile(&r->a->hist, 0.95) : 0);
         mprof_json_u64(&j, "b_p95_ns", r->b ? mprof_hist_quantile(&r->b->hist, 0.95) : 0);
         mprof_json_i64(&j, "a_total_ns", r->a ? r->a->total_ns : 0);

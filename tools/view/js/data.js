@@ -170,9 +170,11 @@ Data.zoneName = function (D, t, i) {
     return n !== undefined ? n : D.srclocs[t.loc[i]].name;
 };
 
-/* Calls fn(track, zoneIndex) for every zone overlapping [t0, t1]. */
+/* Calls fn(track, zoneIndex) for every zone overlapping [t0, t1]. Lock tracks hold waiting and
+ * holding spans, not zones, and are left out. */
 Data.forZonesIn = function (D, t0, t1, fn) {
     for (const t of D.tracks) {
+        if (t.kind === 'lock') continue;
         for (const l of t.levels) {
             let i = U.lowerBound(l.e, t0);
             for (; i < l.n && l.s[i] <= t1; i++) fn(t, l.idx[i]);

@@ -195,18 +195,20 @@ class Timeline {
         const first = Math.ceil(this.v0 / step) * step;
         ctx.strokeStyle = '#666';
         ctx.fillStyle = '#bbb';
+        const span = this.v1 - this.v0;
+        const label = 'view ' + U.fmtNs(span);
+        const labelX = W - label.length * this.charW - 6;
         ctx.beginPath();
         for (let t = first; t <= this.v1; t += step) {
             const x = Math.round(this.x(t)) + 0.5;
             ctx.moveTo(x, this.RULER - 8);
             ctx.lineTo(x, this.RULER);
-            ctx.fillText(U.fmtTs(t, step), x + 3, 8);
+            const text = U.fmtTs(t, step);
+            if (x + 3 + text.length * this.charW < labelX - 8) ctx.fillText(text, x + 3, 8);
         }
         ctx.stroke();
-        const span = this.v1 - this.v0;
         ctx.fillStyle = '#ddd';
-        const label = 'view ' + U.fmtNs(span);
-        ctx.fillText(label, W - label.length * this.charW - 6, 8);
+        ctx.fillText(label, labelX, 8);
     }
 
     /* Visible frames: [first, last] indices of D.frames overlapping the view. */
