@@ -156,12 +156,12 @@ int cmd_view(int argc, char **argv)
         }
         if (rc != 0) {
             remove(out_path);
-            return tool_error("view", EXIT_IO, "%s", err);
+            return tool_error("view", strncmp(err, "--frames", 8) == 0 ? EXIT_USAGE : EXIT_IO, "%s", err);
         }
         fprintf(stderr, "mprof view: wrote %s\n", out_path);
         return EXIT_OK;
     }
     if (rc != 0)
-        return tool_error("view", EXIT_IO, "%s", err);
+        return tool_error("view", strncmp(err, "--frames", 8) == 0 ? EXIT_USAGE : EXIT_IO, "%s", err);
     return tool_finish("view", EXIT_OK);
 }

@@ -78,7 +78,8 @@ class FlameGraph {
 
     draw() {
         const c = this.canvas;
-        const W = c.clientWidth || 800;
+        const pw = c.parentElement ? c.parentElement.clientWidth : 0;
+        const W = pw > 4 ? pw - 4 : 800; /* hidden: redrawn when its tab opens */
         const depth = (n) => {
             let d = 0;
             for (const ch of n.children.values()) d = Math.max(d, depth(ch));
@@ -87,7 +88,7 @@ class FlameGraph {
         const root = this.focus || this.root;
         const rows = root ? depth(root) : 1;
         const H = Math.max(60, rows * this.ROW + 24);
-        const ctx = U.fitCanvas(c, W, H);
+        const ctx = U.fitCanvas(c, W, H, true);
         ctx.fillStyle = '#1e1f22';
         ctx.fillRect(0, 0, W, H);
         ctx.font = '11px monospace';

@@ -117,6 +117,7 @@ class App {
         for (const b of document.querySelectorAll('#tabs button[data-tab]')) b.classList.toggle('active', b.getAttribute('data-tab') === id);
         this.tab = id;
         if (id === 'flame') this.flame.draw();
+        for (const c of this.panes[id].querySelectorAll('canvas.series')) if (c.mprofDraw) c.mprofDraw();
     }
 
     /* Statistics and flame graph follow this range. */

@@ -37,8 +37,9 @@ Panels.table = function (columns, rows, opts) {
 /* A small line graph of a plot series over the embedded range. */
 Panels.seriesGraph = function (p, D) {
     const c = U.el('canvas', { class: 'series' });
-    requestAnimationFrame(() => {
-        const W = c.clientWidth || 600, H = 90;
+    c.mprofDraw = () => {
+        const W = c.clientWidth, H = 90;
+        if (!W) return; /* hidden: drawn when its tab opens */
         const ctx = U.fitCanvas(c, W, H);
         ctx.fillStyle = '#1e1f22';
         ctx.fillRect(0, 0, W, H);
@@ -56,7 +57,8 @@ Panels.seriesGraph = function (p, D) {
         ctx.fillStyle = '#ccc';
         ctx.font = '11px monospace';
         ctx.fillText(p.name + '  peak ' + U.fmtValue(p.max, p.format), 6, 10);
-    });
+    };
+    requestAnimationFrame(c.mprofDraw);
     return c;
 };
 

@@ -141,16 +141,17 @@ U.escapeHtml = function (s) {
     return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 };
 
-/* A canvas sized to its CSS box at the device pixel ratio; returns the 2D context. */
-U.fitCanvas = function (canvas, cssW, cssH) {
+/* Sizes canvas's backing store to cssW x cssH at the device pixel ratio and returns its 2D
+ * context. The CSS width always comes from the stylesheet (100 %); setHeight also fixes the CSS
+ * height, for canvases whose height follows their content. */
+U.fitCanvas = function (canvas, cssW, cssH, setHeight) {
     const dpr = window.devicePixelRatio || 1;
     const w = Math.max(1, Math.floor(cssW)), h = Math.max(1, Math.floor(cssH));
     if (canvas.width !== Math.floor(w * dpr) || canvas.height !== Math.floor(h * dpr)) {
         canvas.width = Math.floor(w * dpr);
         canvas.height = Math.floor(h * dpr);
-        canvas.style.width = w + 'px';
-        canvas.style.height = h + 'px';
     }
+    if (setHeight) canvas.style.height = h + 'px';
     const ctx = canvas.getContext('2d');
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     return ctx;
