@@ -134,7 +134,7 @@ static void raw_gpu_time(uint32_t ctx, uint32_t query, int64_t gpu_ts)
 
 static pthread_mutex_t frame_lock = PTHREAD_MUTEX_INITIALIZER;
 static int n_frames = 60, tiny = 40;
-static volatile int done;
+static _Atomic int done; /* set by main, read by the worker */
 static void *kept[1024];
 static int n_kept;
 

@@ -678,13 +678,37 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
             if (t->kind == MPROF_TRACK_THREAD && t->ref == p->msg_thread[m] && track_out[i] == NONE)
                 track_out[i] = NONE - 1; /* marked */
         }
+    /* Output order: by kind, threads by their index in the capture (registration order), the
+     * rest in order of appearance. */
+    uint32_t *order = malloc(((size_t)nt + 1) * sizeof *order);
+    if (!order) {
+        free(track_out);
+        free(remap);
+        return -1;
+    }
+    for (uint32_t i = 0; i < nt; i++)
+        order[i] = i;
+    for (uint32_t i = 1; i < nt; i++) /* insertion sort: tracks are few */
+        for (uint32_t k = i; k > 0; k--) {
+            const mprof_tl_track *a = mprof__walker_track(w, order[k - 1]);
+            const mprof_tl_track *b = mprof__walker_track(w, order[k]);
+            int swap = a->kind > b->kind ||
+                       (a->kind == b->kind && a->kind == MPROF_TRACK_THREAD && a->ref > b->ref);
+            if (!swap)
+                break;
+            uint32_t tmp = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = tmp;
+        }
     uint32_t n_out = 0;
     first = 1;
-    for (int kind = MPROF_TRACK_THREAD; kind <= MPROF_TRACK_LOCK; kind++) {
-        for (uint32_t i = 0; i < nt; i++) {
+    {
+        for (uint32_t oi = 0; oi < nt; oi++) {
+            uint32_t i = order[oi];
             const mprof_tl_track *t = mprof__walker_track(w, i);
+            int kind = t->kind;
             vtrack *v = i < p->n_tracks ? &p->tracks[i] : NULL;
-            if (t->kind != kind || ((!v || !v->n) && track_out[i] != NONE - 1))
+            if ((!v || !v->n) && track_out[i] != NONE - 1)
                 continue;
             track_out[i] = n_out++;
             if (!first)
@@ -867,6 +891,7 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
         }
     }
     fputs("}\n", out);
+    free(order);
     free(track_out);
     free(remap);
     return 0;

@@ -178,6 +178,7 @@ class App {
         const el = document.getElementById('mprof-status');
         el.setAttribute('data-drawn-zones', String(drawn.zones));
         el.setAttribute('data-merged-zones', String(drawn.merged));
+        el.setAttribute('data-draw-ms', drawn.ms.toFixed(1));
     }
 }
 

@@ -142,6 +142,7 @@ class Timeline {
     /* ---- drawing ----------------------------------------------------------------------- */
 
     draw() {
+        const t0 = performance.now();
         const W = this.width(), H = this.height();
         const ctx = U.fitCanvas(this.canvas, W, H);
         const D = this.D;
@@ -181,6 +182,7 @@ class Timeline {
         this.drawRuler(ctx, W, k);
         this.drawFramesRow(ctx, W, k);
         if (D.messages) this.drawMessages(ctx, W, k);
+        this.drawn.ms = performance.now() - t0;
         if (this.app) this.app.onDrawn(this.drawn);
     }
 
