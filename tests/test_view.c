@@ -5,7 +5,8 @@
  * that with the embedded document (mprof view --json) and with the capture, and saves
  * screenshots (view_timeline.png, view_frame_flame.png in the test's directory) for a person.
  *
- * Without a browser the browser checks are skipped, unless MPROF_REQUIRE_BROWSER=1 (CI).
+ * Without a browser the browser checks are skipped, except in CI (CI=true) or with
+ * MPROF_REQUIRE_BROWSER=1, where a missing browser fails the test.
  */
 #include "test_util.h"
 
@@ -74,8 +75,8 @@ static void need_browser(void)
 {
     if (browser)
         return;
-    const char *req = getenv("MPROF_REQUIRE_BROWSER");
-    if (req && strcmp(req, "1") == 0)
+    const char *req = getenv("MPROF_REQUIRE_BROWSER"), *ci = getenv("CI");
+    if ((req && strcmp(req, "1") == 0) || (ci && strcmp(ci, "true") == 0))
         fail_msg("no browser: install Debian's chromium (or set MPROF_CHROMIUM)");
     print_message("no chromium found: browser checks skipped\n");
     skip();
