@@ -238,7 +238,8 @@ static void test_chrome_export(void **state)
     assert_int_equal(msgs, counts_a.by_type[MPROF_EV_MESSAGE]);
     assert_int_equal(counters, counts_a.by_type[MPROF_EV_PLOT_F64] + counts_a.by_type[MPROF_EV_PLOT_I64] +
                                    counts_a.by_type[MPROF_EV_ALLOC] + counts_a.by_type[MPROF_EV_FREE]);
-    assert_int_equal(frames, counts_a.by_type[MPROF_EV_FRAME_MARK] - 1);
+    /* Main frames between marks, plus the named set's begin/end frames. */
+    assert_int_equal(frames, counts_a.by_type[MPROF_EV_FRAME_MARK] - 1 + counts_a.by_type[MPROF_EV_FRAME_BEGIN]);
     /* Units: Physics::step spins 300 us, so its median dur in microseconds is about 300. */
     assert_true(physics_us >= 290.0 && physics_us < 3000.0);
 }

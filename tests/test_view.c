@@ -190,6 +190,10 @@ static void test_document(void **state)
     }
     const cJSON *frames = cJSON_GetObjectItemCaseSensitive(doc, "frames");
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(frames, "dur")), 60);
+    const cJSON *sets = cJSON_GetObjectItemCaseSensitive(doc, "frame_sets");
+    assert_int_equal(cJSON_GetArraySize(sets), 1);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(sets, 0), "name")->valuestring, "Physics");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(sets, 0), "dur")), 60);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
                          cJSON_GetObjectItemCaseSensitive(doc, "messages"), "text")),
                      (int)c.by_type[MPROF_EV_MESSAGE]);

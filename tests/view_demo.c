@@ -19,6 +19,7 @@
 #include <string.h>
 
 static int slow;
+static const char *const physics_frames = "Physics"; /* a named, discontinuous frame set */
 
 static void spin_ns(uint64_t ns)
 {
@@ -177,8 +178,10 @@ static void frame(int f)
     {
         MPROF_ZONE_C("Update", MPROF_COLOR_PHYSICS);
         {
+            MPROF_FRAME_BEGIN(physics_frames);
             MPROF_ZONE_C("Physics::step", MPROF_COLOR_PHYSICS);
             spin_ns(slow ? 1200000 : 300000);
+            MPROF_FRAME_END(physics_frames);
         }
         {
             MPROF_ZONE_C("AI::think", MPROF_COLOR_AI);

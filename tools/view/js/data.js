@@ -52,7 +52,8 @@ Data.decodeTrack = function (t, index) {
         if (d > maxDepth) maxDepth = d;
         counts[d] = (counts[d] || 0) + 1;
         stack.length = Math.min(stack.length, d);
-        const p = d > 0 && stack.length >= d ? stack[d - 1] : -1;
+        /* Lock tracks put one thread per depth row: spans there have no parents. */
+        const p = d > 0 && stack.length >= d && t.kind !== 'lock' ? stack[d - 1] : -1;
         parent[i] = p;
         if (p >= 0) self[p] -= dur[i];
         stack[d] = i;

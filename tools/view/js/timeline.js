@@ -132,8 +132,13 @@ class Timeline {
         return this.HEADER + (t.maxDepth + 1) * this.ROW + 4;
     }
 
+    /* Rows that do not scroll: ruler, main frames, named frame sets, messages. */
+    fixedHeight() {
+        return this.RULER + this.FRAMES_ROW * (1 + this.D.frameSets.length) + (this.D.messages ? this.MSG_ROW : 0);
+    }
+
     contentHeight() {
-        let h = this.RULER + this.FRAMES_ROW + (this.D.messages ? this.MSG_ROW : 0);
+        let h = this.fixedHeight();
         for (const t of this.D.tracks) h += this.trackHeight(t);
         for (let i = 0; i < this.D.plots.length; i++) h += this.PLOT_H + 4;
         return h;
@@ -159,7 +164,7 @@ class Timeline {
         if (this.scrollY < 0) this.scrollY = 0;
 
         /* Everything below the fixed rows scrolls. */
-        const top = this.RULER + this.FRAMES_ROW + (D.messages ? this.MSG_ROW : 0);
+        const top = this.fixedHeight();
         let y = top - this.scrollY;
         ctx.save();
         ctx.beginPath();
@@ -243,26 +248,30 @@ class Timeline {
     }
 
     drawFramesRow(ctx, W, k) {
-        const y = this.RULER;
+        this.drawFrameSet(ctx, W, k, this.D.frames, this.RULER, true);
+        this.D.frameSets.forEach((f, i) => this.drawFrameSet(ctx, W, k, f, this.RULER + this.FRAMES_ROW * (i + 1), false));
+    }
+
+    /* One row of frames: the main set (colored against the budget, numbered) or a named set. */
+    drawFrameSet(ctx, W, k, f, y, main) {
+        const D = this.D;
         ctx.fillStyle = '#26272b';
         ctx.fillRect(0, y, W, this.FRAMES_ROW);
-        const f = this.D.frames;
-        const vf = this.visibleFrames();
-        this.hits.push({ kind: 'frames', y: y, h: this.FRAMES_ROW, fixed: true });
-        if (!vf) return;
-        const budget = this.D.budgetNs;
+        this.hits.push({ kind: 'frames', y: y, h: this.FRAMES_ROW, fixed: true, set: f, main: main });
+        if (!f || !f.n) return;
+        const budget = D.budgetNs;
+        const a = Math.max(0, U.upperBound(f.start, this.v0) - 1), b = U.upperBound(f.start, this.v1);
         let lastX = -1e9;
-        for (let i = vf[0]; i < vf[1]; i++) {
+        for (let i = a; i < b; i++) {
             const x0 = this.x(f.start[i]);
             const w = f.dur[i] * k;
-            if (x0 + w < lastX + 1 && w < 1) continue;
+            if (x0 + w < this.x(this.v0) || (x0 + w < lastX + 1 && w < 1)) continue;
             lastX = x0 + w;
-            const over = f.dur[i] > budget * 2 ? '#c0392b' : f.dur[i] > budget ? '#c9a227' : '#3d7a46';
-            ctx.fillStyle = over;
+            ctx.fillStyle = !main ? '#5a6b8c' : f.dur[i] > budget * 2 ? '#c0392b' : f.dur[i] > budget ? '#c9a227' : '#3d7a46';
             ctx.fillRect(x0, y + 2, Math.max(1, w - 1), this.FRAMES_ROW - 4);
             if (w > 60) {
                 ctx.fillStyle = '#fff';
-                const label = U.fitText(ctx, 'Frame ' + (f.first + i) + ' ' + U.fmtNs(f.dur[i]), w - 6, this.charW);
+                const label = U.fitText(ctx, f.name + ' ' + (f.first + i) + ' ' + U.fmtNs(f.dur[i]), w - 6, this.charW);
                 ctx.fillText(label, Math.max(x0, 0) + 3, y + this.FRAMES_ROW / 2);
             }
         }
@@ -270,7 +279,7 @@ class Timeline {
 
     drawMessages(ctx, W, k) {
         const m = this.D.messages;
-        const y = this.RULER + this.FRAMES_ROW;
+        const y = this.RULER + this.FRAMES_ROW * (1 + this.D.frameSets.length);
         ctx.fillStyle = '#232428';
         ctx.fillRect(0, y, W, this.MSG_ROW);
         this.hits.push({ kind: 'messages', y: y, h: this.MSG_ROW, fixed: true });
@@ -480,9 +489,10 @@ class Timeline {
                 return null;
             }
             if (h.kind === 'header') return { kind: 'header', track: h.track };
-            if (h.kind === 'frames' && D.frames) {
-                const i = U.upperBound(D.frames.start, t) - 1;
-                if (i >= 0 && t <= D.frames.start[i] + D.frames.dur[i]) return { kind: 'frame', i: i };
+            if (h.kind === 'frames' && h.set) {
+                const f = h.set;
+                const i = U.upperBound(f.start, t) - 1;
+                if (i >= 0 && t <= f.start[i] + f.dur[i]) return { kind: 'frame', i: i, set: f, main: h.main };
                 return null;
             }
             if (h.kind === 'messages' && D.messages) {
@@ -524,8 +534,9 @@ class Timeline {
             return '<b>' + U.fmtCount(n) + ' zones</b> too small to draw apart<br>span ' + U.fmtNs(span) + '<br>zoom in to see them';
         }
         if (hit.kind === 'frame') {
-            const f = D.frames;
-            return '<b>Frame ' + (f.first + hit.i) + '</b><br>' + U.fmtNs(f.dur[hit.i]) + ' (budget ' + U.fmtNs(D.budgetNs) + ')<br>click to zoom';
+            const f = hit.set;
+            return '<b>' + e(f.name) + ' ' + (f.first + hit.i) + '</b><br>' + U.fmtNs(f.dur[hit.i]) +
+                (hit.main ? ' (budget ' + U.fmtNs(D.budgetNs) + ')' : '') + '<br>click to zoom';
         }
         if (hit.kind === 'messages') {
             const m = D.messages;
@@ -667,7 +678,8 @@ class Timeline {
             const l = hit.level;
             this.zoomTo(l.s[hit.a], l.e[hit.b - 1]);
         } else if (hit.kind === 'frame') {
-            this.app.zoomToFrame(hit.i);
+            if (hit.main) this.app.zoomToFrame(hit.i);
+            else this.zoomTo(hit.set.start[hit.i], hit.set.start[hit.i] + hit.set.dur[hit.i]);
         }
     }
 
