@@ -464,7 +464,7 @@ class Timeline {
         ctx.strokeStyle = 'rgba(120,170,255,0.9)';
         ctx.strokeRect(x0 + 0.5, top + 0.5, x1 - x0, H - top - 1);
         ctx.fillStyle = '#cfe0ff';
-        ctx.fillText('selection ' + U.fmtNs(this.sel[1] - this.sel[0]), Math.max(0, x0) + 4, top + 8);
+        ctx.fillText('selection ' + U.fmtNs(this.sel[1] - this.sel[0]), Math.max(0, x0) + 4, H - 8);
     }
 
     /* ---- hit testing ------------------------------------------------------------------- */
