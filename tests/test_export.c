@@ -5,6 +5,7 @@
  * each thread, thread_name metadata for every thread used, counters with numeric args.
  */
 #include "analysis/export.h"
+#include "mprof/mprof.h"
 #include "test_util.h"
 
 #include <cjson/cJSON.h>
@@ -256,6 +257,10 @@ static void test_chrome_names_and_stdout(void **state)
     assert_non_null(strstr(out, "\"name\":\"GPU Vulkan queue\""));
     assert_non_null(strstr(out, "\"text\":\"agents="));
     assert_non_null(strstr(out, "\"name\":\"Audio mix (dynamic)\""));
+    char color[64];
+    snprintf(color, sizeof color, "\"level\":\"error\",\"color\":\"#%06x\"",
+             (unsigned)mprof_log_level_color(MPROF_LOG_ERROR));
+    assert_non_null(strstr(out, color));
 }
 
 /* Splits one CSV record (RFC 4180) into fields; returns the count, fields unquoted. */

@@ -8,6 +8,7 @@
  * Without a browser the browser checks are skipped, except in CI (CI=true) or with
  * MPROF_REQUIRE_BROWSER=1, where a missing browser fails the test.
  */
+#include "mprof/mprof.h"
 #include "test_util.h"
 
 #include <cjson/cJSON.h>
@@ -198,6 +199,11 @@ static void test_document(void **state)
                          cJSON_GetObjectItemCaseSensitive(doc, "messages"), "text")),
                      (int)c.by_type[MPROF_EV_MESSAGE]);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "plots")), 3);
+    /* Message colors are the public header's, so page and exports agree. */
+    const cJSON *lc = cJSON_GetObjectItemCaseSensitive(doc, "level_colors");
+    assert_int_equal(cJSON_GetArraySize(lc), 7);
+    assert_int_equal((long)cJSON_GetArrayItem(lc, MPROF_LOG_ERROR)->valuedouble,
+                     (long)mprof_log_level_color(MPROF_LOG_ERROR));
     const cJSON *lock = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "locks"), 0);
     assert_true(jnum(lock, "acquisitions") >= 60);
     const cJSON *pool = cJSON_GetArrayItem(

@@ -17,6 +17,7 @@
 #include "analysis/export.h"
 #include "analysis/json_out.h"
 #include "analysis/timeline.h"
+#include "mprof/mprof.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -170,7 +171,9 @@ static void on_event(chrome *c, const mprof_event *ev)
         fprintf(o, ",\"cat\":\"message\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":", PID_CPU,
                 thread_tid(c, ev->thread));
         us(o, ev->ts_ns);
-        fprintf(o, ",\"args\":{\"level\":\"%s\"}}", ev->u[0] <= 6 ? levels[ev->u[0]] : "info");
+        fprintf(o, ",\"args\":{\"level\":\"%s\",\"color\":\"#%06" PRIx32 "\"}}",
+                ev->u[0] <= 6 ? levels[ev->u[0]] : "info",
+                mprof_log_level_color((mprof_log_level)(ev->u[0] <= 6 ? ev->u[0] : 0)));
     } else if (ev->type == MPROF_EV_PLOT_F64 || ev->type == MPROF_EV_PLOT_I64) {
         const char *nm = mprof_reader_string(c->r, (uint32_t)ev->u[0]);
         double v = ev->type == MPROF_EV_PLOT_F64 ? mprof_event_f64(ev, 1) : (double)(int64_t)ev->u[1];

@@ -13,6 +13,7 @@
  * Contents: JSON helpers - pass 1 - range choice - pass 2 - writing the document - the page.
  */
 #include "analysis/timeline.h"
+#include "mprof/mprof.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -779,6 +780,11 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
     }
     fputc(']', out);
 
+    /* Message level colors from the public header: one definition for viewer and exports. */
+    fputs(",\"level_colors\":[", out);
+    for (int lv = 0; lv <= 6; lv++)
+        fprintf(out, "%s%" PRIu32, lv ? "," : "", mprof_log_level_color((mprof_log_level)lv));
+    fputc(']', out);
     if (p->n_msg) {
         fputs(",\"messages\":{\"ts\":[", out);
         int64_t prev = 0;

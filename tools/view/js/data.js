@@ -113,6 +113,9 @@ Data.load = function (raw) {
         diff: raw.diff || null
     };
     for (const s of D.srclocs) s.rgb = require_rgb(s);
+    /* Message colors come with the document (mprof_log_level_color in the public header). */
+    if (Array.isArray(raw.level_colors) && raw.level_colors.length === 7)
+        U.LEVEL_COLORS = raw.level_colors.map(U.rgbCss);
     (raw.tracks || []).forEach((t, i) => {
         const tr = Data.decodeTrack(t, i);
         for (let k = 0; k < tr.n; k++)

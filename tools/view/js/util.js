@@ -86,9 +86,10 @@ U.textOn = function (rgb) {
     return 0.299 * r + 0.587 * g + 0.114 * b > 150 ? '#000' : '#fff';
 };
 
-/* Message severity colors (mprof_log_level 1..6). */
+/* Message severity colors (mprof_log_level 1..6); the document's level_colors replace these
+ * defaults, which are the same values as mprof_log_level_color() in mprof.h. */
 U.LEVEL_NAMES = ['', 'trace', 'debug', 'info', 'warn', 'error', 'fatal'];
-U.LEVEL_COLORS = ['#999', '#8a8a8a', '#6fa8dc', '#e0e0e0', '#f1c232', '#e06666', '#ff00ff'];
+U.LEVEL_COLORS = ['#808080', '#8c8c8c', '#5fa8d3', '#d0d0d0', '#f2c14e', '#e05a47', '#c2188b'];
 
 /* First index i in sorted arr[lo, hi) with arr[i] >= v. */
 U.lowerBound = function (arr, v, lo, hi) {
