@@ -215,6 +215,11 @@ static void validate_chrome(const char *json, size_t *out_zones, size_t *out_gpu
         assert_true(depth < 256);
         stack[depth++] = xs[i];
     }
+    /* A tid belongs to one pid only: importers that ignore pid (Tracy's) keep threads apart. */
+    for (size_t a = 0; a < n_named; a++)
+        for (size_t b = a + 1; b < n_named; b++)
+            if (named[a][1] == named[b][1] && named[a][0] != named[b][0])
+                fail_msg("tid %.0f used by pids %.0f and %.0f", named[a][1], named[a][0], named[b][0]);
     free(xs);
     cJSON_Delete(root);
 }

@@ -28,6 +28,10 @@
 #define PID_GPU 2
 #define PID_LOCKS 3
 #define PID_FRAMES 4
+/* Synthetic thread ids are distinct across pids too, for importers that ignore pid (Tracy's). */
+#define GPU_TID_BASE 0x10000000u
+#define LOCK_TID_BASE 0x20000000u
+#define FRAME_TID_BASE 0x30000000u
 #define FIBER_TID_BASE 0x40000000u
 
 typedef struct chrome {
@@ -56,7 +60,7 @@ static uint64_t track_tid(chrome *c, uint32_t track)
         return t->os_tid ? t->os_tid : (uint64_t)track + 1;
     if (t->kind == MPROF_TRACK_FIBER)
         return FIBER_TID_BASE + track;
-    return (uint64_t)track + 1;
+    return GPU_TID_BASE + track;
 }
 
 static void on_zone(void *user, const mprof_tl_zone *z)
@@ -106,7 +110,7 @@ static void on_lock(void *user, const mprof_tl_lockspan *s)
     FILE *o = c->out;
     sep(c);
     fprintf(o, "{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"lock\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":",
-            s->waiting ? "waiting" : "holding", PID_LOCKS, (uint64_t)s->lock * 1024 + s->row + 1);
+            s->waiting ? "waiting" : "holding", PID_LOCKS, LOCK_TID_BASE + (uint64_t)s->lock * 1024 + s->row);
     us(o, s->start_ns);
     fputs(",\"dur\":", o);
     us(o, s->end_ns - s->start_ns);
@@ -140,7 +144,8 @@ static void on_frame(void *user, uint32_t set, uint64_t index, int64_t s, int64_
     sep(c);
     fputs("{\"ph\":\"X\",\"name\":", o);
     mprof_json_write_string(o, name, strlen(name));
-    fprintf(o, ",\"cat\":\"frame\",\"pid\":%d,\"tid\":%" PRIu32 ",\"ts\":", PID_FRAMES, set + 1);
+    fprintf(o, ",\"cat\":\"frame\",\"pid\":%d,\"tid\":%" PRIu32 ",\"ts\":", PID_FRAMES,
+            FRAME_TID_BASE + set);
     us(o, s);
     fputs(",\"dur\":", o);
     us(o, e - s);
@@ -237,7 +242,8 @@ static void write_metadata(chrome *c)
             for (uint32_t row = 0; row < lk->n_rows; row++) {
                 snprintf(name, sizeof name, "%s (%s)", ln ? ln : "lock",
                          mprof__walker_lock_row_name(c->w, l, row, buf, sizeof buf));
-                meta(c, "thread_name", PID_LOCKS, (uint64_t)l * 1024 + row + 1, name, (int)(l * 1024 + row));
+                meta(c, "thread_name", PID_LOCKS, LOCK_TID_BASE + (uint64_t)l * 1024 + row, name,
+                     (int)(l * 1024 + row));
             }
         }
     }
@@ -246,7 +252,7 @@ static void write_metadata(chrome *c)
         for (uint32_t i = 0; i < mprof__walker_frameset_count(c->w); i++) {
             const mprof_tl_frameset *f = mprof__walker_frameset(c->w, i);
             const char *nm = f->name ? mprof_reader_string(c->r, f->name) : "Frames";
-            meta(c, "thread_name", PID_FRAMES, i + 1, nm ? nm : "frames", (int)i);
+            meta(c, "thread_name", PID_FRAMES, FRAME_TID_BASE + i, nm ? nm : "frames", (int)i);
         }
     }
 }
