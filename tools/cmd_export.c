@@ -74,7 +74,7 @@ int cmd_export(int argc, char **argv)
         char ferr[512];
         if (mprof__export_frames(path, out_path ? out_path : "-", ferr, sizeof ferr) != 0)
             return tool_error("export", EXIT_IO, "%s", ferr);
-        return EXIT_OK;
+        return out_path && strcmp(out_path, "-") != 0 ? EXIT_OK : tool_finish("export", EXIT_OK);
 #else
         return tool_error("export", EXIT_USAGE, "frames export is not built in this mprof");
 #endif
