@@ -463,6 +463,8 @@ static void test_diff(void **state)
     assert_non_null(strstr(out, "Frames (ms)"));
     assert_non_null(strstr(out, "Physics::step"));
     assert_int_equal(run("diff onlyone.mprof"), 2);
+    assert_int_equal(run("diff --help"), 0);
+    assert_non_null(strstr(out, "usage: mprof diff"));
     snprintf(args, sizeof args, "diff %s /nonexistent.mprof", cap_a);
     assert_int_equal(run(args), 3);
 }

@@ -346,6 +346,11 @@ static void test_frames_option(void **state)
     snprintf(args, sizeof args, "view --frames 5 %s", cap);
     assert_int_equal(run(args), 2);
     assert_int_equal(run("view /nonexistent.mprof -o /dev/null"), 3);
+    assert_int_equal(run("view --help"), 0);
+    assert_non_null(strstr(out, "usage: mprof view"));
+    assert_int_equal(run("view --bogus x.mprof"), 2);
+    snprintf(args, sizeof args, "view --budget -3 %s", cap);
+    assert_int_equal(run(args), 2);
     assert_int_equal(run("view"), 2);
 }
 
