@@ -5,9 +5,10 @@
  *
  * Two threads ("Main" and "Worker") record nested zones in the subsystem colors and one with
  * color 0, zone text, value and a dynamic name, frame marks, messages of every level, two plots,
- * a contended lock, heap allocations, a fiber and a GPU context. Locks, memory, fibers and GPU
- * events are written with the library's internal raw-event writer (core.h) so that the test does
- * not depend on which wrapper API each module offers; the records are those of format.h's table.
+ * a contended lock, heap allocations, a fiber and a GPU context (through the public GPU API, with
+ * made-up GPU timestamps). Locks, memory and fibers are written with the library's internal
+ * raw-event writer (core.h) so that the test does not depend on which wrapper API each module
+ * offers; the records are those of format.h's event table.
  * "slow" makes Physics::step four times as long, for the diff test.
  */
 #define MPROF_ENABLE 1
@@ -93,50 +94,13 @@ static void raw_fiber(const char *name)
     mprof__commit(p);
 }
 
-static void raw_gpu_context(uint32_t ctx, const char *name)
-{
-    unsigned char *p = mprof__reserve(30);
-    if (!p)
-        return;
-    p[0] = MPROF_EV_GPU_CONTEXT;
-    p = mprof__w_ts(p + 1);
-    p = mprof__w_u32(p, ctx);
-    p = mprof__w_ptr(p, name);
-    p = mprof__w_u8(p, MPROF_GPU_API_VULKAN);
-    mprof__commit(mprof__w_f64(p, 1.0));
-}
-
-static void raw_gpu_zone(int begin, uint32_t ctx, uint32_t query, const mprof_srcloc *loc)
-{
-    unsigned char *p = mprof__reserve(25);
-    if (!p)
-        return;
-    p[0] = begin ? MPROF_EV_GPU_ZONE_BEGIN : MPROF_EV_GPU_ZONE_END;
-    p = mprof__w_ts(p + 1);
-    p = mprof__w_u32(p, ctx);
-    p = mprof__w_u32(p, query);
-    if (begin)
-        p = mprof__w_ptr(p, loc);
-    mprof__commit(p);
-}
-
-static void raw_gpu_time(uint32_t ctx, uint32_t query, int64_t gpu_ts)
-{
-    unsigned char *p = mprof__reserve(17);
-    if (!p)
-        return;
-    p[0] = MPROF_EV_GPU_TIME;
-    p = mprof__w_u32(p + 1, ctx);
-    p = mprof__w_u32(p, query);
-    mprof__commit(mprof__w_u64(p, (uint64_t)gpu_ts));
-}
-
 /* ---- the program ---------------------------------------------------------------------------- */
 
 static pthread_mutex_t frame_lock = PTHREAD_MUTEX_INITIALIZER;
 static int n_frames = 60, tiny = 40;
 static _Atomic int done; /* set by main, read by the worker */
 static void *kept[1024];
+static mprof_gpu_ctx gpu;
 static int n_kept;
 
 static void locked_work(uint64_t ns)
@@ -172,8 +136,6 @@ static void *worker(void *arg)
 
 static void frame(int f)
 {
-    static const mprof_srcloc gpu_loc = {"GPU shadow pass", "frame", __FILE__, __LINE__,
-                                         MPROF_COLOR_AUDIO};
     MPROF_ZONE("Frame");
     {
         MPROF_ZONE_C("Update", MPROF_COLOR_PHYSICS);
@@ -194,17 +156,19 @@ static void frame(int f)
     }
     {
         MPROF_ZONE_C("Render", MPROF_COLOR_RENDERER);
-        uint32_t q = (uint32_t)(f % 64) * 2;
+        /* The "GPU" runs the pass 0.5 ms after submission, for 0.4 ms (1 tick = 1 ns). */
         int64_t gpu0 = (int64_t)mprof_now_ns() + 500000;
-        raw_gpu_zone(1, 1, q, &gpu_loc);
+        uint32_t q = MPROF_GPU_ZONE_BEGIN_C(gpu, "GPU shadow pass", MPROF_COLOR_AUDIO);
         for (int i = 0; i < tiny; i++) {
             MPROF_ZONE_C("DrawCall", MPROF_COLOR_RENDERER);
             MPROF_ZONE_VALUE(i);
             spin_ns(2000);
         }
-        raw_gpu_zone(0, 1, q + 1, NULL);
-        raw_gpu_time(1, q + 1, gpu0 + 400000);
-        raw_gpu_time(1, q, gpu0);
+        uint32_t qe = MPROF_GPU_ZONE_END(gpu, q);
+        if (q != MPROF_GPU_NO_QUERY) {
+            MPROF_GPU_TIME(gpu, qe, gpu0 + 400000);
+            MPROF_GPU_TIME(gpu, q, gpu0);
+        }
         MPROF_PLOT_INT("Draw calls", tiny);
     }
     {
@@ -250,7 +214,8 @@ int main(int argc, char **argv)
     }
     MPROF_THREAD_NAME("Main");
     raw_lock_announce(1, "frame_lock");
-    raw_gpu_context(1, "Vulkan queue");
+    gpu = MPROF_GPU_CONTEXT("Vulkan queue", MPROF_GPU_API_VULKAN, 1.0, 256);
+    MPROF_GPU_CALIBRATE(gpu, (int64_t)mprof_now_ns(), 0); /* GPU ticks = CPU ns here */
     pthread_t th;
     pthread_create(&th, NULL, worker, NULL);
     MPROF_FRAME_MARK();

@@ -346,13 +346,24 @@ static void gpu_zone_begin(mprof_walker *w, gpu_st *g, uint32_t query, uint32_t 
     gpu_map_query(w, g, query, p * 2);
 }
 
+/* The zone an end closes: the one whose begin query is query - 1 (the GPU module hands out ids
+ * in pairs, so ends can come in any order, from any thread), else the innermost open zone. */
 static void gpu_zone_end(mprof_walker *w, gpu_st *g, uint32_t query)
 {
     if (!g->depth) {
         w->unmatched_ends++;
         return;
     }
-    uint32_t p = g->stack[--g->depth];
+    uint32_t at = g->depth - 1;
+    if (query > 0 && query - 1 < g->qcap && g->qmap[query - 1] != NONE && !(g->qmap[query - 1] & 1)) {
+        uint32_t p = g->qmap[query - 1] / 2;
+        for (uint32_t k = 0; k < g->depth; k++)
+            if (g->stack[k] == p)
+                at = k;
+    }
+    uint32_t p = g->stack[at];
+    memmove(&g->stack[at], &g->stack[at + 1], (size_t)(g->depth - at - 1) * sizeof *g->stack);
+    g->depth--;
     g->pend[p].closed = 1;
     gpu_map_query(w, g, query, p * 2 + 1);
     gpu_try_emit(w, g, p);

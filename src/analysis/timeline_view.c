@@ -165,6 +165,8 @@ typedef struct pass2 {
     uint64_t *values;
     size_t n_values, cap_values;
     uint64_t kept, omitted, max_keep, over_cap;
+    int keep_all;           /* the whole capture: no time filter (GPU zones may end after it) */
+    int64_t min_start, max_end; /* of the kept zones */
     /* messages */
     int64_t *msg_ts;
     uint8_t *msg_level;
@@ -215,7 +217,7 @@ static vtrack *vtrack_of(pass2 *p, uint32_t track)
 static void keep_zone(pass2 *p, uint32_t track, int64_t s, int64_t e, uint32_t loc, uint32_t depth,
                       const mprof_tl_zone *z)
 {
-    if (e < p->t0 || s > p->t1) {
+    if (!p->keep_all && (e < p->t0 || s > p->t1)) {
         p->omitted++;
         return;
     }
@@ -231,6 +233,10 @@ static void keep_zone(pass2 *p, uint32_t track, int64_t s, int64_t e, uint32_t l
     }
     vzone *v = &t->z[t->n - 1];
     memset(v, 0, sizeof *v);
+    if (!p->kept || s < p->min_start)
+        p->min_start = s;
+    if (!p->kept || e > p->max_end)
+        p->max_end = e;
     v->start = s;
     v->dur = e - s;
     v->loc = loc;
@@ -593,8 +599,13 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
             mprof__walker_last_ns(w), st.events, st.complete ? "true" : "false", total_zones,
             mprof_reader_thread_count(r), mprof__walker_lost_events(w));
     jcstr(out, mprof_reader_info(r, "timer"));
+    int64_t t0 = rg->t0, t1 = rg->t1;
+    if (p->keep_all && p->kept) {
+        t0 = p->min_start < t0 ? p->min_start : t0;
+        t1 = p->max_end > t1 ? p->max_end : t1;
+    }
     fprintf(out, "},\"range\":{\"mode\":\"%s\",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64, rg->mode,
-            rg->t0, rg->t1);
+            t0, t1);
     if (rg->first_frame >= 0)
         fprintf(out, ",\"first_frame\":%" PRId64 ",\"last_frame\":%" PRId64, rg->first_frame,
                 rg->last_frame);
@@ -982,6 +993,7 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
         p2.bucket_ns = 1;
     /* Zones crossing the range's edges come on top of the budget; cap at 1.5 times. */
     p2.max_keep = o.max_zones + o.max_zones / 2;
+    p2.keep_all = strcmp(rg.mode, "all") == 0;
     mprof_tl_hooks h2 = {.user = &p2, .zone = p2_zone, .lock_span = p2_lock, .memory = p2_memory};
     r = mprof_reader_open(path, err, errlen);
     if (!r) {
