@@ -176,7 +176,7 @@ static thread_st *thread_of(mprof_walker *w, uint32_t idx)
         t->track = new_track(w, MPROF_TRACK_THREAD, idx);
         if (t->track == NONE)
             return NULL;
-        const mprof_thread_def *d = mprof_reader_thread(w->r, idx);
+        const mprof_thread_def *d = w->r ? mprof_reader_thread(w->r, idx) : NULL;
         if (d)
             w->tracks[t->track].pub.os_tid = d->os_tid;
     }

@@ -96,7 +96,8 @@ typedef struct mprof_tl_frameset {
 
 typedef struct mprof_walker mprof_walker;
 
-/* Creates a walker over r's events. hooks may be NULL; keep_frames stores every frame's start
+/* Creates a walker over r's events (r may be NULL: then threads have no names or OS ids, and
+ * events are fed by the caller). hooks may be NULL; keep_frames stores every frame's start
  * and duration (16 bytes a frame). Returns NULL when out of memory. */
 mprof_walker *mprof__walker_new(const mprof_reader *r, const mprof_tl_hooks *hooks, int keep_frames);
 void mprof__walker_free(mprof_walker *w);
