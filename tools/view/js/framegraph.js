@@ -68,7 +68,10 @@ class FrameGraph {
             return;
         }
         const budget = D.budgetNs;
-        const top = Math.max(f.p95 * 1.3, budget * 1.2, Math.min(f.max, f.p95 * 3));
+        /* Scale to the frames (outliers past 3x p95 are clipped); include the budget when it is
+         * near, else its line sits on the top edge, marked as above the scale. */
+        const fit = Math.max(f.p95 * 1.3, Math.min(f.max, f.p95 * 3) * 1.05, 1);
+        const top = budget <= fit * 2 ? Math.max(fit, budget * 1.15) : fit;
         const yOf = (v) => H - 2 - Math.min(1, v / top) * (H - 14);
         const n = f.n;
         this.cols = new Int32Array(W).fill(-1);
@@ -112,7 +115,7 @@ class FrameGraph {
             ctx.fillStyle = color;
             ctx.fillText(label + ' ' + U.fmtNs(v), W - 140 * slot, y - 6);
         };
-        line(budget, '#ff6b6b', 'budget', 1);
+        line(budget, '#ff6b6b', budget > top ? 'budget (above) ' : 'budget', 1);
         line(f.p95, '#f0c674', 'p95', 2);
         line(f.p50, '#8fd0ff', 'p50', 3);
         ctx.fillStyle = '#ccc';
