@@ -24,6 +24,12 @@ add_executable(gate_workload ${CMAKE_CURRENT_SOURCE_DIR}/gate_workload.c)
 target_compile_definitions(gate_workload PRIVATE MPROF_ENABLE)
 target_link_libraries(gate_workload PRIVATE mprof_static mprof_analysis)
 target_compile_options(gate_workload PRIVATE ${MPROF_WARNINGS})
+# Capture, `mprof export --format frames` and `mprof gate` through the real binaries.
+add_test(NAME frames_cli
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/frames_cli.sh $<TARGET_FILE:gate_workload>
+          $<TARGET_FILE:mprof_tool> ${CMAKE_CURRENT_BINARY_DIR}/frames_cli)
+set_tests_properties(frames_cli PROPERTIES LABELS "cli;gate" TIMEOUT 60)
+
 # A timing proof means nothing in a sanitizer build (every frame is several times slower and
 # the sanitizer's own work is the noise), so it is registered only for plain builds.
 if(NOT MPROF_SANITIZE)
