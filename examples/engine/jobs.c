@@ -1,0 +1,160 @@
+/*
+ * jobs.c - worker threads sharing one batch queue (see jobs.h).
+ *
+ * One batch is active at a time: {fn, user, count, grain, next, done}. Every taker (workers and
+ * the main thread) locks the queue, claims the next grain, unlocks, runs it, and locks again to
+ * count it done. Workers sleep on a condition variable between batches; the main thread sleeps
+ * on another until the last grain is counted. The queue mutex is an eng_mutex, so the profiler
+ * sees each wait and hold.
+ */
+#include "jobs.h"
+
+#include "engine.h"
+#include "sync.h"
+
+#include "mprof/mprof.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MAX_WORKERS 32
+
+static struct {
+    eng_mutex lock;
+    pthread_cond_t work_cv;
+    pthread_cond_t done_cv;
+    pthread_t threads[MAX_WORKERS];
+    int n_workers;
+    int quit;
+    job_fn fn;
+    void *user;
+    uint32_t count, grain, next, done;
+} q;
+
+/* Claims a grain under the lock. Returns 0 when none is left. */
+static int claim(uint32_t *begin, uint32_t *end)
+{
+    if (!q.fn || q.next >= q.count)
+        return 0;
+    *begin = q.next;
+    *end = q.next + q.grain < q.count ? q.next + q.grain : q.count;
+    q.next = *end;
+    return 1;
+}
+
+static void run_grain(job_fn fn, void *user, uint32_t begin, uint32_t end, uint32_t worker)
+{
+    MPROF_ZONE_C("Jobs::run", MPROF_COLOR_JOBS);
+    MPROF_ZONE_VALUE(end - begin);
+    fn(user, begin, end, worker);
+}
+
+typedef struct worker_arg {
+    uint32_t index;
+} worker_arg;
+
+static worker_arg worker_args[MAX_WORKERS];
+
+static void *worker_main(void *arg)
+{
+    uint32_t self = ((worker_arg *)arg)->index;
+    char name[32];
+    snprintf(name, sizeof name, "Worker %u", self);
+    MPROF_THREAD_NAME(name);
+    eng_mutex_lock(&q.lock);
+    for (;;) {
+        uint32_t begin, end;
+        while (!q.quit && !claim(&begin, &end))
+            eng_cond_wait(&q.work_cv, &q.lock);
+        if (q.quit)
+            break;
+        job_fn fn = q.fn;
+        void *user = q.user;
+        eng_mutex_unlock(&q.lock);
+        run_grain(fn, user, begin, end, self);
+        eng_mutex_lock(&q.lock);
+        q.done += end - begin;
+        if (q.done == q.count)
+            pthread_cond_signal(&q.done_cv);
+    }
+    eng_mutex_unlock(&q.lock);
+    return NULL;
+}
+
+int jobs_init(int n_workers)
+{
+    if (n_workers < 0)
+        n_workers = 0;
+    if (n_workers > MAX_WORKERS)
+        n_workers = MAX_WORKERS;
+    eng_mutex_init(&q.lock, "Jobs::queue");
+    pthread_cond_init(&q.work_cv, NULL);
+    pthread_cond_init(&q.done_cv, NULL);
+    q.quit = 0;
+    q.fn = NULL;
+    for (int i = 0; i < n_workers; i++) {
+        worker_args[i].index = (uint32_t)i + 1;
+        if (pthread_create(&q.threads[i], NULL, worker_main, &worker_args[i]) != 0) {
+            q.n_workers = i;
+            jobs_shutdown();
+            return -1;
+        }
+    }
+    q.n_workers = n_workers;
+    return 0;
+}
+
+void jobs_shutdown(void)
+{
+    eng_mutex_lock(&q.lock);
+    q.quit = 1;
+    pthread_cond_broadcast(&q.work_cv);
+    eng_mutex_unlock(&q.lock);
+    for (int i = 0; i < q.n_workers; i++)
+        pthread_join(q.threads[i], NULL);
+    q.n_workers = 0;
+    pthread_cond_destroy(&q.work_cv);
+    pthread_cond_destroy(&q.done_cv);
+    eng_mutex_destroy(&q.lock);
+}
+
+uint32_t jobs_thread_count(void)
+{
+    return (uint32_t)q.n_workers + 1;
+}
+
+void jobs_parallel_for(job_fn fn, void *user, uint32_t count, uint32_t grain)
+{
+    if (count == 0)
+        return;
+    if (grain == 0)
+        grain = 1;
+    if (q.n_workers == 0 || count <= grain) {
+        run_grain(fn, user, 0, count, 0);
+        return;
+    }
+    eng_mutex_lock(&q.lock);
+    q.fn = fn;
+    q.user = user;
+    q.count = count;
+    q.grain = grain;
+    q.next = 0;
+    q.done = 0;
+    pthread_cond_broadcast(&q.work_cv);
+    /* The main thread takes grains too instead of idling. */
+    uint32_t begin, end;
+    while (claim(&begin, &end)) {
+        eng_mutex_unlock(&q.lock);
+        run_grain(fn, user, begin, end, 0);
+        eng_mutex_lock(&q.lock);
+        q.done += end - begin;
+    }
+    if (q.done != q.count) {
+        MPROF_ZONE_C("Jobs::wait", MPROF_COLOR_JOBS);
+        while (q.done != q.count)
+            eng_cond_wait(&q.done_cv, &q.lock);
+    }
+    q.fn = NULL;
+    eng_mutex_unlock(&q.lock);
+}
