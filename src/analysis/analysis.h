@@ -47,3 +47,7 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out);
 /* For passes: the reader (names of srclocs, strings, threads) and the core pass's results. */
 const mprof_reader *mprof_analysis_reader(const mprof_analysis *a);
 void *mprof_analysis_pass_state(const mprof_analysis *a, const char *name);
+/* Share (0..1) of main-thread frame time covered by top-level zones. */
+double mprof_analysis_coverage(const mprof_analysis *a);
+
+#endif

@@ -116,8 +116,8 @@ typedef struct mprof_event_desc {
     uint16_t raw_fixed; /* raw bytes of the record (tag included) without STR/CS payloads */
 } mprof_event_desc;
 
-/* Indexed by tag. */
-extern const mprof_event_desc mprof_event_descs[MPROF_EV_MAX];
+/* The description of tag, or NULL for a tag the table does not define. Any thread. */
+const mprof_event_desc *mprof_event_desc_get(int tag);
 
 /* ---- little helpers shared by encoders and decoders ---------------------------------------- */
 
@@ -180,6 +180,10 @@ void mprof_fmt_file_header(unsigned char out[MPROF_FMT_HEADER_BYTES]);
 int mprof_fmt_chunk(mprof_buf *out, int kind, const void *payload, size_t len, int level,
                     void *cctx);
 
+/* The same with chunk flags (MPROF_CHUNK_F_OPTIONAL for a kind old readers may skip). */
+int mprof_fmt_chunk_ex(mprof_buf *out, int kind, unsigned flags, const void *payload, size_t len,
+                       int level, void *cctx);
+
 /* Appends a key/value pair to an INFO/END payload. */
 int mprof_fmt_kv(mprof_buf *b, const char *key, const char *value);
 
@@ -188,6 +192,10 @@ int mprof_fmt_kv(mprof_buf *b, const char *key, const char *value);
 const char *mprof_fmt_check_chunk_header(const unsigned char h[MPROF_FMT_CHUNK_HEADER_BYTES],
                                          int *kind, int *codec, uint32_t *stored_len,
                                          uint32_t *raw_len);
+
+/* Checks a chunk's checksum against its payload: 0 when they match, -1 when not. */
+int mprof_fmt_chunk_verify(const unsigned char h[MPROF_FMT_CHUNK_HEADER_BYTES],
+                           const void *payload, size_t stored_len);
 
 /* ---- reader -------------------------------------------------------------------------------- */
 
@@ -210,8 +218,10 @@ typedef struct mprof_event {
     uint32_t thread; /* thread index (mprof_reader_thread) */
     int64_t ts_ns;   /* 0 when the event has no TS field */
     uint64_t u[MPROF_MAX_FIELDS];
-    const char *str;
+    const char *str; /* the first STR field (not NUL-terminated) */
     uint32_t str_len;
+    const char *strs[3]; /* every STR field in order (DEF_SRCLOC has three) */
+    uint32_t str_lens[3];
     const uint64_t *frames; /* DEF_CALLSTACK: the addresses, u[1] of them */
 } mprof_event;
 

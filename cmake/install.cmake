@@ -1,0 +1,18 @@
+# Installs the library, headers, the mprof command, a CMake package (mprof::mprof) and a
+# pkg-config file.
+include(CMakePackageConfigHelpers)
+install(TARGETS mprof mprof_static EXPORT mprofTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS mprof_tool RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY include/mprof DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT mprofTargets NAMESPACE mprof:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mprof)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/mprofConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/mprofConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mprof)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/mprofConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/mprofConfig.cmake ${PROJECT_BINARY_DIR}/mprofConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mprof)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/mprof.pc.in ${PROJECT_BINARY_DIR}/mprof.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/mprof.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,734 @@
+/*
+ * analysis.c - the core statistics pass (frames, zones, plots, messages, threads, events) and
+ * the driver that runs every pass over one streaming read of a capture.
+ *
+ * Zones are matched per thread with a stack. Durations feed a histogram per source location, so
+ * memory is bounded by the number of source locations; frame durations are kept exactly (one
+ * double per frame), since frames are few and the gate needs exact percentiles.
+ */
+#include "analysis/analysis.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Optional passes, added by their modules. */
+static const mprof_pass_vtbl *const pass_table[] = {
+    NULL,
+};
+
+typedef struct zone_frame {
+    uint32_t loc;
+    int64_t start;
+    int64_t child;
+} zone_frame;
+
+typedef struct thread_acc {
+    zone_frame *stack;
+    uint32_t depth, cap;
+    uint64_t events, zones;
+    uint64_t unmatched_ends, lost_open;
+    int seen;
+} thread_acc;
+
+typedef struct zone_acc {
+    uint64_t count;
+    int64_t total, self;
+    mprof_hist hist;
+} zone_acc;
+
+typedef struct series {
+    double *v;
+    uint64_t n, cap;
+} series;
+
+typedef struct frameset {
+    uint32_t name; /* string id; 0 = the main frame set */
+    int64_t last_mark;
+    int64_t open_begin; /* FRAME_BEGIN time, -1 when closed */
+    int discontinuous;
+    series ms;
+} frameset;
+
+typedef struct plot_acc {
+    uint64_t count;
+    double min, max, sum, last;
+    int fmt, style;
+    uint32_t color;
+} plot_acc;
+
+struct mprof_analysis {
+    mprof_reader *r;
+    char path[1024];
+    mprof_reader_stats rst;
+    thread_acc *threads;
+    uint32_t n_threads;
+    zone_acc *zones;
+    uint32_t n_zones;
+    frameset *sets;
+    uint32_t n_sets;
+    plot_acc *plots; /* indexed by string id */
+    uint32_t n_plots;
+    uint64_t msgs[7];
+    uint64_t events, lost, unmatched_ends;
+    int64_t first_ts, last_ts;
+    int have_ts;
+    /* hot-path coverage on the thread that marks main frames */
+    uint32_t main_thread;
+    int64_t first_mark, last_mark;
+    int64_t covered, covered_at_last_mark;
+    int64_t top_start;
+    int top_open;
+    mprof_analysis_opts opts;
+    void *pass_state[sizeof pass_table / sizeof pass_table[0]];
+    int pass_on[sizeof pass_table / sizeof pass_table[0]];
+};
+
+#define GROW(arr, n, idx)                                                                          \
+    grow_((void **)&(arr), &(n), (idx), sizeof *(arr))
+
+static int grow_(void **arr, uint32_t *n, uint32_t idx, size_t es)
+{
+    if (idx < *n)
+        return 0;
+    uint32_t nn = *n ? *n : 16;
+    while (nn <= idx)
+        nn *= 2;
+    void *p = realloc(*arr, (size_t)nn * es);
+    if (!p)
+        return -1;
+    memset((char *)p + (size_t)*n * es, 0, (size_t)(nn - *n) * es);
+    *arr = p;
+    *n = nn;
+    return 0;
+}
+
+static int series_add(series *s, double v)
+{
+    if (s->n == s->cap) {
+        uint64_t nc = s->cap ? s->cap * 2 : 256;
+        double *p = realloc(s->v, nc * sizeof *p);
+        if (!p)
+            return -1;
+        s->v = p;
+        s->cap = nc;
+    }
+    s->v[s->n++] = v;
+    return 0;
+}
+
+static frameset *get_set(mprof_analysis *a, uint32_t name)
+{
+    for (uint32_t i = 0; i < a->n_sets; i++)
+        if (a->sets[i].name == name)
+            return &a->sets[i];
+    frameset *p = realloc(a->sets, (a->n_sets + 1) * sizeof *p);
+    if (!p)
+        return NULL;
+    a->sets = p;
+    frameset *f = &a->sets[a->n_sets++];
+    memset(f, 0, sizeof *f);
+    f->name = name;
+    f->last_mark = -1;
+    f->open_begin = -1;
+    return f;
+}
+
+static void zone_begin(mprof_analysis *a, thread_acc *t, uint32_t tid, uint32_t loc, int64_t ts)
+{
+    if (t->depth == t->cap) {
+        uint32_t nc = t->cap ? t->cap * 2 : 32;
+        zone_frame *s = realloc(t->stack, nc * sizeof *s);
+        if (!s)
+            return;
+        t->stack = s;
+        t->cap = nc;
+    }
+    t->stack[t->depth++] = (zone_frame){loc, ts, 0};
+    if (t->depth == 1 && tid == a->main_thread) {
+        a->top_open = 1;
+        a->top_start = ts;
+    }
+}
+
+static void zone_end(mprof_analysis *a, thread_acc *t, uint32_t tid, int64_t ts)
+{
+    if (!t->depth) {
+        t->unmatched_ends++;
+        a->unmatched_ends++;
+        return;
+    }
+    zone_frame f = t->stack[--t->depth];
+    int64_t dur = ts - f.start;
+    if (dur < 0)
+        dur = 0;
+    if (t->depth)
+        t->stack[t->depth - 1].child += dur;
+    if (f.loc && GROW(a->zones, a->n_zones, f.loc) == 0) {
+        zone_acc *z = &a->zones[f.loc];
+        z->count++;
+        z->total += dur;
+        z->self += dur - f.child > 0 ? dur - f.child : 0;
+        mprof_hist_add(&z->hist, (uint64_t)dur);
+    }
+    t->zones++;
+    if (t->depth == 0 && tid == a->main_thread && a->top_open) {
+        if (a->first_mark >= 0) {
+            int64_t s = a->top_start > a->first_mark ? a->top_start : a->first_mark;
+            if (ts > s)
+                a->covered += ts - s;
+        }
+        a->top_open = 0;
+    }
+}
+
+static void frame_mark(mprof_analysis *a, uint32_t tid, uint32_t name, int64_t ts)
+{
+    frameset *f = get_set(a, name);
+    if (!f)
+        return;
+    if (f->last_mark >= 0)
+        series_add(&f->ms, (double)(ts - f->last_mark) / 1e6);
+    f->last_mark = ts;
+    if (name != 0)
+        return;
+    if (!a->main_thread)
+        a->main_thread = tid;
+    if (tid != a->main_thread)
+        return;
+    if (a->first_mark < 0) {
+        a->first_mark = ts;
+        if (a->top_open)
+            a->top_start = ts;
+    }
+    a->last_mark = ts;
+    int64_t open = 0;
+    if (a->top_open) {
+        int64_t s = a->top_start > a->first_mark ? a->top_start : a->first_mark;
+        open = ts > s ? ts - s : 0;
+    }
+    a->covered_at_last_mark = a->covered + open;
+}
+
+static void core_event(mprof_analysis *a, const mprof_event *ev)
+{
+    if (ev->type < 0x10 && ev->type != MPROF_EV_LOST && ev->type != MPROF_EV_THREAD_EXIT)
+        return;
+    uint32_t tid = ev->thread;
+    if (GROW(a->threads, a->n_threads, tid) != 0)
+        return;
+    thread_acc *t = &a->threads[tid];
+    t->seen = 1;
+    t->events++;
+    a->events++;
+    if (mprof_event_desc_get(ev->type)->has_ts) {
+        if (!a->have_ts || ev->ts_ns < a->first_ts)
+            a->first_ts = ev->ts_ns;
+        if (!a->have_ts || ev->ts_ns > a->last_ts)
+            a->last_ts = ev->ts_ns;
+        a->have_ts = 1;
+    }
+    switch (ev->type) {
+    case MPROF_EV_ZONE_BEGIN:
+        zone_begin(a, t, tid, (uint32_t)ev->u[0], ev->ts_ns);
+        break;
+    case MPROF_EV_ZONE_END:
+        zone_end(a, t, tid, ev->ts_ns);
+        break;
+    case MPROF_EV_LOST:
+        a->lost += ev->u[0];
+        /* Zones open across the gap cannot be trusted: drop them (counted). */
+        t->lost_open += t->depth;
+        t->depth = 0;
+        if (tid == a->main_thread)
+            a->top_open = 0;
+        break;
+    case MPROF_EV_FRAME_MARK:
+        frame_mark(a, tid, (uint32_t)ev->u[0], ev->ts_ns);
+        break;
+    case MPROF_EV_FRAME_BEGIN: {
+        frameset *f = get_set(a, (uint32_t)ev->u[0]);
+        if (f) {
+            f->discontinuous = 1;
+            f->open_begin = ev->ts_ns;
+        }
+        break;
+    }
+    case MPROF_EV_FRAME_END: {
+        frameset *f = get_set(a, (uint32_t)ev->u[0]);
+        if (f && f->open_begin >= 0) {
+            series_add(&f->ms, (double)(ev->ts_ns - f->open_begin) / 1e6);
+            f->open_begin = -1;
+        }
+        break;
+    }
+    case MPROF_EV_PLOT_F64:
+    case MPROF_EV_PLOT_I64: {
+        uint32_t id = (uint32_t)ev->u[0];
+        if (GROW(a->plots, a->n_plots, id) != 0)
+            break;
+        plot_acc *p = &a->plots[id];
+        double v = ev->type == MPROF_EV_PLOT_F64 ? mprof_event_f64(ev, 1) : (double)(int64_t)ev->u[1];
+        if (!p->count || v < p->min)
+            p->min = v;
+        if (!p->count || v > p->max)
+            p->max = v;
+        p->count++;
+        p->sum += v;
+        p->last = v;
+        break;
+    }
+    case MPROF_EV_PLOT_CONFIG: {
+        uint32_t id = (uint32_t)ev->u[0];
+        if (GROW(a->plots, a->n_plots, id) != 0)
+            break;
+        a->plots[id].fmt = (int)ev->u[1];
+        a->plots[id].style = (int)ev->u[2];
+        a->plots[id].color = (uint32_t)ev->u[3];
+        break;
+    }
+    case MPROF_EV_MESSAGE:
+        a->msgs[ev->u[0] <= 6 ? ev->u[0] : 0]++;
+        break;
+    default:
+        break;
+    }
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static int pass_wanted(const char *list, const char *name)
+{
+    if (!list)
+        return 0;
+    if (strcmp(list, "all") == 0)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)); p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+            return 1;
+    return 0;
+}
+
+mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *opts, char *err,
+                                   size_t errlen)
+{
+    mprof_analysis *a = calloc(1, sizeof *a);
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    a->r = mprof_reader_open(path, err, errlen);
+    if (!a->r) {
+        free(a);
+        return NULL;
+    }
+    snprintf(a->path, sizeof a->path, "%s", path);
+    if (opts)
+        a->opts = *opts;
+    if (a->opts.top_n <= 0)
+        a->opts.top_n = 20;
+    a->first_mark = a->last_mark = -1;
+    for (size_t i = 0; pass_table[i]; i++) {
+        a->pass_on[i] = pass_table[i]->always || pass_wanted(a->opts.passes, pass_table[i]->name);
+        if (a->pass_on[i])
+            a->pass_state[i] = pass_table[i]->create(a);
+    }
+    mprof_event ev;
+    int rc;
+    while ((rc = mprof_reader_next(a->r, &ev)) == 1) {
+        core_event(a, &ev);
+        for (size_t i = 0; pass_table[i]; i++)
+            if (a->pass_on[i] && a->pass_state[i])
+                pass_table[i]->event(a->pass_state[i], a, &ev);
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(a->r));
+        mprof_analysis_free(a);
+        return NULL;
+    }
+    mprof_reader_get_stats(a->r, &a->rst);
+    const char *el = mprof_reader_end_info(a->r, "events_lost");
+    if (el && strtoull(el, NULL, 10) > a->lost)
+        a->lost = strtoull(el, NULL, 10);
+    for (uint32_t i = 0; i < a->n_sets; i++)
+        qsort(a->sets[i].ms.v, a->sets[i].ms.n, sizeof(double), cmp_double);
+    for (size_t i = 0; pass_table[i]; i++)
+        if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->finish)
+            pass_table[i]->finish(a->pass_state[i], a);
+    return a;
+}
+
+void mprof_analysis_free(mprof_analysis *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; pass_table[i]; i++)
+        if (a->pass_state[i])
+            pass_table[i]->destroy(a->pass_state[i]);
+    for (uint32_t i = 0; i < a->n_threads; i++)
+        free(a->threads[i].stack);
+    free(a->threads);
+    for (uint32_t i = 0; i < a->n_zones; i++)
+        mprof_hist_free(&a->zones[i].hist);
+    free(a->zones);
+    for (uint32_t i = 0; i < a->n_sets; i++)
+        free(a->sets[i].ms.v);
+    free(a->sets);
+    free(a->plots);
+    mprof_reader_close(a->r);
+    free(a);
+}
+
+const mprof_reader *mprof_analysis_reader(const mprof_analysis *a)
+{
+    return a->r;
+}
+
+void *mprof_analysis_pass_state(const mprof_analysis *a, const char *name)
+{
+    for (size_t i = 0; pass_table[i]; i++)
+        if (strcmp(pass_table[i]->name, name) == 0)
+            return a->pass_state[i];
+    return NULL;
+}
+
+/* ---- results ------------------------------------------------------------------------------- */
+
+typedef struct frame_summary {
+    uint64_t count;
+    double mean, p50, p90, p95, p99, max, total;
+} frame_summary;
+
+static frame_summary summarize(const series *s)
+{
+    frame_summary f = {0};
+    f.count = s->n;
+    if (!s->n)
+        return f;
+    for (uint64_t i = 0; i < s->n; i++)
+        f.total += s->v[i];
+    f.mean = f.total / (double)s->n;
+    f.p50 = mprof_quantile_sorted(s->v, s->n, 0.50);
+    f.p90 = mprof_quantile_sorted(s->v, s->n, 0.90);
+    f.p95 = mprof_quantile_sorted(s->v, s->n, 0.95);
+    f.p99 = mprof_quantile_sorted(s->v, s->n, 0.99);
+    f.max = s->v[s->n - 1];
+    return f;
+}
+
+static const frameset *main_set(const mprof_analysis *a)
+{
+    for (uint32_t i = 0; i < a->n_sets; i++)
+        if (a->sets[i].name == 0)
+            return &a->sets[i];
+    return NULL;
+}
+
+double mprof_analysis_coverage(const mprof_analysis *a)
+{
+    if (a->first_mark < 0 || a->last_mark <= a->first_mark)
+        return 0.0;
+    return (double)a->covered_at_last_mark / (double)(a->last_mark - a->first_mark);
+}
+
+static const char *level_names[7] = {"unknown", "trace", "debug", "info", "warn", "error", "fatal"};
+
+/* Zone ids sorted by total time, descending. */
+static uint32_t *sorted_zones(const mprof_analysis *a, uint32_t *n_out)
+{
+    uint32_t n = 0;
+    uint32_t *ids = malloc((a->n_zones ? a->n_zones : 1) * sizeof *ids);
+    if (!ids) {
+        *n_out = 0;
+        return NULL;
+    }
+    for (uint32_t i = 0; i < a->n_zones; i++)
+        if (a->zones[i].count)
+            ids[n++] = i;
+    for (uint32_t i = 1; i < n; i++) { /* insertion sort: zone counts are small */
+        uint32_t x = ids[i], j = i;
+        while (j > 0 && a->zones[ids[j - 1]].total < a->zones[x].total) {
+            ids[j] = ids[j - 1];
+            j--;
+        }
+        ids[j] = x;
+    }
+    *n_out = n;
+    return ids;
+}
+
+static void fmt_count(char *out, size_t n, uint64_t v)
+{
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%" PRIu64, v);
+    size_t len = strlen(tmp), o = 0;
+    for (size_t i = 0; i < len && o + 2 < n; i++) {
+        if (i && (len - i) % 3 == 0)
+            out[o++] = ',';
+        out[o++] = tmp[i];
+    }
+    out[o] = 0;
+}
+
+static const char *thread_label(const mprof_analysis *a, uint32_t idx, char *buf, size_t n)
+{
+    const mprof_thread_def *t = mprof_reader_thread(a->r, idx);
+    if (t && t->name)
+        snprintf(buf, n, "%s", t->name);
+    else
+        snprintf(buf, n, "thread %u", idx);
+    return buf;
+}
+
+void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
+{
+    const mprof_reader *r = a->r;
+    char b1[64], b2[64];
+    const char *app = mprof_reader_info(r, "app");
+    const char *pid = mprof_reader_info(r, "pid");
+    const char *timer = mprof_reader_info(r, "timer");
+    fprintf(out, "Capture   %s\n", a->path);
+    fprintf(out, "Process   %s (pid %s)", app ? app : "?", pid ? pid : "?");
+    const char *start = mprof_reader_info(r, "start_unix_ns");
+    if (start) {
+        time_t t = (time_t)(strtoull(start, NULL, 10) / 1000000000ull);
+        struct tm tm;
+        char when[64];
+        gmtime_r(&t, &tm);
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+        fprintf(out, ", started %s", when);
+    }
+    fprintf(out, "\nClock     %s, %.3f MHz\n", timer ? timer : "?",
+            1e3 / mprof_reader_ns_per_tick(r));
+    fmt_count(b1, sizeof b1, a->events);
+    fmt_count(b2, sizeof b2, a->lost);
+    uint32_t nthreads = 0;
+    for (uint32_t i = 1; i < a->n_threads; i++)
+        nthreads += a->threads[i].seen;
+    fprintf(out, "Duration  %.3f s, %u threads, %s events, %s lost%s\n",
+            a->have_ts ? (double)(a->last_ts - a->first_ts) / 1e9 : 0.0, nthreads, b1, b2,
+            a->lost ? "  <-- events were dropped: raise the memory cap (MPROF_MEMORY_MIB)" : "");
+    fprintf(out, "File      %.2f MB, %s", (double)a->rst.file_bytes / 1e6,
+            a->rst.complete ? "complete" : "incomplete (no end record: the process was killed or is still writing)");
+    if (a->rst.truncated_bytes)
+        fprintf(out, ", %" PRIu64 " bytes of a cut-off chunk ignored", a->rst.truncated_bytes);
+    fprintf(out, "\n");
+    if (a->unmatched_ends)
+        fprintf(out, "Note      %" PRIu64 " zone ends had no begin (zones opened before recording started)\n",
+                a->unmatched_ends);
+
+    fprintf(out, "\nFrames\n");
+    if (!a->n_sets)
+        fprintf(out, "  no frame marks (call MPROF_FRAME_MARK() once per main-loop iteration)\n");
+    for (uint32_t i = 0; i < a->n_sets; i++) {
+        const frameset *f = &a->sets[i];
+        frame_summary s = summarize(&f->ms);
+        const char *name = f->name ? mprof_reader_string(r, f->name) : "main";
+        fprintf(out, "  %-18s %6" PRIu64 " frames  mean %7.2f  p50 %7.2f  p90 %7.2f  p95 %7.2f  p99 %7.2f  max %7.2f ms\n",
+                name ? name : "?", s.count, s.mean, s.p50, s.p90, s.p95, s.p99, s.max);
+    }
+    if (a->first_mark >= 0) {
+        char tl[64];
+        fprintf(out, "  hot-path coverage: %.1f %% of main-thread frame time is inside zones (%s)\n",
+                100.0 * mprof_analysis_coverage(a), thread_label(a, a->main_thread, tl, sizeof tl));
+    }
+
+    uint32_t nz;
+    uint32_t *ids = sorted_zones(a, &nz);
+    const frameset *ms = main_set(a);
+    double frame_total_ns = ms ? summarize(&ms->ms).total * 1e6 : 0;
+    uint32_t shown = nz < (uint32_t)a->opts.top_n ? nz : (uint32_t)a->opts.top_n;
+    fprintf(out, "\nZones (%u of %u by total time)\n", shown, nz);
+    fprintf(out, "  %-32s %9s %10s %10s %9s %9s %9s %9s %7s  %s\n", "name", "count", "total ms",
+            "self ms", "mean us", "p50 us", "p95 us", "max us", "%frame", "location");
+    for (uint32_t k = 0; k < shown; k++) {
+        const zone_acc *z = &a->zones[ids[k]];
+        const mprof_srcloc_def *d = mprof_reader_srcloc(r, ids[k]);
+        const char *file = d ? d->file : "?";
+        const char *slash = strrchr(file, '/');
+        fprintf(out, "  %-32.32s %9" PRIu64 " %10.3f %10.3f %9.2f %9.2f %9.2f %9.2f %7.1f  %s:%u\n",
+                d ? d->name : "?", z->count, (double)z->total / 1e6, (double)z->self / 1e6,
+                (double)z->total / (double)z->count / 1e3,
+                (double)mprof_hist_quantile(&z->hist, 0.5) / 1e3,
+                (double)mprof_hist_quantile(&z->hist, 0.95) / 1e3, (double)z->hist.max / 1e3,
+                frame_total_ns > 0 ? 100.0 * (double)z->total / frame_total_ns : 0.0,
+                slash ? slash + 1 : file, d ? d->line : 0);
+    }
+    free(ids);
+
+    int any_plot = 0;
+    for (uint32_t i = 0; i < a->n_plots; i++)
+        any_plot |= a->plots[i].count > 0;
+    if (any_plot) {
+        fprintf(out, "\nPlots\n  %-24s %9s %14s %14s %14s\n", "name", "count", "min", "max", "mean");
+        for (uint32_t i = 0; i < a->n_plots; i++) {
+            const plot_acc *p = &a->plots[i];
+            if (!p->count)
+                continue;
+            const char *name = mprof_reader_string(r, i);
+            fprintf(out, "  %-24.24s %9" PRIu64 " %14.4g %14.4g %14.4g\n", name ? name : "?",
+                    p->count, p->min, p->max, p->sum / (double)p->count);
+        }
+    }
+
+    fprintf(out, "\nMessages ");
+    for (int l = 1; l <= 6; l++)
+        fprintf(out, " %s %" PRIu64 "%s", level_names[l], a->msgs[l], l < 6 ? "," : "\n");
+
+    fprintf(out, "\nThreads\n");
+    for (uint32_t i = 1; i < a->n_threads; i++) {
+        const thread_acc *t = &a->threads[i];
+        if (!t->seen)
+            continue;
+        const mprof_thread_def *d = mprof_reader_thread(r, i);
+        char tl[64];
+        fprintf(out, "  %-24s tid %-8" PRIu64 " %10" PRIu64 " events %10" PRIu64 " zones%s\n",
+                thread_label(a, i, tl, sizeof tl), d ? d->os_tid : 0, t->events, t->zones,
+                t->depth ? "  (zones still open at the end)" : "");
+    }
+    for (size_t i = 0; pass_table[i]; i++)
+        if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->print_text)
+            pass_table[i]->print_text(a->pass_state[i], a, out, a->opts.top_n);
+}
+
+static void json_frames(mprof_json *j, const char *key, const series *s)
+{
+    frame_summary f = summarize(s);
+    mprof_json_obj_begin(j, key);
+    mprof_json_u64(j, "count", f.count);
+    mprof_json_f64(j, "mean_ms", f.mean);
+    mprof_json_f64(j, "p50_ms", f.p50);
+    mprof_json_f64(j, "p90_ms", f.p90);
+    mprof_json_f64(j, "p95_ms", f.p95);
+    mprof_json_f64(j, "p99_ms", f.p99);
+    mprof_json_f64(j, "max_ms", f.max);
+    mprof_json_f64(j, "total_ms", f.total);
+}
+
+void mprof_analysis_print_json(mprof_analysis *a, FILE *out)
+{
+    const mprof_reader *r = a->r;
+    mprof_json j;
+    mprof_json_init(&j, out, 1);
+    mprof_json_obj_begin(&j, NULL);
+    mprof_json_str(&j, "schema", "mprof.report.v1");
+    mprof_json_obj_begin(&j, "capture");
+    mprof_json_str(&j, "file", a->path);
+    mprof_json_str(&j, "app", mprof_reader_info(r, "app"));
+    const char *pid = mprof_reader_info(r, "pid");
+    mprof_json_u64(&j, "pid", pid ? strtoull(pid, NULL, 10) : 0);
+    mprof_json_str(&j, "timer", mprof_reader_info(r, "timer"));
+    mprof_json_str(&j, "hostname", mprof_reader_info(r, "hostname"));
+    mprof_json_str(&j, "git_sha", mprof_reader_info(r, "git_sha"));
+    mprof_json_f64(&j, "duration_s", a->have_ts ? (double)(a->last_ts - a->first_ts) / 1e9 : 0.0);
+    mprof_json_u64(&j, "file_bytes", a->rst.file_bytes);
+    mprof_json_bool(&j, "complete", a->rst.complete);
+    mprof_json_u64(&j, "truncated_bytes", a->rst.truncated_bytes);
+    mprof_json_obj_end(&j);
+
+    mprof_json_obj_begin(&j, "events");
+    mprof_json_u64(&j, "total", a->events);
+    mprof_json_u64(&j, "lost", a->lost);
+    mprof_json_u64(&j, "unmatched_zone_ends", a->unmatched_ends);
+    mprof_json_obj_end(&j);
+
+    const frameset *ms = main_set(a);
+    series empty = {0};
+    json_frames(&j, "frames", ms ? &ms->ms : &empty);
+    mprof_json_f64(&j, "coverage", mprof_analysis_coverage(a));
+    mprof_json_u64(&j, "main_thread", a->main_thread);
+    mprof_json_obj_end(&j);
+    mprof_json_arr_begin(&j, "frame_sets");
+    for (uint32_t i = 0; i < a->n_sets; i++) {
+        const frameset *f = &a->sets[i];
+        json_frames(&j, NULL, &f->ms);
+        const char *nm = f->name ? mprof_reader_string(r, f->name) : "main";
+        mprof_json_str(&j, "name", nm ? nm : "?");
+        mprof_json_bool(&j, "discontinuous", f->discontinuous);
+        mprof_json_obj_end(&j);
+    }
+    mprof_json_arr_end(&j);
+
+    double frame_total_ns = ms ? summarize(&ms->ms).total * 1e6 : 0;
+    uint32_t nz;
+    uint32_t *ids = sorted_zones(a, &nz);
+    mprof_json_arr_begin(&j, "zones");
+    for (uint32_t k = 0; k < nz; k++) {
+        const zone_acc *z = &a->zones[ids[k]];
+        const mprof_srcloc_def *d = mprof_reader_srcloc(r, ids[k]);
+        mprof_json_obj_begin(&j, NULL);
+        mprof_json_u64(&j, "id", ids[k]);
+        mprof_json_str(&j, "name", d ? d->name : "?");
+        mprof_json_str(&j, "function", d ? d->function : "?");
+        mprof_json_str(&j, "file", d ? d->file : "?");
+        mprof_json_u64(&j, "line", d ? d->line : 0);
+        char color[16];
+        snprintf(color, sizeof color, "#%06x", d ? d->color & 0xffffff : 0);
+        mprof_json_str(&j, "color", color);
+        mprof_json_u64(&j, "count", z->count);
+        mprof_json_u64(&j, "total_ns", (uint64_t)z->total);
+        mprof_json_u64(&j, "self_ns", (uint64_t)z->self);
+        mprof_json_u64(&j, "mean_ns", z->count ? (uint64_t)z->total / z->count : 0);
+        mprof_json_u64(&j, "min_ns", z->hist.min);
+        mprof_json_u64(&j, "p50_ns", mprof_hist_quantile(&z->hist, 0.5));
+        mprof_json_u64(&j, "p95_ns", mprof_hist_quantile(&z->hist, 0.95));
+        mprof_json_u64(&j, "max_ns", z->hist.max);
+        mprof_json_f64(&j, "frame_share", frame_total_ns > 0 ? (double)z->total / frame_total_ns : 0.0);
+        mprof_json_obj_end(&j);
+    }
+    mprof_json_arr_end(&j);
+    free(ids);
+
+    mprof_json_arr_begin(&j, "threads");
+    for (uint32_t i = 1; i < a->n_threads; i++) {
+        const thread_acc *t = &a->threads[i];
+        if (!t->seen)
+            continue;
+        const mprof_thread_def *d = mprof_reader_thread(r, i);
+        mprof_json_obj_begin(&j, NULL);
+        mprof_json_u64(&j, "index", i);
+        mprof_json_str(&j, "name", d && d->name ? d->name : NULL);
+        mprof_json_u64(&j, "os_tid", d ? d->os_tid : 0);
+        mprof_json_u64(&j, "events", t->events);
+        mprof_json_u64(&j, "zones", t->zones);
+        mprof_json_obj_end(&j);
+    }
+    mprof_json_arr_end(&j);
+
+    mprof_json_arr_begin(&j, "plots");
+    for (uint32_t i = 0; i < a->n_plots; i++) {
+        const plot_acc *p = &a->plots[i];
+        if (!p->count)
+            continue;
+        mprof_json_obj_begin(&j, NULL);
+        mprof_json_str(&j, "name", mprof_reader_string(r, i));
+        mprof_json_u64(&j, "count", p->count);
+        mprof_json_f64(&j, "min", p->min);
+        mprof_json_f64(&j, "max", p->max);
+        mprof_json_f64(&j, "mean", p->sum / (double)p->count);
+        mprof_json_f64(&j, "last", p->last);
+        mprof_json_obj_end(&j);
+    }
+    mprof_json_arr_end(&j);
+
+    mprof_json_obj_begin(&j, "messages");
+    uint64_t total = 0;
+    for (int l = 1; l <= 6; l++) {
+        mprof_json_u64(&j, level_names[l], a->msgs[l]);
+        total += a->msgs[l];
+    }
+    mprof_json_u64(&j, "total", total);
+    mprof_json_obj_end(&j);
+
+    for (size_t i = 0; pass_table[i]; i++)
+        if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->print_json)
+            pass_table[i]->print_json(a->pass_state[i], a, &j);
+    mprof_json_obj_end(&j);
+}

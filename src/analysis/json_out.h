@@ -1,0 +1,34 @@
+/*
+ * json_out.h - a small streaming JSON writer (commas, nesting and string escaping handled).
+ * Writing JSON needs no library; reading it does, and the tools use cJSON for that.
+ */
+#ifndef MPROF_JSON_OUT_H
+#define MPROF_JSON_OUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct mprof_json {
+    FILE *out;
+    int depth;
+    int first[64]; /* per level: nothing written yet */
+    int pretty;
+} mprof_json;
+
+void mprof_json_init(mprof_json *j, FILE *out, int pretty);
+/* key is NULL inside arrays. */
+void mprof_json_obj_begin(mprof_json *j, const char *key);
+void mprof_json_obj_end(mprof_json *j);
+void mprof_json_arr_begin(mprof_json *j, const char *key);
+void mprof_json_arr_end(mprof_json *j);
+void mprof_json_str(mprof_json *j, const char *key, const char *v);
+void mprof_json_strn(mprof_json *j, const char *key, const char *v, size_t n);
+void mprof_json_u64(mprof_json *j, const char *key, uint64_t v);
+void mprof_json_i64(mprof_json *j, const char *key, int64_t v);
+void mprof_json_f64(mprof_json *j, const char *key, double v); /* NaN/inf become null */
+void mprof_json_bool(mprof_json *j, const char *key, int v);
+void mprof_json_null(mprof_json *j, const char *key);
+/* Writes a string with JSON escaping, quotes included. */
+void mprof_json_write_string(FILE *out, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,105 @@
+/*
+ * format.c - the event table and the small encoders shared by the writer and the reader.
+ *
+ * The table in format.h is expanded here into mprof_event_descs[], indexed by tag, with each
+ * event's field kinds and the fixed part of its raw size, so every consumer walks records the
+ * same way.
+ */
+#include "format/format.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+static uint16_t raw_width(uint8_t kind)
+{
+    switch (kind) {
+    case MPROF_F_U8:
+        return 1;
+    case MPROF_F_U32:
+        return 4;
+    case MPROF_F_STR:
+        return 2; /* the length; the bytes follow */
+    case MPROF_F_CS:
+        return 1; /* the depth; the addresses follow */
+    default:
+        return 8;
+    }
+}
+
+#define DESC_ENTRY(name_, tag_, ...) [tag_] = {#name_, {__VA_ARGS__, MPROF_F_END}, 0, 0, 0},
+static mprof_event_desc descs[MPROF_EV_MAX] = {MPROF_EVENT_TABLE(DESC_ENTRY)};
+#undef DESC_ENTRY
+
+/* n_fields, has_ts and raw_fixed are derived from the field lists once. */
+static void derive(void)
+{
+    for (int t = 0; t < MPROF_EV_MAX; t++) {
+        mprof_event_desc *d = &descs[t];
+        if (!d->name)
+            continue;
+        uint16_t raw = 1;
+        uint8_t n = 0;
+        while (n < MPROF_MAX_FIELDS && d->fields[n] != MPROF_F_END) {
+            raw = (uint16_t)(raw + raw_width(d->fields[n]));
+            n++;
+        }
+        d->n_fields = n;
+        d->has_ts = d->fields[0] == MPROF_F_TS;
+        d->raw_fixed = raw;
+    }
+}
+
+static pthread_once_t derive_once = PTHREAD_ONCE_INIT;
+
+const mprof_event_desc *mprof_event_desc_get(int tag)
+{
+    pthread_once(&derive_once, derive);
+    if (tag < 0 || tag >= MPROF_EV_MAX || !descs[tag].name)
+        return NULL;
+    return &descs[tag];
+}
+
+int mprof_buf_reserve(mprof_buf *b, size_t extra)
+{
+    if (b->cap - b->len >= extra)
+        return 0;
+    size_t want = b->cap ? b->cap : 4096;
+    while (want - b->len < extra) {
+        if (want > SIZE_MAX / 2)
+            return -1;
+        want *= 2;
+    }
+    unsigned char *p = realloc(b->data, want);
+    if (!p)
+        return -1;
+    b->data = p;
+    b->cap = want;
+    return 0;
+}
+
+void mprof_buf_free(mprof_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+int mprof_get_varint(const unsigned char **p, const unsigned char *end, uint64_t *out)
+{
+    const unsigned char *q = *p;
+    uint64_t v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (q >= end)
+            return -1;
+        unsigned char c = *q++;
+        if (shift == 63 && c > 1)
+            return -1;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *p = q;
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}

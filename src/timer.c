@@ -1,0 +1,133 @@
+/*
+ * timer.c - the profiler clock.
+ *
+ * Zones are stamped with the CPU's invariant counter (rdtsc on x86-64, cntvct_el0 on arm64):
+ * a few nanoseconds per read and no system call. The counter is only usable when it ticks at a
+ * constant rate on every core, which x86 advertises with CPUID 0x80000007 EDX bit 8 ("invariant
+ * TSC"); arm64's generic timer is architecturally constant-rate. When the check fails we fall back
+ * to CLOCK_MONOTONIC with one warning and never abort (MPROF_NO_INVARIANT_CHECK=1 skips the check
+ * for virtual machines that hide the bit but do keep the TSC stable).
+ *
+ * Ticks are converted to nanoseconds by the reader, with the rate measured here against
+ * CLOCK_MONOTONIC_RAW and stored in the capture (INFO "ns_per_tick", "tick0").
+ */
+#include "core.h"
+
+#include <time.h>
+
+int mprof__use_tsc;
+
+uint64_t mprof__ticks_os(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t raw_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int counter_is_invariant(void)
+{
+#if defined(__x86_64__)
+    uint32_t a, b, c, d;
+    __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
+    if (a < 0x80000007u)
+        return 0;
+    __asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
+    return (d >> 8) & 1;
+#elif defined(__aarch64__)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static uint64_t read_counter(void)
+{
+    /* mprof__ticks() reads the counter only when mprof__use_tsc is set; read it directly here. */
+#if defined(__x86_64__)
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+#elif defined(__aarch64__)
+    uint64_t v;
+    __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return mprof__ticks_os();
+#endif
+}
+
+/* Pairs a counter read with a clock read, keeping the pair with the tightest bracket. */
+static void pair(uint64_t *ticks, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 8; i++) {
+        uint64_t a = raw_ns();
+        uint64_t t = read_counter();
+        uint64_t b = raw_ns();
+        if (b - a < best) {
+            best = b - a;
+            *ticks = t;
+            *ns = a + (b - a) / 2;
+        }
+    }
+}
+
+void mprof__timer_init(mprof_toggle check, bool verbose)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+    int ok = check == MPROF_TOGGLE_OFF || (check != MPROF__FORCE_OS_CLOCK && counter_is_invariant());
+    if (!ok && check != MPROF__FORCE_OS_CLOCK)
+        mprof__log("the CPU counter is not invariant; using the OS clock (slower). Set "
+                   "MPROF_NO_INVARIANT_CHECK=1 to use the counter anyway.");
+#else
+    int ok = 0;
+#endif
+    if (ok) {
+        /* 5 ms between two tight pairs bounds the rate error to ~10 ppm. */
+        uint64_t t0, n0, t1, n1;
+        pair(&t0, &n0);
+        struct timespec d = {0, 5 * 1000 * 1000};
+        nanosleep(&d, NULL);
+        pair(&t1, &n1);
+        if (t1 > t0 && n1 > n0) {
+            mprof__g.ns_per_tick = (double)(n1 - n0) / (double)(t1 - t0);
+            mprof__g.tick0 = t1;
+#if defined(__x86_64__)
+            mprof__g.timer_name = "tsc";
+#else
+            mprof__g.timer_name = "cntvct";
+#endif
+            __atomic_store_n(&mprof__use_tsc, 1, __ATOMIC_RELEASE);
+            if (verbose)
+                mprof__log("timer: %s at %.3f MHz", mprof__g.timer_name,
+                           1e3 / mprof__g.ns_per_tick);
+        } else {
+            ok = 0;
+        }
+    }
+    if (!ok) {
+        mprof__g.ns_per_tick = 1.0;
+        mprof__g.tick0 = mprof__ticks_os();
+        mprof__g.timer_name = "clock";
+        __atomic_store_n(&mprof__use_tsc, 0, __ATOMIC_RELEASE);
+    }
+    mprof__g.mono0_ns = mprof__use_tsc ? raw_ns() : mprof__g.tick0;
+    mprof__g.real0_ns = mprof__real_ns();
+}
+
+uint64_t mprof__ticks_to_ns(uint64_t ticks)
+{
+    return (uint64_t)((double)(int64_t)(ticks - mprof__g.tick0) * mprof__g.ns_per_tick);
+}
+
+uint64_t mprof_now_ns(void)
+{
+    return mprof__ticks_to_ns(mprof__ticks());
+}

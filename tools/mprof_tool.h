@@ -1,0 +1,33 @@
+/*
+ * mprof_tool.h - what the subcommands of the mprof command share.
+ *
+ * Exit codes (documented in docs/CLI.md): 0 success, 1 a verdict failed (regression, lost
+ * events when asked to fail on them), 2 usage error, 3 input/output or format error. Commands
+ * with more specific codes (capture, gate, ci) document them in their --help.
+ */
+#ifndef MPROF_TOOL_H
+#define MPROF_TOOL_H
+
+#include <stdio.h>
+
+enum { EXIT_OK = 0, EXIT_VERDICT = 1, EXIT_USAGE = 2, EXIT_IO = 3 };
+
+typedef struct mprof_cmd {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *help; /* one line */
+} mprof_cmd;
+
+/* Prints "mprof CMD: message" on stderr and returns code. */
+int tool_error(const char *cmd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Flushes stdout; returns EXIT_IO when writing it failed (a closed pipe, a full disk). */
+int tool_finish(const char *cmd, int code);
+/* True when arg is -h or --help. */
+int tool_is_help(const char *arg);
+/* Parses a non-negative integer option value; returns 0 or prints an error and returns -1. */
+int tool_parse_uint(const char *cmd, const char *flag, const char *value, unsigned long long max,
+                    unsigned long long *out);
+
+int cmd_report(int argc, char **argv);
+
+#endif
