@@ -167,6 +167,9 @@ int kernel_run(const engine_options *opt)
         log_msg(ENG_LOG_WARN, "kernel: --slow: %s runs %d%% slower on purpose",
                 eng_sys_name(opt->slow_sys), opt->slow_pct);
 
+    /* The first mark closes start-up, so frame N is the time between marks N and N+1 and a run
+     * of --frames N reports exactly N frames. */
+    MPROF_FRAME_MARK();
     const uint64_t start = eng_now_ns();
     uint64_t last_status = start, frame_start = start;
     uint32_t frames_since_status = 0;

@@ -1,0 +1,428 @@
+/*
+ * test_engine_e2e.c - end to end: the real sample engine, captured in process, read back by
+ * the real `mprof report --json` and by the capture reader.
+ *
+ * One 120-frame run (three worker threads, seed 7) is captured once in the group setup; each
+ * test asserts one promise of the engine (docs/ENGINE.md): frame count and zone coverage, the
+ * subsystem zone colours, the plots, messages of several severities, GPU zones when Vulkan
+ * works, lock contention, fiber tracks, balanced named pools, determinism from a seed, and
+ * --slow making its subsystem measurably slower.
+ *
+ * Environment (set by ctest): MPROF_BIN (mprof), MPROF_ENGINE_BIN (mprof_engine),
+ * MPROF_ENGINE_SHIPPING_BIN (mprof_engine_shipping).
+ */
+#include "test_util.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FRAMES 120
+
+static struct {
+    const char *engine, *shipping, *capture, *png;
+    char run_out[4096];
+    char renderer[32];
+    cJSON *report;
+    /* from the raw events */
+    uint64_t gpu_begins, gpu_ends, gpu_times;
+    uint64_t fiber_enters, fiber_leaves;
+    char fiber_names[8][32];
+    int n_fiber_names;
+    uint64_t contended_waits, lock_waits;
+    int saw_jobs_queue_lock;
+    struct pool {
+        char name[64];
+        int64_t live;
+        uint64_t allocs, frees, discards;
+    } pools[8];
+    int n_pools;
+} e;
+
+static const char *env_or_fail(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) {
+        fprintf(stderr, "test_engine_e2e: %s is not set (run through ctest)\n", name);
+        return NULL;
+    }
+    return v;
+}
+
+static struct pool *pool_named(const char *name)
+{
+    for (int i = 0; i < e.n_pools; i++)
+        if (!strcmp(e.pools[i].name, name))
+            return &e.pools[i];
+    if (e.n_pools == 8)
+        return NULL;
+    struct pool *p = &e.pools[e.n_pools++];
+    snprintf(p->name, sizeof p->name, "%s", name);
+    return p;
+}
+
+/* Walks the capture once and gathers what the report's optional sections would show. */
+static int scan_capture(const char *path)
+{
+    char err[256];
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    if (!r) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    mprof_event ev;
+    int64_t wait_start[64][64]; /* [thread][lock]: pending LOCK_WAIT time, -1 = none */
+    memset(wait_start, 0xff, sizeof wait_start);
+    int rc;
+    while ((rc = mprof_reader_next(r, &ev)) == 1) {
+        const char *name;
+        struct pool *p;
+        switch (ev.type) {
+        case MPROF_EV_GPU_ZONE_BEGIN: e.gpu_begins++; break;
+        case MPROF_EV_GPU_ZONE_END: e.gpu_ends++; break;
+        case MPROF_EV_GPU_TIME: e.gpu_times++; break;
+        case MPROF_EV_FIBER_ENTER:
+            e.fiber_enters++;
+            name = mprof_reader_string(r, (uint32_t)ev.u[0]);
+            if (name) {
+                int known = 0;
+                for (int i = 0; i < e.n_fiber_names; i++)
+                    known |= !strcmp(e.fiber_names[i], name);
+                if (!known && e.n_fiber_names < 8)
+                    snprintf(e.fiber_names[e.n_fiber_names++], 32, "%s", name);
+            }
+            break;
+        case MPROF_EV_FIBER_LEAVE: e.fiber_leaves++; break;
+        case MPROF_EV_LOCK_ANNOUNCE:
+            name = mprof_reader_string(r, (uint32_t)ev.u[1]);
+            if (name && !strcmp(name, "Jobs::queue"))
+                e.saw_jobs_queue_lock = 1;
+            break;
+        case MPROF_EV_LOCK_WAIT:
+            if (ev.thread < 64 && ev.u[0] < 64)
+                wait_start[ev.thread][ev.u[0]] = ev.ts_ns;
+            e.lock_waits++;
+            break;
+        case MPROF_EV_LOCK_OBTAINED:
+            if (ev.thread < 64 && ev.u[0] < 64 && wait_start[ev.thread][ev.u[0]] >= 0) {
+                /* An uncontended lock is taken within a few hundred nanoseconds. */
+                if (ev.ts_ns - wait_start[ev.thread][ev.u[0]] > 2000)
+                    e.contended_waits++;
+                wait_start[ev.thread][ev.u[0]] = -1;
+            }
+            break;
+        case MPROF_EV_ALLOC:
+        case MPROF_EV_FREE:
+        case MPROF_EV_POOL_DISCARD:
+            name = mprof_reader_string(r, (uint32_t)ev.u[ev.type == MPROF_EV_ALLOC ? 2
+                                                        : ev.type == MPROF_EV_FREE ? 1 : 0]);
+            if (!name || !(p = pool_named(name)))
+                break;
+            if (ev.type == MPROF_EV_ALLOC) {
+                p->allocs++;
+                p->live++;
+            } else if (ev.type == MPROF_EV_FREE) {
+                p->frees++;
+                p->live--;
+            } else {
+                p->discards++;
+                p->live = 0;
+            }
+            break;
+        default: break;
+        }
+    }
+    if (rc < 0)
+        fprintf(stderr, "%s: %s\n", path, mprof_reader_error(r));
+    mprof_reader_close(r);
+    return rc;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    e.engine = env_or_fail("MPROF_ENGINE_BIN");
+    e.shipping = env_or_fail("MPROF_ENGINE_SHIPPING_BIN");
+    if (!e.engine || !e.shipping || !tu_mprof_bin())
+        return -1;
+    e.capture = strdup(tu_temp_path("engine_e2e.mprof"));
+    e.png = strdup(tu_temp_path("engine_e2e.png"));
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "'%s' --frames %d --threads 3 --seed 7 --capture '%s' --png '%s' --quiet 2>/dev/null",
+             e.engine, FRAMES, e.capture, e.png);
+    if (tu_run(cmd, e.run_out, sizeof e.run_out) != 0) {
+        fprintf(stderr, "engine run failed: %s\n%s\n", cmd, e.run_out);
+        return -1;
+    }
+    const char *r = strstr(e.run_out, "renderer=");
+    if (r)
+        sscanf(r + 9, "%31s", e.renderer);
+    static char json[1 << 20];
+    snprintf(cmd, sizeof cmd, "'%s' report --json '%s'", tu_mprof_bin(), e.capture);
+    if (tu_run(cmd, json, sizeof json) != 0 || !(e.report = cJSON_Parse(json))) {
+        fprintf(stderr, "mprof report --json failed\n");
+        return -1;
+    }
+    return scan_capture(e.capture) == 0 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    cJSON_Delete(e.report);
+    if (e.capture)
+        remove(e.capture);
+    if (e.png)
+        remove(e.png);
+    return 0;
+}
+
+static double num(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(obj, key);
+    assert_non_null(v);
+    assert_true(cJSON_IsNumber(v));
+    return v->valuedouble;
+}
+
+static void test_run_and_png(void **state)
+{
+    (void)state;
+    char want[32];
+    snprintf(want, sizeof want, "frames=%d ", FRAMES);
+    assert_non_null(strstr(e.run_out, want));
+    assert_true(!strcmp(e.renderer, "vulkan") || !strcmp(e.renderer, "cpu"));
+    FILE *f = fopen(e.png, "rb");
+    assert_non_null(f);
+    unsigned char sig[8] = {0};
+    assert_int_equal(fread(sig, 1, 8, f), 8);
+    fclose(f);
+    assert_memory_equal(sig, "\x89PNG\r\n\x1a\n", 8);
+}
+
+static void test_frames_and_coverage(void **state)
+{
+    (void)state;
+    const cJSON *frames = cJSON_GetObjectItem(e.report, "frames");
+    assert_non_null(frames);
+    assert_int_equal((int)num(frames, "count"), FRAMES);
+    assert_true(num(frames, "coverage") >= 0.95);
+    const cJSON *events = cJSON_GetObjectItem(e.report, "events");
+    assert_int_equal((int)num(events, "lost"), 0);
+}
+
+static void test_subsystem_zone_colors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *prefix, *color;
+    } subs[] = {{"Renderer::", "#2f6fde"}, {"Physics::", "#2fa84f"}, {"Souls::", "#d63a3a"},
+                {"Audio::", "#9b59d0"},    {"Nexus::", "#e08a1e"},   {"Jobs::", "#22a6b3"}};
+    const cJSON *zones = cJSON_GetObjectItem(e.report, "zones");
+    assert_true(cJSON_IsArray(zones));
+    for (size_t s = 0; s < sizeof subs / sizeof subs[0]; s++) {
+        int found = 0, wrong = 0;
+        const cJSON *z;
+        cJSON_ArrayForEach(z, zones)
+        {
+            const char *name = cJSON_GetObjectItem(z, "name")->valuestring;
+            if (strncmp(name, subs[s].prefix, strlen(subs[s].prefix)) != 0)
+                continue;
+            found++;
+            if (strcmp(cJSON_GetObjectItem(z, "color")->valuestring, subs[s].color) != 0) {
+                fprintf(stderr, "zone %s has colour %s, want %s\n", name,
+                        cJSON_GetObjectItem(z, "color")->valuestring, subs[s].color);
+                wrong++;
+            }
+        }
+        if (!found)
+            fprintf(stderr, "no zone named %s*\n", subs[s].prefix);
+        assert_true(found >= 1);
+        assert_int_equal(wrong, 0);
+    }
+}
+
+static const cJSON *plot(const char *name)
+{
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItem(e.report, "plots"))
+    {
+        if (!strcmp(cJSON_GetObjectItem(p, "name")->valuestring, name))
+            return p;
+    }
+    fprintf(stderr, "no plot named %s\n", name);
+    return NULL;
+}
+
+static void test_plots_plausible(void **state)
+{
+    (void)state;
+    const cJSON *p;
+    /* Three passes, at least one batch each; a few thousand triangles at least. */
+    assert_non_null(p = plot("draw_calls"));
+    assert_int_equal((int)num(p, "count"), FRAMES);
+    assert_true(num(p, "min") >= 3 && num(p, "max") < 1000);
+    assert_non_null(p = plot("triangles"));
+    assert_true(num(p, "min") > 1000);
+    /* Plotted once per fixed step: two per frame. 600 bodies by default. */
+    assert_non_null(p = plot("bodies"));
+    assert_int_equal((int)num(p, "count"), 2 * FRAMES);
+    assert_true(num(p, "max") > 0 && num(p, "max") <= 600);
+    assert_non_null(p = plot("entities"));
+    assert_true(num(p, "min") > 0 && num(p, "max") <= 160 + 16);
+    assert_non_null(p = plot("voices"));
+    assert_true(num(p, "max") > 0 && num(p, "max") <= 48);
+    /* Network: one input and at least one snapshot per frame; loopback RTT well under 1 s. */
+    assert_non_null(p = plot("packet_rate"));
+    assert_true(num(p, "count") >= 1 && num(p, "max") > 0);
+    assert_non_null(p = plot("bandwidth"));
+    assert_true(num(p, "max") > 100);
+    assert_non_null(p = plot("rtt"));
+    assert_true(num(p, "min") > 0 && num(p, "max") < 1000);
+}
+
+static void test_message_severities(void **state)
+{
+    (void)state;
+    const cJSON *m = cJSON_GetObjectItem(e.report, "messages");
+    assert_non_null(m);
+    static const char *levels[] = {"trace", "debug", "info", "warn", "error", "fatal"};
+    int used = 0;
+    for (int i = 0; i < 6; i++)
+        used += num(m, levels[i]) > 0;
+    assert_true(used >= 3);
+    assert_true(num(m, "info") >= 3); /* start-up lines of the kernel, nexus and renderer */
+}
+
+static void test_gpu_zones(void **state)
+{
+    (void)state;
+    if (!strcmp(e.renderer, "vulkan")) {
+        /* Three passes per frame, each with a begin and an end, all resolved. */
+        assert_true(e.gpu_begins >= 3u * FRAMES);
+        assert_int_equal(e.gpu_ends, e.gpu_begins);
+        assert_int_equal(e.gpu_times, e.gpu_begins + e.gpu_ends);
+    } else {
+        fprintf(stderr, "note: no Vulkan device here; the CPU renderer has no GPU zones\n");
+        assert_int_equal(e.gpu_begins, 0);
+    }
+}
+
+static void test_lock_contention(void **state)
+{
+    (void)state;
+    assert_true(e.saw_jobs_queue_lock);
+    assert_true(e.lock_waits > 100);
+    assert_true(e.contended_waits >= 1);
+}
+
+static void test_fiber_tracks(void **state)
+{
+    (void)state;
+    assert_int_equal(e.n_fiber_names, 4);
+    for (int i = 0; i < e.n_fiber_names; i++)
+        assert_int_equal(strncmp(e.fiber_names[i], "Souls fiber ", 12), 0);
+    assert_true(e.fiber_enters >= 4u * 2 * FRAMES);
+    assert_int_equal(e.fiber_leaves, e.fiber_enters);
+}
+
+static void test_pools_balance(void **state)
+{
+    (void)state;
+    static const char *want[] = {"Souls::entities", "Kernel::frame_arena"};
+    for (int i = 0; i < 2; i++) {
+        struct pool *p = NULL;
+        for (int k = 0; k < e.n_pools; k++)
+            if (!strcmp(e.pools[k].name, want[i]))
+                p = &e.pools[k];
+        if (!p)
+            fprintf(stderr, "no allocations in pool %s\n", want[i]);
+        assert_non_null(p);
+        assert_true(p->allocs > 0);
+        assert_true(p->frees + p->discards > 0);
+        if (p->live != 0)
+            fprintf(stderr, "pool %s: %lld allocations still live at exit\n", p->name,
+                    (long long)p->live);
+        assert_int_equal(p->live, 0);
+    }
+}
+
+static void run_hash(const char *bin, const char *args, char *hash, size_t n)
+{
+    char cmd[1024], out[1024];
+    snprintf(cmd, sizeof cmd, "'%s' --renderer cpu --quiet %s 2>/dev/null", bin, args);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    const char *h = strstr(out, "world_hash=");
+    assert_non_null(h);
+    snprintf(hash, n, "%.16s", h + 11);
+}
+
+static void test_determinism(void **state)
+{
+    (void)state;
+    char a[32], b[32], c[32];
+    run_hash(e.shipping, "--frames 60 --seed 7 --threads 0", a, sizeof a);
+    run_hash(e.shipping, "--frames 60 --seed 7 --threads 3", b, sizeof b);
+    run_hash(e.shipping, "--frames 60 --seed 8 --threads 3", c, sizeof c);
+    assert_string_equal(a, b);        /* same seed: same world, whatever the threads */
+    assert_string_not_equal(a, c);    /* another seed: another world */
+}
+
+static double zone_mean(const cJSON *report, const char *name)
+{
+    const cJSON *z;
+    cJSON_ArrayForEach(z, cJSON_GetObjectItem(report, "zones"))
+    {
+        if (!strcmp(cJSON_GetObjectItem(z, "name")->valuestring, name))
+            return num(z, "mean_ns");
+    }
+    return -1;
+}
+
+static void test_slow_option(void **state)
+{
+    (void)state;
+    const char *cap = tu_temp_path("engine_slow.mprof");
+    char cmd[2048], out[256];
+    snprintf(cmd, sizeof cmd,
+             "'%s' --frames 60 --threads 3 --seed 7 --renderer cpu --slow physics=300 "
+             "--capture '%s' --quiet 2>/dev/null",
+             e.engine, cap);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    static char json[1 << 20];
+    snprintf(cmd, sizeof cmd, "'%s' report --json '%s'", tu_mprof_bin(), cap);
+    assert_int_equal(tu_run(cmd, json, sizeof json), 0);
+    cJSON *slow = cJSON_Parse(json);
+    assert_non_null(slow);
+    double base = zone_mean(e.report, "Physics::step"), slowed = zone_mean(slow, "Physics::step");
+    double base_souls = zone_mean(e.report, "Souls::step");
+    double slowed_souls = zone_mean(slow, "Souls::step");
+    cJSON_Delete(slow);
+    remove(cap);
+    fprintf(stderr, "Physics::step mean %.0f ns -> %.0f ns with --slow physics=300\n", base,
+            slowed);
+    assert_true(base > 0 && slowed > 0);
+    /* 300 % more work means about 4x; allow a lot for a busy machine. */
+    assert_true(slowed > 2.0 * base);
+    /* The other subsystems are not slowed. */
+    assert_true(slowed_souls < 2.0 * base_souls);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_and_png),
+        cmocka_unit_test(test_frames_and_coverage),
+        cmocka_unit_test(test_subsystem_zone_colors),
+        cmocka_unit_test(test_plots_plausible),
+        cmocka_unit_test(test_message_severities),
+        cmocka_unit_test(test_gpu_zones),
+        cmocka_unit_test(test_lock_contention),
+        cmocka_unit_test(test_fiber_tracks),
+        cmocka_unit_test(test_pools_balance),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_slow_option),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
