@@ -17,7 +17,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FRAMES 120
+/* Frames of the main run: 120, fewer under sanitizers (MPROF_TEST_SCALE), never under 30. */
+static int n_frames = 120;
+static int n_short_frames = 60;
+
+/* Mesa's lavapipe is not built with ThreadSanitizer, and TSan reports its internal fence
+ * handling as races; under TSan the engine renders on the CPU back end instead. */
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+#ifdef UNDER_TSAN
+#define RENDERER_ARG "--renderer cpu"
+#else
+#define RENDERER_ARG ""
+#endif
 
 static struct {
     const char *engine, *shipping, *capture, *png;
@@ -141,6 +158,10 @@ static int scan_capture(const char *path)
 static int group_setup(void **state)
 {
     (void)state;
+    n_frames = (int)(120 * tu_scale());
+    if (n_frames < 30)
+        n_frames = 30;
+    n_short_frames = n_frames / 2;
     e.engine = env_or_fail("MPROF_ENGINE_BIN");
     e.shipping = env_or_fail("MPROF_ENGINE_SHIPPING_BIN");
     if (!e.engine || !e.shipping || !tu_mprof_bin())
@@ -149,8 +170,9 @@ static int group_setup(void **state)
     e.png = strdup(tu_temp_path("engine_e2e.png"));
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "'%s' --frames %d --threads 3 --seed 7 --capture '%s' --png '%s' --quiet 2>/dev/null",
-             e.engine, FRAMES, e.capture, e.png);
+             "'%s' --frames %d --threads 3 --seed 7 --capture '%s' --png '%s' --quiet %s "
+             "2>/dev/null",
+             e.engine, n_frames, e.capture, e.png, RENDERER_ARG);
     if (tu_run(cmd, e.run_out, sizeof e.run_out) != 0) {
         fprintf(stderr, "engine run failed: %s\n%s\n", cmd, e.run_out);
         return -1;
@@ -190,7 +212,7 @@ static void test_run_and_png(void **state)
 {
     (void)state;
     char want[32];
-    snprintf(want, sizeof want, "frames=%d ", FRAMES);
+    snprintf(want, sizeof want, "frames=%d ", n_frames);
     assert_non_null(strstr(e.run_out, want));
     assert_true(!strcmp(e.renderer, "vulkan") || !strcmp(e.renderer, "cpu"));
     FILE *f = fopen(e.png, "rb");
@@ -206,7 +228,7 @@ static void test_frames_and_coverage(void **state)
     (void)state;
     const cJSON *frames = cJSON_GetObjectItem(e.report, "frames");
     assert_non_null(frames);
-    assert_int_equal((int)num(frames, "count"), FRAMES);
+    assert_int_equal((int)num(frames, "count"), n_frames);
     assert_true(num(frames, "coverage") >= 0.95);
     const cJSON *events = cJSON_GetObjectItem(e.report, "events");
     assert_int_equal((int)num(events, "lost"), 0);
@@ -261,13 +283,13 @@ static void test_plots_plausible(void **state)
     const cJSON *p;
     /* Three passes, at least one batch each; a few thousand triangles at least. */
     assert_non_null(p = plot("draw_calls"));
-    assert_int_equal((int)num(p, "count"), FRAMES);
+    assert_int_equal((int)num(p, "count"), n_frames);
     assert_true(num(p, "min") >= 3 && num(p, "max") < 1000);
     assert_non_null(p = plot("triangles"));
     assert_true(num(p, "min") > 1000);
     /* Plotted once per fixed step: two per frame. 600 bodies by default. */
     assert_non_null(p = plot("bodies"));
-    assert_int_equal((int)num(p, "count"), 2 * FRAMES);
+    assert_int_equal((int)num(p, "count"), 2 * n_frames);
     assert_true(num(p, "max") > 0 && num(p, "max") <= 600);
     assert_non_null(p = plot("entities"));
     assert_true(num(p, "min") > 0 && num(p, "max") <= 160 + 16);
@@ -300,7 +322,7 @@ static void test_gpu_zones(void **state)
     (void)state;
     if (!strcmp(e.renderer, "vulkan")) {
         /* Three passes per frame, each with a begin and an end, all resolved. */
-        assert_true(e.gpu_begins >= 3u * FRAMES);
+        assert_true(e.gpu_begins >= 3u * n_frames);
         assert_int_equal(e.gpu_ends, e.gpu_begins);
         assert_int_equal(e.gpu_times, e.gpu_begins + e.gpu_ends);
     } else {
@@ -323,7 +345,7 @@ static void test_fiber_tracks(void **state)
     assert_int_equal(e.n_fiber_names, 4);
     for (int i = 0; i < e.n_fiber_names; i++)
         assert_int_equal(strncmp(e.fiber_names[i], "Souls fiber ", 12), 0);
-    assert_true(e.fiber_enters >= 4u * 2 * FRAMES);
+    assert_true(e.fiber_enters >= 4u * 2 * n_frames);
     assert_int_equal(e.fiber_leaves, e.fiber_enters);
 }
 
@@ -361,10 +383,13 @@ static void run_hash(const char *bin, const char *args, char *hash, size_t n)
 static void test_determinism(void **state)
 {
     (void)state;
-    char a[32], b[32], c[32];
-    run_hash(e.shipping, "--frames 60 --seed 7 --threads 0", a, sizeof a);
-    run_hash(e.shipping, "--frames 60 --seed 7 --threads 3", b, sizeof b);
-    run_hash(e.shipping, "--frames 60 --seed 8 --threads 3", c, sizeof c);
+    char a[32], b[32], c[32], args[128];
+    snprintf(args, sizeof args, "--frames %d --seed 7 --threads 0", n_short_frames);
+    run_hash(e.shipping, args, a, sizeof a);
+    snprintf(args, sizeof args, "--frames %d --seed 7 --threads 3", n_short_frames);
+    run_hash(e.shipping, args, b, sizeof b);
+    snprintf(args, sizeof args, "--frames %d --seed 8 --threads 3", n_short_frames);
+    run_hash(e.shipping, args, c, sizeof c);
     assert_string_equal(a, b);        /* same seed: same world, whatever the threads */
     assert_string_not_equal(a, c);    /* another seed: another world */
 }
@@ -386,9 +411,9 @@ static void test_slow_option(void **state)
     const char *cap = tu_temp_path("engine_slow.mprof");
     char cmd[2048], out[256];
     snprintf(cmd, sizeof cmd,
-             "'%s' --frames 60 --threads 3 --seed 7 --renderer cpu --slow physics=300 "
+             "'%s' --frames %d --threads 3 --seed 7 --renderer cpu --slow physics=300 "
              "--capture '%s' --quiet 2>/dev/null",
-             e.engine, cap);
+             e.engine, n_short_frames, cap);
     assert_int_equal(tu_run(cmd, out, sizeof out), 0);
     static char json[1 << 20];
     snprintf(cmd, sizeof cmd, "'%s' report --json '%s'", tu_mprof_bin(), cap);
@@ -400,13 +425,12 @@ static void test_slow_option(void **state)
     double slowed_souls = zone_mean(slow, "Souls::step");
     cJSON_Delete(slow);
     remove(cap);
-    fprintf(stderr, "Physics::step mean %.0f ns -> %.0f ns with --slow physics=300\n", base,
-            slowed);
-    assert_true(base > 0 && slowed > 0);
-    /* 300 % more work means about 4x; allow a lot for a busy machine. */
-    assert_true(slowed > 2.0 * base);
-    /* The other subsystems are not slowed. */
-    assert_true(slowed_souls < 2.0 * base_souls);
+    fprintf(stderr, "Physics::step mean %.0f ns -> %.0f ns with --slow physics=300 "
+            "(Souls::step %.0f ns -> %.0f ns)\n", base, slowed, base_souls, slowed_souls);
+    assert_true(base > 0 && slowed > 0 && base_souls > 0 && slowed_souls > 0);
+    /* 300 % more work makes physics about 4x slower while the AI, not slowed, stays put.
+     * Comparing the ratio physics/AI between the runs cancels out how busy the machine is. */
+    assert_true(slowed / slowed_souls > 2.0 * (base / base_souls));
 }
 
 int main(void)
