@@ -51,14 +51,15 @@ static void test_bad_inputs(void **state)
     assert_non_null(strstr(out, "not an mprof capture"));
 }
 
+static volatile double work_sink;
+
 static void frame_work(int f)
 {
     MPROF_ZONE_C("Renderer::draw", MPROF_COLOR_RENDERER);
     {
         MPROF_ZONE_C("Physics::step", MPROF_COLOR_PHYSICS);
-        volatile double x = 0;
         for (int i = 0; i < 20000; i++)
-            x += i;
+            work_sink += i;
     }
     MPROF_PLOT("draw calls", 100 + f);
     MPROF_MESSAGEF(f % 2 ? MPROF_LOG_INFO : MPROF_LOG_WARN, "frame %d", f);

@@ -103,6 +103,15 @@ typedef enum mprof_log_level {
     MPROF_LOG_FATAL = 6
 } mprof_log_level;
 
+/* The default timeline color of each message level (0xRRGGBB), used by the viewer and by
+ * exports: trace grey, debug blue, info white-grey, warn amber, error red, fatal magenta. */
+static inline uint32_t mprof_log_level_color(mprof_log_level level)
+{
+    static const uint32_t colors[7] = {0x808080u, 0x8c8c8cu, 0x5fa8d3u, 0xd0d0d0u,
+                                       0xf2c14eu, 0xe05a47u, 0xc2188bu};
+    return colors[(unsigned)level <= 6u ? (unsigned)level : 0u];
+}
+
 /* Plot display options (mprof_plot_config). 0 is the default in each enum. */
 typedef enum mprof_plot_format {
     MPROF_PLOT_FORMAT_DEFAULT = 0, /* number */
