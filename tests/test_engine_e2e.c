@@ -46,7 +46,7 @@ static struct {
     uint64_t fiber_enters, fiber_leaves;
     char fiber_names[8][32];
     int n_fiber_names;
-    uint64_t contended_waits, lock_waits;
+    uint64_t contended_waits, lock_obtains;
     int saw_jobs_queue_lock;
     struct pool {
         char name[64];
@@ -116,14 +116,14 @@ static int scan_capture(const char *path)
                 e.saw_jobs_queue_lock = 1;
             break;
         case MPROF_EV_LOCK_WAIT:
+            /* Recorded only when the lock was found taken. */
             if (ev.thread < 64 && ev.u[0] < 64)
                 wait_start[ev.thread][ev.u[0]] = ev.ts_ns;
-            e.lock_waits++;
             break;
         case MPROF_EV_LOCK_OBTAINED:
+            e.lock_obtains++;
             if (ev.thread < 64 && ev.u[0] < 64 && wait_start[ev.thread][ev.u[0]] >= 0) {
-                /* An uncontended lock is taken within a few hundred nanoseconds. */
-                if (ev.ts_ns - wait_start[ev.thread][ev.u[0]] > 2000)
+                if (ev.ts_ns >= wait_start[ev.thread][ev.u[0]])
                     e.contended_waits++;
                 wait_start[ev.thread][ev.u[0]] = -1;
             }
@@ -334,8 +334,11 @@ static void test_gpu_zones(void **state)
 static void test_lock_contention(void **state)
 {
     (void)state;
+    fprintf(stderr, "locks: %llu acquisitions, %llu contended\n",
+            (unsigned long long)e.lock_obtains, (unsigned long long)e.contended_waits);
     assert_true(e.saw_jobs_queue_lock);
-    assert_true(e.lock_waits > 100);
+    assert_true(e.lock_obtains > 100);
+    /* Three workers and the main thread share one queue: some acquisitions must wait. */
     assert_true(e.contended_waits >= 1);
 }
 

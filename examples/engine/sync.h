@@ -38,10 +38,15 @@ typedef struct eng_rwlock {
 static inline void eng_mutex_destroy(eng_mutex *l) { pthread_mutex_destroy(&l->m); }
 static inline void eng_rwlock_destroy(eng_rwlock *l) { pthread_rwlock_destroy(&l->rw); }
 
+/* WAIT is recorded only when the first attempt finds the lock taken, so the report counts an
+ * acquisition as contended exactly when it had to wait; RELEASED is recorded before the release
+ * so the next holder's OBTAINED never precedes it. */
 static inline void eng_mutex_lock(eng_mutex *l)
 {
-    MPROF_LOCK_WAIT(l->id, 0);
-    pthread_mutex_lock(&l->m);
+    if (pthread_mutex_trylock(&l->m) != 0) {
+        MPROF_LOCK_WAIT(l->id, 0);
+        pthread_mutex_lock(&l->m);
+    }
     MPROF_LOCK_OBTAINED(l->id, 0);
 }
 static inline void eng_mutex_unlock(eng_mutex *l)
@@ -49,24 +54,28 @@ static inline void eng_mutex_unlock(eng_mutex *l)
     MPROF_LOCK_RELEASED(l->id, 0);
     pthread_mutex_unlock(&l->m);
 }
-/* Waits on cond, releasing the mutex meanwhile; the profiler sees a release and a re-acquire. */
+/* Waits on cond, releasing the mutex meanwhile: the profiler sees a release and, once the
+ * wait returns with the mutex, a new hold (sleeping on a condition is not contention). */
 static inline void eng_cond_wait(pthread_cond_t *c, eng_mutex *l)
 {
     MPROF_LOCK_RELEASED(l->id, 0);
     pthread_cond_wait(c, &l->m);
-    MPROF_LOCK_WAIT(l->id, 0);
     MPROF_LOCK_OBTAINED(l->id, 0);
 }
 static inline void eng_rwlock_rdlock(eng_rwlock *l)
 {
-    MPROF_LOCK_WAIT(l->id, 1);
-    pthread_rwlock_rdlock(&l->rw);
+    if (pthread_rwlock_tryrdlock(&l->rw) != 0) {
+        MPROF_LOCK_WAIT(l->id, 1);
+        pthread_rwlock_rdlock(&l->rw);
+    }
     MPROF_LOCK_OBTAINED(l->id, 1);
 }
 static inline void eng_rwlock_wrlock(eng_rwlock *l)
 {
-    MPROF_LOCK_WAIT(l->id, 0);
-    pthread_rwlock_wrlock(&l->rw);
+    if (pthread_rwlock_trywrlock(&l->rw) != 0) {
+        MPROF_LOCK_WAIT(l->id, 0);
+        pthread_rwlock_wrlock(&l->rw);
+    }
     MPROF_LOCK_OBTAINED(l->id, 0);
 }
 static inline void eng_rwlock_unlock(eng_rwlock *l, int shared)
