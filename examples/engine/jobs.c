@@ -3,9 +3,11 @@
  *
  * One batch is active at a time: {fn, user, count, grain, next, done}. Every taker (workers and
  * the main thread) locks the queue, claims the next grain, unlocks, runs it, and locks again to
- * count it done. Workers sleep on a condition variable between batches; the main thread sleeps
- * on another until the last grain is counted. The queue mutex is an eng_mutex, so the profiler
- * sees each wait and hold.
+ * count it done. A frame runs many short batches back to back, so a worker that runs out of
+ * work first spins for a little while (watching the batch counter, without the lock) and only
+ * then sleeps on a condition variable: woken threads would arrive after a short batch is over.
+ * The main thread sleeps on another condition variable until the last grain is counted. The
+ * queue mutex is an eng_mutex, so the profiler sees each contended acquisition.
  */
 #include "jobs.h"
 
@@ -15,10 +17,12 @@
 #include "mprof/mprof.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define MAX_WORKERS 32
+#define SPIN_NS 60000u /* how long an idle worker watches for the next batch before sleeping */
 
 static struct {
     eng_mutex lock;
@@ -26,7 +30,8 @@ static struct {
     pthread_cond_t done_cv;
     pthread_t threads[MAX_WORKERS];
     int n_workers;
-    int quit;
+    _Atomic int quit;
+    _Atomic uint64_t batch_seq; /* bumps with every batch; idle workers watch it */
     job_fn fn;
     void *user;
     uint32_t count, grain, next, done;
@@ -56,19 +61,44 @@ typedef struct worker_arg {
 
 static worker_arg worker_args[MAX_WORKERS];
 
+/* Returns when a new batch was posted (the counter moved), on quit, or after SPIN_NS. */
+static void spin_for_batch(uint64_t seen)
+{
+    const uint64_t t0 = eng_now_ns();
+    while (atomic_load_explicit(&q.batch_seq, memory_order_acquire) == seen &&
+           !atomic_load_explicit(&q.quit, memory_order_relaxed)) {
+        for (int i = 0; i < 64; i++)
+            __asm__ __volatile__("" ::: "memory");
+        if (eng_now_ns() - t0 > SPIN_NS)
+            return;
+    }
+}
+
 static void *worker_main(void *arg)
 {
     uint32_t self = ((worker_arg *)arg)->index;
     char name[32];
     snprintf(name, sizeof name, "Worker %u", self);
     MPROF_THREAD_NAME(name);
-    eng_mutex_lock(&q.lock);
     for (;;) {
-        uint32_t begin, end;
-        while (!q.quit && !claim(&begin, &end))
-            eng_cond_wait(&q.work_cv, &q.lock);
-        if (q.quit)
-            break;
+        uint32_t begin = 0, end = 0;
+        eng_mutex_lock(&q.lock);
+        int got = claim(&begin, &end);
+        while (!got && !q.quit) {
+            uint64_t seen = atomic_load(&q.batch_seq);
+            eng_mutex_unlock(&q.lock);
+            spin_for_batch(seen);
+            eng_mutex_lock(&q.lock);
+            got = claim(&begin, &end);
+            if (!got && !q.quit && atomic_load(&q.batch_seq) == seen) {
+                eng_cond_wait(&q.work_cv, &q.lock);
+                got = claim(&begin, &end);
+            }
+        }
+        if (!got) { /* quit */
+            eng_mutex_unlock(&q.lock);
+            return NULL;
+        }
         job_fn fn = q.fn;
         void *user = q.user;
         eng_mutex_unlock(&q.lock);
@@ -77,9 +107,8 @@ static void *worker_main(void *arg)
         q.done += end - begin;
         if (q.done == q.count)
             pthread_cond_signal(&q.done_cv);
+        eng_mutex_unlock(&q.lock);
     }
-    eng_mutex_unlock(&q.lock);
-    return NULL;
 }
 
 int jobs_init(int n_workers)
@@ -141,6 +170,7 @@ void jobs_parallel_for(job_fn fn, void *user, uint32_t count, uint32_t grain)
     q.grain = grain;
     q.next = 0;
     q.done = 0;
+    atomic_fetch_add_explicit(&q.batch_seq, 1, memory_order_release);
     pthread_cond_broadcast(&q.work_cv);
     /* The main thread takes grains too instead of idling. */
     uint32_t begin, end;

@@ -75,6 +75,7 @@ static struct {
     eng_rwlock world_lock;
     eng_mutex blackboard_lock;
     uint32_t blackboard_sightings;
+    uint32_t heat[AGRID * AGRID]; /* threat heat map: integer, so merge order cannot matter */
 } so;
 
 static const char *const fiber_names[N_FIBERS] = {"Souls fiber 0", "Souls fiber 1",
@@ -243,13 +244,23 @@ static void perception_job(void *user, uint32_t begin, uint32_t end, uint32_t wo
                 s->threat_dz += dz;
             }
         }
-        if (s->threatened) {
-            eng_mutex_lock(&so.blackboard_lock);
-            so.blackboard_sightings++;
-            eng_mutex_unlock(&so.blackboard_lock);
-        }
     }
     eng_rwlock_unlock(&so.world_lock, 1);
+    /* Post this grain's sightings to the shared blackboard: a heat map every agent reads when
+     * it picks a goal. Integer sums commute, so the order in which jobs merge is irrelevant. */
+    eng_mutex_lock(&so.blackboard_lock);
+    for (uint32_t i = begin; i < end; i++) {
+        const soul *s = so.list[i];
+        if (!s->threatened)
+            continue;
+        so.blackboard_sightings++;
+        int gx = (int)(s->x / cell), gz = (int)(s->z / cell);
+        for (int z = gz - 1; z <= gz + 1; z++)
+            for (int x = gx - 1; x <= gx + 1; x++)
+                if (x >= 0 && z >= 0 && x < AGRID && z < AGRID)
+                    so.heat[z * AGRID + x] += (x == gx && z == gz) ? 4u : 1u;
+    }
+    eng_mutex_unlock(&so.blackboard_lock);
 }
 
 static void pathfind_job(void *user, uint32_t begin, uint32_t end, uint32_t worker)
@@ -287,6 +298,15 @@ static void pathfind_phase(void)
     so.path_failures += failed;
 }
 
+/* Threat heat around a map cell, from the blackboard (complete before behaviours run). */
+static uint32_t goal_heat(int cell)
+{
+    const float agent_cell = (float)(MAP_W * MAP_CELL) / AGRID;
+    int gx = (int)(((float)(cell % MAP_W) + 0.5f) * MAP_CELL / agent_cell);
+    int gz = (int)(((float)(cell / MAP_W) + 0.5f) * MAP_CELL / agent_cell);
+    return so.heat[(gz & (AGRID - 1)) * AGRID + (gx & (AGRID - 1))];
+}
+
 /* One agent's state machine for one step. */
 static void think(soul *s)
 {
@@ -301,6 +321,8 @@ static void think(soul *s)
         if (++s->idle_steps > 20 + rng_below(&s->rng, 60)) {
             s->idle_steps = 0;
             s->goal = random_walkable(&s->rng);
+            if (goal_heat(s->goal) > 8) /* somewhere dangerous: think again, once */
+                s->goal = random_walkable(&s->rng);
             if (rng_below(&s->rng, 6) == 0)
                 s->goal = (int)rng_below(&s->rng, MAP_W * MAP_H); /* sometimes a bad goal */
             s->needs_path = 1;
@@ -418,6 +440,8 @@ void souls_step(float dt)
     so.steps++;
     so.events = 0;
     spawn_phase();
+    for (int c = 0; c < AGRID * AGRID; c++) /* old sightings fade */
+        so.heat[c] -= (so.heat[c] + 7) / 8;
     build_agent_grid();
     if (so.agrid_start) {
         MPROF_ZONE_C("Souls::perception", MPROF_COLOR_AI);
