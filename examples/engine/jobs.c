@@ -22,7 +22,7 @@
 #include <stdlib.h>
 
 #define MAX_WORKERS 32
-#define SPIN_NS 60000u /* how long an idle worker watches for the next batch before sleeping */
+#define SPIN_NS 25000u /* how long an idle worker watches for the next batch before sleeping */
 
 static struct {
     eng_mutex lock;

@@ -19,6 +19,10 @@
 #include <string.h>
 
 #define BANDS 8
+#define MIN2(a, b) ((a) < (b) ? (a) : (b))
+#define MAX2(a, b) ((a) > (b) ? (a) : (b))
+#define MIN3(a, b, c) MIN2(MIN2(a, b), c)
+#define MAX3(a, b, c) MAX2(MAX2(a, b), c)
 
 typedef struct tvert {
     float x, y, z;     /* pixels, pixels, depth 0..1 */
@@ -128,15 +132,22 @@ static void transform_job(void *user, uint32_t begin, uint32_t end, uint32_t wor
 static void raster_tri(const pass *p, const tvert *a, const tvert *b, const tvert *c, int y0,
                        int y1)
 {
-    if (a->clipped || b->clipped || c->clipped)
+    /* Cheapest test first: most triangles miss this band. (MIN/MAX rather than fminf/fmaxf,
+     * which are library calls under strict C11 because of their NaN rules.) */
+    float miny = MIN3(a->y, b->y, c->y), maxy = MAX3(a->y, b->y, c->y);
+    if (maxy < (float)y0 || miny > (float)y1 || a->clipped || b->clipped || c->clipped)
         return;
     float area = (b->x - a->x) * (c->y - a->y) - (c->x - a->x) * (b->y - a->y);
     if (area > -1e-6f)
         return; /* back-facing or degenerate (front faces are clockwise in pixel space) */
-    float minx = fminf(a->x, fminf(b->x, c->x)), maxx = fmaxf(a->x, fmaxf(b->x, c->x));
-    float miny = fminf(a->y, fminf(b->y, c->y)), maxy = fmaxf(a->y, fmaxf(b->y, c->y));
-    int ix0 = (int)fmaxf(0, floorf(minx)), ix1 = (int)fminf((float)p->tw - 1, ceilf(maxx));
-    int iy0 = (int)fmaxf((float)y0, floorf(miny)), iy1 = (int)fminf((float)y1 - 1, ceilf(maxy));
+    float minx = MIN3(a->x, b->x, c->x), maxx = MAX3(a->x, b->x, c->x);
+    int ix0 = minx < 0 ? 0 : (int)minx, iy0 = miny < (float)y0 ? y0 : (int)miny;
+    int ix1 = maxx > (float)(p->tw - 1) ? p->tw - 1 : (int)maxx + 1;
+    int iy1 = maxy > (float)(y1 - 1) ? y1 - 1 : (int)maxy + 1;
+    if (ix1 > p->tw - 1)
+        ix1 = p->tw - 1;
+    if (iy1 > y1 - 1)
+        iy1 = y1 - 1;
     if (ix0 > ix1 || iy0 > iy1)
         return;
     const float inv = 1.0f / area;
