@@ -412,15 +412,23 @@ static void test_determinism(void **state)
     assert_string_not_equal(a, c);    /* another seed: another world */
 }
 
-static double zone_mean(const cJSON *report, const char *name)
+static double zone_field(const cJSON *report, const char *name, const char *field)
 {
     const cJSON *z;
     cJSON_ArrayForEach(z, cJSON_GetObjectItem(report, "zones"))
     {
         if (!strcmp(cJSON_GetObjectItem(z, "name")->valuestring, name))
-            return num(z, "mean_ns");
+            return num(z, field);
     }
     return -1;
+}
+
+/* Self time of a zone as a multiple of its children's time. */
+static double self_ratio(const cJSON *report, const char *name)
+{
+    double total = zone_field(report, name, "total_ns"), self = zone_field(report, name, "self_ns");
+    assert_true(total > 0 && self >= 0 && total > self);
+    return self / (total - self);
 }
 
 static void test_slow_option(void **state)
@@ -438,17 +446,19 @@ static void test_slow_option(void **state)
     assert_int_equal(tu_run(cmd, json, sizeof json), 0);
     cJSON *slow = cJSON_Parse(json);
     assert_non_null(slow);
-    double base = zone_mean(e.report, "Physics::step"), slowed = zone_mean(slow, "Physics::step");
-    double base_souls = zone_mean(e.report, "Souls::step");
-    double slowed_souls = zone_mean(slow, "Souls::step");
+    /* --slow burns 300 % of Physics::step's own measured time inside Physics::step, on top of
+     * its children (broadphase, narrow phase, integration): its self time becomes about three
+     * times its children's, on a busy machine too, since both are measured in the same run.
+     * Without --slow, and in the other subsystems, self time is a small share. */
+    double phys = self_ratio(slow, "Physics::step"), souls = self_ratio(slow, "Souls::step");
+    double phys_base = self_ratio(e.report, "Physics::step");
     cJSON_Delete(slow);
     remove(cap);
-    fprintf(stderr, "Physics::step mean %.0f ns -> %.0f ns with --slow physics=300 "
-            "(Souls::step %.0f ns -> %.0f ns)\n", base, slowed, base_souls, slowed_souls);
-    assert_true(base > 0 && slowed > 0 && base_souls > 0 && slowed_souls > 0);
-    /* 300 % more work makes physics about 4x slower while the AI, not slowed, stays put.
-     * Comparing the ratio physics/AI between the runs cancels out how busy the machine is. */
-    assert_true(slowed / slowed_souls > 2.0 * (base / base_souls));
+    fprintf(stderr, "Physics::step self/children: %.2f with --slow physics=300, %.2f without; "
+            "Souls::step %.2f\n", phys, phys_base, souls);
+    assert_true(phys > 2.0);
+    assert_true(phys_base < 0.5);
+    assert_true(souls < 0.5);
 }
 
 int main(void)
