@@ -461,6 +461,26 @@ static void test_slow_option(void **state)
     assert_true(souls < 0.5);
 }
 
+static void test_usage_errors(void **state)
+{
+    (void)state;
+    static const char *bad[] = {"--bogus", "--frames", "--frames 0", "--slow physics",
+                                "--slow warp=10", "--slow physics=0", "--renderer gl",
+                                "--size 8x8", "--threads 99", "--seconds -1"};
+    char cmd[1024], out[4096];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", e.shipping, bad[i]);
+        int rc = tu_run(cmd, out, sizeof out);
+        if (rc != 2)
+            fprintf(stderr, "'%s' exited %d, want 2\n", bad[i], rc);
+        assert_int_equal(rc, 2);
+        assert_non_null(strstr(out, "mprof_engine: ")); /* says which option is wrong */
+    }
+    snprintf(cmd, sizeof cmd, "'%s' --help", e.shipping);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "--slow SYS=PCT"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_pools_balance),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_slow_option),
+        cmocka_unit_test(test_usage_errors),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

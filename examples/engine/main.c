@@ -59,8 +59,22 @@ static int parse_u64(const char *s, uint64_t *out)
 
 static int bad(const char *flag, const char *value, const char *why)
 {
-    fprintf(stderr, "mprof_engine: %s '%s': %s (see --help)\n", flag, value ? value : "", why);
+    if (value)
+        fprintf(stderr, "mprof_engine: %s '%s': %s (see --help)\n", flag, value, why);
+    else
+        fprintf(stderr, "mprof_engine: %s: %s (see --help)\n", flag, why);
     return 2;
+}
+
+static int takes_value(const char *flag)
+{
+    static const char *const flags[] = {"--frames", "--seconds", "--capture", "--png",
+                                        "--slow",   "--threads", "--seed",    "--renderer",
+                                        "--size",   "--bodies",  "--souls"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (!strcmp(flag, flags[i]))
+            return 1;
+    return 0;
 }
 
 static int parse_args(int argc, char **argv, engine_options *o)
@@ -78,8 +92,10 @@ static int parse_args(int argc, char **argv, engine_options *o)
             o->quiet = 1;
         } else if (!strcmp(a, "--verbose")) {
             o->verbose = 1;
+        } else if (!takes_value(a)) {
+            return bad(a, NULL, "unknown option");
         } else if (!v) {
-            return bad(a, "", strncmp(a, "--", 2) ? "unknown option" : "needs a value or is unknown");
+            return bad(a, NULL, "needs a value");
         } else if (!strcmp(a, "--frames")) {
             if (parse_u64(v, &n) || n == 0 || n > UINT32_MAX)
                 return bad(a, v, "expected a frame count from 1");
@@ -150,7 +166,7 @@ static int parse_args(int argc, char **argv, engine_options *o)
             o->souls = (uint32_t)n;
             i++;
         } else {
-            return bad(a, v, "unknown option");
+            return bad(a, NULL, "unknown option");
         }
     }
     if (!o->frames && !(o->seconds > 0) && !o->listen)
