@@ -9,9 +9,13 @@
  * and any device works, including Mesa's lavapipe on machines without a GPU.
  *
  * GPU zones: each pass is bracketed by vkCmdWriteTimestamp into this back end's query pool and
- * by MPROF_GPU_ZONE_BEGIN/END, which return the profiler's query ids; after the frame's fence
- * the timestamps are read back and uploaded with MPROF_GPU_TIME. One frame is in flight, so
- * the read never stalls on unfinished work.
+ * by MPROF_GPU_ZONE_BEGIN/END, which return the profiler's query ids; once that frame's fence
+ * has signalled, the timestamps are read back and uploaded with MPROF_GPU_TIME.
+ *
+ * Two frames are in flight: each has its own command buffer, fence, query pool, instance
+ * buffer and uniform buffer, so the CPU builds frame N+1 while the GPU draws frame N, and only
+ * waits ("Renderer::gpu_wait") for frame N-1 before reusing its slot. The images are shared;
+ * the render passes' external dependencies order each pass after the previous frame's use.
  */
 #include "render.h"
 
@@ -55,6 +59,7 @@ const render_backend render_backend_vulkan = {"vulkan", novk_init, novk_frame, n
 #include "spv_shadow_vert.h"
 
 #define N_QUERIES 6 /* begin/end of the three passes */
+#define FRAMES_IN_FLIGHT 2
 #define HDR_FORMAT VK_FORMAT_R16G16B16A16_SFLOAT
 #define OUT_FORMAT VK_FORMAT_R8G8B8A8_UNORM
 #define DEPTH_FORMAT VK_FORMAT_D32_SFLOAT
@@ -76,6 +81,17 @@ typedef struct scene_ubo {
     float vp[16], light_vp[16], light_dir[4];
 } scene_ubo;
 
+/* What one frame in flight owns. */
+typedef struct vk_frame {
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkQueryPool qpool;
+    vk_buffer instances, ubo;
+    VkDescriptorSet ds_scene;
+    uint32_t qid[N_QUERIES]; /* the profiler's query ids for this frame's timestamps */
+    int pending;             /* submitted, fence not yet waited for */
+} vk_frame;
+
 static struct {
     VkInstance inst;
     VkPhysicalDevice pd;
@@ -84,9 +100,8 @@ static struct {
     uint32_t qfamily;
     VkQueue queue;
     VkCommandPool pool;
-    VkCommandBuffer cmd;
-    VkFence fence;
-    VkQueryPool qpool;
+    vk_frame frames[FRAMES_IN_FLIGHT];
+    uint32_t slot; /* the frame slot the next frame uses */
     int have_timestamps;
     double ts_period_ns;
     int w, h;
@@ -96,16 +111,15 @@ static struct {
     VkSampler sampler;
     VkDescriptorSetLayout dsl_scene, dsl_post;
     VkDescriptorPool dpool;
-    VkDescriptorSet ds_scene, ds_post;
+    VkDescriptorSet ds_post;
     VkPipelineLayout pl_shadow, pl_scene, pl_post;
     VkPipeline p_shadow, p_scene, p_post;
-    vk_buffer vbuf, ibuf, ubo, instances, readback;
+    vk_buffer vbuf, ibuf, readback;
     uint32_t first_index[MESH_COUNT], vertex_offset[MESH_COUNT], index_count[MESH_COUNT];
     uint8_t *pixels;
     int have_frame;
     char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
     mprof_gpu_ctx gpu;
-    uint32_t qid[N_QUERIES];
 } vk;
 
 #define VK_TRY(call)                                                                               \
@@ -446,19 +460,20 @@ static int make_descriptors(void)
     li.bindingCount = 1;
     li.pBindings = &pb;
     VK_TRY(vkCreateDescriptorSetLayout(vk.dev, &li, NULL, &vk.dsl_post));
-    VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1},
-                                     {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 2}};
+    VkDescriptorPoolSize sizes[2] = {
+        {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, FRAMES_IN_FLIGHT},
+        {VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, FRAMES_IN_FLIGHT + 1}};
     VkDescriptorPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                     .maxSets = 2, .poolSizeCount = 2, .pPoolSizes = sizes};
+                                     .maxSets = FRAMES_IN_FLIGHT + 1, .poolSizeCount = 2,
+                                     .pPoolSizes = sizes};
     VK_TRY(vkCreateDescriptorPool(vk.dev, &pi, NULL, &vk.dpool));
-    VkDescriptorSetLayout layouts[2] = {vk.dsl_scene, vk.dsl_post};
-    VkDescriptorSet sets[2];
     VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                                      .descriptorPool = vk.dpool, .descriptorSetCount = 2,
-                                      .pSetLayouts = layouts};
-    VK_TRY(vkAllocateDescriptorSets(vk.dev, &ai, sets));
-    vk.ds_scene = sets[0];
-    vk.ds_post = sets[1];
+                                      .descriptorPool = vk.dpool, .descriptorSetCount = 1,
+                                      .pSetLayouts = &vk.dsl_post};
+    VK_TRY(vkAllocateDescriptorSets(vk.dev, &ai, &vk.ds_post));
+    ai.pSetLayouts = &vk.dsl_scene;
+    for (int f = 0; f < FRAMES_IN_FLIGHT; f++)
+        VK_TRY(vkAllocateDescriptorSets(vk.dev, &ai, &vk.frames[f].ds_scene));
     VkSamplerCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO,
                               .magFilter = VK_FILTER_NEAREST, .minFilter = VK_FILTER_NEAREST,
                               .addressModeU = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
@@ -466,22 +481,27 @@ static int make_descriptors(void)
                               .addressModeW = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_EDGE,
                               .maxLod = 0};
     VK_TRY(vkCreateSampler(vk.dev, &si, NULL, &vk.sampler));
-    VkDescriptorBufferInfo ub = {vk.ubo.buf, 0, sizeof(scene_ubo)};
     VkDescriptorImageInfo shadow_img = {vk.sampler, vk.shadow.view,
                                         VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL};
     VkDescriptorImageInfo hdr_img = {vk.sampler, vk.hdr.view,
                                      VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL};
-    VkWriteDescriptorSet w[3] = {
-        {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = vk.ds_scene, .dstBinding = 0,
-         .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
-         .pBufferInfo = &ub},
-        {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = vk.ds_scene, .dstBinding = 1,
-         .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
-         .pImageInfo = &shadow_img},
-        {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = vk.ds_post, .dstBinding = 0,
-         .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
-         .pImageInfo = &hdr_img}};
-    vkUpdateDescriptorSets(vk.dev, 3, w, 0, NULL);
+    VkWriteDescriptorSet post = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                 .dstSet = vk.ds_post, .dstBinding = 0, .descriptorCount = 1,
+                                 .descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
+                                 .pImageInfo = &hdr_img};
+    vkUpdateDescriptorSets(vk.dev, 1, &post, 0, NULL);
+    for (int f = 0; f < FRAMES_IN_FLIGHT; f++) {
+        VkDescriptorBufferInfo ub = {vk.frames[f].ubo.buf, 0, sizeof(scene_ubo)};
+        VkWriteDescriptorSet w[2] = {
+            {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = vk.frames[f].ds_scene,
+             .dstBinding = 0, .descriptorCount = 1,
+             .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, .pBufferInfo = &ub},
+            {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = vk.frames[f].ds_scene,
+             .dstBinding = 1, .descriptorCount = 1,
+             .descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
+             .pImageInfo = &shadow_img}};
+        vkUpdateDescriptorSets(vk.dev, 2, w, 0, NULL);
+    }
     return 0;
 }
 
@@ -512,6 +532,7 @@ static int make_pipelines(void)
 }
 
 static void vk_shutdown(void);
+static void finish_frames(void);
 
 static int vk_init_inner(const engine_options *opt, const render_mesh meshes[MESH_COUNT])
 {
@@ -540,14 +561,17 @@ static int vk_init_inner(const engine_options *opt, const render_mesh meshes[MES
                                       .commandPool = vk.pool,
                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                       .commandBufferCount = 1};
-    VK_TRY(vkAllocateCommandBuffers(vk.dev, &ai, &vk.cmd));
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VK_TRY(vkCreateFence(vk.dev, &fi, NULL, &vk.fence));
-    if (vk.have_timestamps) {
-        VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-                                     .queryType = VK_QUERY_TYPE_TIMESTAMP,
-                                     .queryCount = N_QUERIES};
-        VK_TRY(vkCreateQueryPool(vk.dev, &qpi, NULL, &vk.qpool));
+    VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                 .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = N_QUERIES};
+    for (int f = 0; f < FRAMES_IN_FLIGHT; f++) {
+        vk_frame *fr = &vk.frames[f];
+        VK_TRY(vkAllocateCommandBuffers(vk.dev, &ai, &fr->cmd));
+        VK_TRY(vkCreateFence(vk.dev, &fi, NULL, &fr->fence));
+        if (vk.have_timestamps)
+            VK_TRY(vkCreateQueryPool(vk.dev, &qpi, NULL, &fr->qpool));
+        if (make_buffer(&fr->ubo, sizeof(scene_ubo), VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT))
+            return -1;
     }
 
     const VkImageUsageFlags sampled_depth =
@@ -577,7 +601,6 @@ static int vk_init_inner(const engine_options *opt, const render_mesh meshes[MES
         make_framebuffer(&vk.fb_post, vk.rp_post, &vk.out.view, 1, vk.w, vk.h))
         return -1;
     if (upload_meshes(meshes) ||
-        make_buffer(&vk.ubo, sizeof(scene_ubo), VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT) ||
         make_buffer(&vk.readback, (VkDeviceSize)vk.w * (VkDeviceSize)vk.h * 4,
                     VK_BUFFER_USAGE_TRANSFER_DST_BIT) ||
         make_descriptors() || make_pipelines())
@@ -596,20 +619,21 @@ static void calibrate(void)
 {
     if (!vk.have_timestamps)
         return;
+    vk_frame *fr = &vk.frames[0];
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    vkBeginCommandBuffer(vk.cmd, &bi);
-    vkCmdResetQueryPool(vk.cmd, vk.qpool, 0, N_QUERIES);
-    vkCmdWriteTimestamp(vk.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, vk.qpool, 0);
-    vkEndCommandBuffer(vk.cmd);
+    vkBeginCommandBuffer(fr->cmd, &bi);
+    vkCmdResetQueryPool(fr->cmd, fr->qpool, 0, N_QUERIES);
+    vkCmdWriteTimestamp(fr->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, fr->qpool, 0);
+    vkEndCommandBuffer(fr->cmd);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
-                       .pCommandBuffers = &vk.cmd};
-    if (vkQueueSubmit(vk.queue, 1, &si, vk.fence) != VK_SUCCESS)
+                       .pCommandBuffers = &fr->cmd};
+    if (vkQueueSubmit(vk.queue, 1, &si, fr->fence) != VK_SUCCESS)
         return;
-    vkWaitForFences(vk.dev, 1, &vk.fence, VK_TRUE, UINT64_MAX);
-    vkResetFences(vk.dev, 1, &vk.fence);
+    vkWaitForFences(vk.dev, 1, &fr->fence, VK_TRUE, UINT64_MAX);
+    vkResetFences(vk.dev, 1, &fr->fence);
     uint64_t ts = 0;
-    if (vkGetQueryPoolResults(vk.dev, vk.qpool, 0, 1, sizeof ts, &ts, sizeof ts,
+    if (vkGetQueryPoolResults(vk.dev, fr->qpool, 0, 1, sizeof ts, &ts, sizeof ts,
                               VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS)
         MPROF_GPU_CALIBRATE(vk.gpu, (int64_t)ts, mprof_now_ns());
 }
@@ -631,6 +655,7 @@ static int vk_init(const engine_options *opt, const render_mesh meshes[MESH_COUN
 static void vk_shutdown(void)
 {
     if (vk.dev) {
+        finish_frames(); /* every submitted frame's GPU zones get their times */
         vkDeviceWaitIdle(vk.dev);
         VkPipeline pipes[3] = {vk.p_shadow, vk.p_scene, vk.p_post};
         for (int i = 0; i < 3; i++)
@@ -662,13 +687,16 @@ static void vk_shutdown(void)
         free_image(&vk.out);
         free_buffer(&vk.vbuf);
         free_buffer(&vk.ibuf);
-        free_buffer(&vk.ubo);
-        free_buffer(&vk.instances);
         free_buffer(&vk.readback);
-        if (vk.qpool)
-            vkDestroyQueryPool(vk.dev, vk.qpool, NULL);
-        if (vk.fence)
-            vkDestroyFence(vk.dev, vk.fence, NULL);
+        for (int f = 0; f < FRAMES_IN_FLIGHT; f++) {
+            vk_frame *fr = &vk.frames[f];
+            free_buffer(&fr->ubo);
+            free_buffer(&fr->instances);
+            if (fr->qpool)
+                vkDestroyQueryPool(vk.dev, fr->qpool, NULL);
+            if (fr->fence)
+                vkDestroyFence(vk.dev, fr->fence, NULL);
+        }
         if (vk.pool)
             vkDestroyCommandPool(vk.dev, vk.pool, NULL);
         vkDestroyDevice(vk.dev, NULL);
@@ -679,66 +707,96 @@ static void vk_shutdown(void)
     memset(&vk, 0, sizeof vk);
 }
 
-/* Makes the instance buffer hold n instances (the caller has waited for the GPU). */
-static int reserve_instances(uint32_t n)
+/* Makes a frame's instance buffer hold n instances (its fence has been waited for). */
+static int reserve_instances(vk_frame *fr, uint32_t n)
 {
     VkDeviceSize need = (VkDeviceSize)(n ? n : 1) * sizeof(render_instance);
-    if (vk.instances.buf && vk.instances.size >= need)
+    if (fr->instances.buf && fr->instances.size >= need)
         return 0;
-    free_buffer(&vk.instances);
-    return make_buffer(&vk.instances, need + need / 2, VK_BUFFER_USAGE_VERTEX_BUFFER_BIT);
+    free_buffer(&fr->instances);
+    return make_buffer(&fr->instances, need + need / 2, VK_BUFFER_USAGE_VERTEX_BUFFER_BIT);
 }
 
-static void draw_meshes(const render_scene *sc, const uint32_t *inst_first, int n_meshes,
+/* Waits for a submitted frame and hands its GPU timestamps to the profiler. */
+static void finish_frame(vk_frame *fr)
+{
+    if (!fr->pending)
+        return;
+    {
+        MPROF_ZONE_C("Renderer::gpu_wait", MPROF_COLOR_RENDERER);
+        vkWaitForFences(vk.dev, 1, &fr->fence, VK_TRUE, UINT64_MAX);
+        vkResetFences(vk.dev, 1, &fr->fence);
+    }
+    fr->pending = 0;
+    vk.have_frame = 1;
+    if (!vk.have_timestamps)
+        return;
+    MPROF_ZONE_C("Renderer::gpu_timestamps", MPROF_COLOR_RENDERER);
+    uint64_t ts[N_QUERIES];
+    if (vkGetQueryPoolResults(vk.dev, fr->qpool, 0, N_QUERIES, sizeof ts, ts, sizeof ts[0],
+                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
+        for (int i = 0; i < N_QUERIES; i++)
+            MPROF_GPU_TIME(vk.gpu, fr->qid[i], (int64_t)ts[i]);
+    }
+}
+
+/* Finishes the frames in flight, oldest first. */
+static void finish_frames(void)
+{
+    for (uint32_t i = 1; i <= FRAMES_IN_FLIGHT; i++)
+        finish_frame(&vk.frames[(vk.slot + i) % FRAMES_IN_FLIGHT]);
+}
+
+static void draw_meshes(vk_frame *fr, const render_scene *sc, const uint32_t *inst_first, int n_meshes,
                         render_stats *out)
 {
     VkDeviceSize zero = 0;
-    vkCmdBindVertexBuffers(vk.cmd, 0, 1, &vk.vbuf.buf, &zero);
-    vkCmdBindVertexBuffers(vk.cmd, 1, 1, &vk.instances.buf, &zero);
-    vkCmdBindIndexBuffer(vk.cmd, vk.ibuf.buf, 0, VK_INDEX_TYPE_UINT16);
+    vkCmdBindVertexBuffers(fr->cmd, 0, 1, &vk.vbuf.buf, &zero);
+    vkCmdBindVertexBuffers(fr->cmd, 1, 1, &fr->instances.buf, &zero);
+    vkCmdBindIndexBuffer(fr->cmd, vk.ibuf.buf, 0, VK_INDEX_TYPE_UINT16);
     for (int m = 0; m < n_meshes; m++)
         for (uint32_t first = 0; first < sc->n_inst[m]; first += RENDER_MAX_BATCH) {
             uint32_t n = sc->n_inst[m] - first < RENDER_MAX_BATCH ? sc->n_inst[m] - first
                                                                   : RENDER_MAX_BATCH;
-            vkCmdDrawIndexed(vk.cmd, vk.index_count[m], n, vk.first_index[m],
+            vkCmdDrawIndexed(fr->cmd, vk.index_count[m], n, vk.first_index[m],
                              (int32_t)vk.vertex_offset[m], inst_first[m] + first);
             out->draw_calls++;
             out->triangles += (uint64_t)n * (vk.index_count[m] / 3);
         }
 }
 
-static void timestamp(uint32_t query)
+static void timestamp(vk_frame *fr, uint32_t query)
 {
     if (vk.have_timestamps)
-        vkCmdWriteTimestamp(vk.cmd, query % 2 ? VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT
+        vkCmdWriteTimestamp(fr->cmd, query % 2 ? VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT
                                               : VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
-                            vk.qpool, query);
+                            fr->qpool, query);
 }
 
-static void record(const render_scene *sc, const uint32_t *inst_first, render_stats *out)
+static void record(vk_frame *fr, const render_scene *sc, const uint32_t *inst_first, render_stats *out)
 {
     MPROF_ZONE_C("Renderer::record", MPROF_COLOR_RENDERER);
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    vkBeginCommandBuffer(vk.cmd, &bi);
+    vkBeginCommandBuffer(fr->cmd, &bi);
     if (vk.have_timestamps)
-        vkCmdResetQueryPool(vk.cmd, vk.qpool, 0, N_QUERIES);
+        vkCmdResetQueryPool(fr->cmd, fr->qpool, 0, N_QUERIES);
 
     VkClearValue clear_depth = {.depthStencil = {1.0f, 0}};
     VkRenderPassBeginInfo rb = {.sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
                                 .renderPass = vk.rp_shadow, .framebuffer = vk.fb_shadow,
                                 .renderArea = {{0, 0}, {RENDER_SHADOW_SIZE, RENDER_SHADOW_SIZE}},
                                 .clearValueCount = 1, .pClearValues = &clear_depth};
-    vk.qid[0] = MPROF_GPU_ZONE_BEGIN_C(vk.gpu, "GPU::shadow_pass", MPROF_COLOR_RENDERER);
-    timestamp(0);
-    vkCmdBeginRenderPass(vk.cmd, &rb, VK_SUBPASS_CONTENTS_INLINE);
-    vkCmdBindPipeline(vk.cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.p_shadow);
-    vkCmdPushConstants(vk.cmd, vk.pl_shadow, VK_SHADER_STAGE_VERTEX_BIT, 0, 64,
+    fr->qid[0] = MPROF_GPU_ZONE_BEGIN_C(vk.gpu, "GPU::shadow_pass", MPROF_COLOR_RENDERER);
+    timestamp(fr, 0);
+    vkCmdBeginRenderPass(fr->cmd, &rb, VK_SUBPASS_CONTENTS_INLINE);
+    vkCmdBindPipeline(fr->cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.p_shadow);
+    vkCmdPushConstants(fr->cmd, vk.pl_shadow, VK_SHADER_STAGE_VERTEX_BIT, 0, 64,
                        sc->light_view_proj.m);
-    draw_meshes(sc, inst_first, MESH_GROUND, out); /* the ground only receives shadows */
-    vkCmdEndRenderPass(vk.cmd);
-    timestamp(1);
-    vk.qid[1] = MPROF_GPU_ZONE_END(vk.gpu);
+    draw_meshes(fr, sc, inst_first, MESH_GROUND, out); /* the ground only receives shadows */
+    vkCmdEndRenderPass(fr->cmd);
+    timestamp(fr, 1);
+    fr->qid[1] = MPROF_GPU_ZONE_END(vk.gpu);
 
     VkClearValue clear_main[2] = {{.color = {{0.24f, 0.30f, 0.43f, 1.0f}}},
                                   {.depthStencil = {1.0f, 0}}};
@@ -747,38 +805,40 @@ static void record(const render_scene *sc, const uint32_t *inst_first, render_st
     rb.renderArea.extent = (VkExtent2D){(uint32_t)vk.w, (uint32_t)vk.h};
     rb.clearValueCount = 2;
     rb.pClearValues = clear_main;
-    vk.qid[2] = MPROF_GPU_ZONE_BEGIN_C(vk.gpu, "GPU::main_pass", MPROF_COLOR_RENDERER);
-    timestamp(2);
-    vkCmdBeginRenderPass(vk.cmd, &rb, VK_SUBPASS_CONTENTS_INLINE);
-    vkCmdBindPipeline(vk.cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.p_scene);
-    vkCmdBindDescriptorSets(vk.cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.pl_scene, 0, 1,
-                            &vk.ds_scene, 0, NULL);
-    draw_meshes(sc, inst_first, MESH_COUNT, out);
-    vkCmdEndRenderPass(vk.cmd);
-    timestamp(3);
-    vk.qid[3] = MPROF_GPU_ZONE_END(vk.gpu);
+    fr->qid[2] = MPROF_GPU_ZONE_BEGIN_C(vk.gpu, "GPU::main_pass", MPROF_COLOR_RENDERER);
+    timestamp(fr, 2);
+    vkCmdBeginRenderPass(fr->cmd, &rb, VK_SUBPASS_CONTENTS_INLINE);
+    vkCmdBindPipeline(fr->cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.p_scene);
+    vkCmdBindDescriptorSets(fr->cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.pl_scene, 0, 1,
+                            &fr->ds_scene, 0, NULL);
+    draw_meshes(fr, sc, inst_first, MESH_COUNT, out);
+    vkCmdEndRenderPass(fr->cmd);
+    timestamp(fr, 3);
+    fr->qid[3] = MPROF_GPU_ZONE_END(vk.gpu);
 
     rb.renderPass = vk.rp_post;
     rb.framebuffer = vk.fb_post;
     rb.clearValueCount = 1;
     rb.pClearValues = clear_main;
-    vk.qid[4] = MPROF_GPU_ZONE_BEGIN_C(vk.gpu, "GPU::post_pass", MPROF_COLOR_RENDERER);
-    timestamp(4);
-    vkCmdBeginRenderPass(vk.cmd, &rb, VK_SUBPASS_CONTENTS_INLINE);
-    vkCmdBindPipeline(vk.cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.p_post);
-    vkCmdBindDescriptorSets(vk.cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.pl_post, 0, 1,
+    fr->qid[4] = MPROF_GPU_ZONE_BEGIN_C(vk.gpu, "GPU::post_pass", MPROF_COLOR_RENDERER);
+    timestamp(fr, 4);
+    vkCmdBeginRenderPass(fr->cmd, &rb, VK_SUBPASS_CONTENTS_INLINE);
+    vkCmdBindPipeline(fr->cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.p_post);
+    vkCmdBindDescriptorSets(fr->cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.pl_post, 0, 1,
                             &vk.ds_post, 0, NULL);
-    vkCmdDraw(vk.cmd, 3, 1, 0, 0);
+    vkCmdDraw(fr->cmd, 3, 1, 0, 0);
     out->draw_calls++;
     out->triangles++;
-    vkCmdEndRenderPass(vk.cmd);
-    timestamp(5);
-    vk.qid[5] = MPROF_GPU_ZONE_END(vk.gpu);
-    vkEndCommandBuffer(vk.cmd);
+    vkCmdEndRenderPass(fr->cmd);
+    timestamp(fr, 5);
+    fr->qid[5] = MPROF_GPU_ZONE_END(vk.gpu);
+    vkEndCommandBuffer(fr->cmd);
 }
 
-static void vk_frame(const render_scene *sc, render_stats *out)
+static void vk_draw_frame(const render_scene *sc, render_stats *out)
 {
+    vk_frame *fr = &vk.frames[vk.slot];
+    finish_frame(fr); /* the frame that last used this slot, FRAMES_IN_FLIGHT frames ago */
     uint32_t inst_first[MESH_COUNT], total = 0;
     for (int m = 0; m < MESH_COUNT; m++) {
         inst_first[m] = total;
@@ -786,14 +846,14 @@ static void vk_frame(const render_scene *sc, render_stats *out)
     }
     {
         MPROF_ZONE_C("Renderer::upload", MPROF_COLOR_RENDERER);
-        if (reserve_instances(total)) {
+        if (reserve_instances(fr, total)) {
             log_msg(ENG_LOG_ERROR, "renderer: vulkan: cannot grow the instance buffer");
             return;
         }
         for (int m = 0; m < MESH_COUNT; m++)
-            memcpy((render_instance *)vk.instances.map + inst_first[m], sc->inst[m],
+            memcpy((render_instance *)fr->instances.map + inst_first[m], sc->inst[m],
                    sc->n_inst[m] * sizeof(render_instance));
-        scene_ubo *u = vk.ubo.map;
+        scene_ubo *u = fr->ubo.map;
         memcpy(u->vp, sc->view_proj.m, sizeof u->vp);
         memcpy(u->light_vp, sc->light_view_proj.m, sizeof u->light_vp);
         u->light_dir[0] = sc->light_dir.x;
@@ -801,66 +861,54 @@ static void vk_frame(const render_scene *sc, render_stats *out)
         u->light_dir[2] = sc->light_dir.z;
         u->light_dir[3] = 0;
     }
-    record(sc, inst_first, out);
+    record(fr, sc, inst_first, out);
     {
         MPROF_ZONE_C("Renderer::submit", MPROF_COLOR_RENDERER);
         VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
-                           .pCommandBuffers = &vk.cmd};
-        if (vkQueueSubmit(vk.queue, 1, &si, vk.fence) != VK_SUCCESS) {
+                           .pCommandBuffers = &fr->cmd};
+        if (vkQueueSubmit(vk.queue, 1, &si, fr->fence) != VK_SUCCESS) {
             log_msg(ENG_LOG_ERROR, "renderer: vulkan: vkQueueSubmit failed");
             return;
         }
     }
-    {
-        MPROF_ZONE_C("Renderer::gpu_wait", MPROF_COLOR_RENDERER);
-        vkWaitForFences(vk.dev, 1, &vk.fence, VK_TRUE, UINT64_MAX);
-        vkResetFences(vk.dev, 1, &vk.fence);
-    }
-    if (vk.have_timestamps) {
-        MPROF_ZONE_C("Renderer::gpu_timestamps", MPROF_COLOR_RENDERER);
-        uint64_t ts[N_QUERIES];
-        if (vkGetQueryPoolResults(vk.dev, vk.qpool, 0, N_QUERIES, sizeof ts, ts, sizeof ts[0],
-                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) ==
-            VK_SUCCESS) {
-            for (int i = 0; i < N_QUERIES; i++)
-                MPROF_GPU_TIME(vk.gpu, vk.qid[i], (int64_t)ts[i]);
-        }
-    }
-    vk.have_frame = 1;
+    fr->pending = 1;
+    vk.slot = (vk.slot + 1) % FRAMES_IN_FLIGHT;
 }
 
 static const uint8_t *vk_pixels(int *out_w, int *out_h)
 {
     *out_w = vk.w;
     *out_h = vk.h;
+    finish_frames();
     if (!vk.have_frame)
         return NULL;
     /* The post pass left the output image in TRANSFER_SRC layout: copy it to the read-back
      * buffer and wait. */
+    vk_frame *fr = &vk.frames[vk.slot];
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    vkBeginCommandBuffer(vk.cmd, &bi);
+    vkBeginCommandBuffer(fr->cmd, &bi);
     VkBufferImageCopy region = {.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
                                 .imageExtent = {(uint32_t)vk.w, (uint32_t)vk.h, 1}};
-    vkCmdCopyImageToBuffer(vk.cmd, vk.out.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+    vkCmdCopyImageToBuffer(fr->cmd, vk.out.image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
                            vk.readback.buf, 1, &region);
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                           .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
                           .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
-    vkCmdPipelineBarrier(vk.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
-                         &mb, 0, NULL, 0, NULL);
-    vkEndCommandBuffer(vk.cmd);
+    vkCmdPipelineBarrier(fr->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
+                         1, &mb, 0, NULL, 0, NULL);
+    vkEndCommandBuffer(fr->cmd);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
-                       .pCommandBuffers = &vk.cmd};
-    if (vkQueueSubmit(vk.queue, 1, &si, vk.fence) != VK_SUCCESS)
+                       .pCommandBuffers = &fr->cmd};
+    if (vkQueueSubmit(vk.queue, 1, &si, fr->fence) != VK_SUCCESS)
         return NULL;
-    vkWaitForFences(vk.dev, 1, &vk.fence, VK_TRUE, UINT64_MAX);
-    vkResetFences(vk.dev, 1, &vk.fence);
+    vkWaitForFences(vk.dev, 1, &fr->fence, VK_TRUE, UINT64_MAX);
+    vkResetFences(vk.dev, 1, &fr->fence);
     memcpy(vk.pixels, vk.readback.map, (size_t)vk.w * (size_t)vk.h * 4);
     return vk.pixels;
 }
 
-const render_backend render_backend_vulkan = {"vulkan", vk_init, vk_frame, vk_pixels,
+const render_backend render_backend_vulkan = {"vulkan", vk_init, vk_draw_frame, vk_pixels,
                                               vk_shutdown};
 
 #endif /* ENGINE_HAVE_VULKAN */
