@@ -8,9 +8,10 @@
  * (glslangValidator) and embedded. There is no window and no swapchain: the engine is headless,
  * and any device works, including Mesa's lavapipe on machines without a GPU.
  *
- * GPU zones: each pass is bracketed by vkCmdWriteTimestamp into this back end's query pool and
- * by MPROF_GPU_ZONE_BEGIN/END, which return the profiler's query ids; once that frame's fence
- * has signalled, the timestamps are read back and uploaded with MPROF_GPU_TIME.
+ * GPU zones come from mprof's Vulkan helper (include/mprof/vulkan.h): MPROF_VK_ZONE_C around
+ * each pass writes a timestamp pair into the helper's query pool, and MPROF_VK_COLLECT at the
+ * start of each frame's command buffer uploads the timestamps of finished frames. The helper
+ * calibrates the GPU clock against the profiler's at start-up.
  *
  * Two frames are in flight: each has its own command buffer, fence, query pool, instance
  * buffer and uniform buffer, so the CPU builds frame N+1 while the GPU draws frame N, and only
@@ -49,6 +50,8 @@ const render_backend render_backend_vulkan = {"vulkan", novk_init, novk_frame, n
 
 #include <vulkan/vulkan.h>
 
+#include "mprof/vulkan.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,7 +61,6 @@ const render_backend render_backend_vulkan = {"vulkan", novk_init, novk_frame, n
 #include "spv_scene_vert.h"
 #include "spv_shadow_vert.h"
 
-#define N_QUERIES 6 /* begin/end of the three passes */
 #define FRAMES_IN_FLIGHT 2
 #define HDR_FORMAT VK_FORMAT_R16G16B16A16_SFLOAT
 #define OUT_FORMAT VK_FORMAT_R8G8B8A8_UNORM
@@ -85,10 +87,8 @@ typedef struct scene_ubo {
 typedef struct vk_frame {
     VkCommandBuffer cmd;
     VkFence fence;
-    VkQueryPool qpool;
     vk_buffer instances, ubo;
     VkDescriptorSet ds_scene;
-    uint32_t qid[N_QUERIES]; /* the profiler's query ids for this frame's timestamps */
     int pending;             /* submitted, fence not yet waited for */
 } vk_frame;
 
@@ -102,8 +102,7 @@ static struct {
     VkCommandPool pool;
     vk_frame frames[FRAMES_IN_FLIGHT];
     uint32_t slot; /* the frame slot the next frame uses */
-    int have_timestamps;
-    double ts_period_ns;
+    int calibrated_ext; /* VK_EXT_calibrated_timestamps enabled on the device */
     int w, h;
     vk_image shadow, hdr, depth, out;
     VkRenderPass rp_shadow, rp_main, rp_post;
@@ -119,7 +118,7 @@ static struct {
     uint8_t *pixels;
     int have_frame;
     char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
-    mprof_gpu_ctx gpu;
+    mprof_vk_ctx *prof; /* the GPU timeline; NULL without profiling or timestamps */
 } vk;
 
 #define VK_TRY(call)                                                                               \
@@ -408,9 +407,6 @@ static int pick_device(void)
                 vkGetPhysicalDeviceProperties(devs[i], &props);
                 vk.pd = devs[i];
                 vk.qfamily = q;
-                vk.have_timestamps = qp[q].timestampValidBits > 0 &&
-                                     props.limits.timestampPeriod > 0;
-                vk.ts_period_ns = props.limits.timestampPeriod;
                 memcpy(vk.device_name, props.deviceName, sizeof vk.device_name);
                 vk.device_name[sizeof vk.device_name - 1] = 0;
                 vkGetPhysicalDeviceMemoryProperties(vk.pd, &vk.memprops);
@@ -549,8 +545,13 @@ static int vk_init_inner(const engine_options *opt, const render_mesh meshes[MES
     VkDeviceQueueCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                   .queueFamilyIndex = vk.qfamily, .queueCount = 1,
                                   .pQueuePriorities = &prio};
+    /* The profiler relates GPU and CPU clocks best through VK_EXT_calibrated_timestamps. */
+    const char *ext = VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME;
+    vk.calibrated_ext = mprof_vk_has_calibrated_timestamps(vk.inst, vk.pd, NULL);
     VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                             .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi};
+                             .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi,
+                             .enabledExtensionCount = vk.calibrated_ext ? 1u : 0u,
+                             .ppEnabledExtensionNames = &ext};
     VK_TRY(vkCreateDevice(vk.pd, &di, NULL, &vk.dev));
     vkGetDeviceQueue(vk.dev, vk.qfamily, 0, &vk.queue);
     VkCommandPoolCreateInfo pi = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -562,14 +563,10 @@ static int vk_init_inner(const engine_options *opt, const render_mesh meshes[MES
                                       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                       .commandBufferCount = 1};
     VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VkQueryPoolCreateInfo qpi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-                                 .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = N_QUERIES};
     for (int f = 0; f < FRAMES_IN_FLIGHT; f++) {
         vk_frame *fr = &vk.frames[f];
         VK_TRY(vkAllocateCommandBuffers(vk.dev, &ai, &fr->cmd));
         VK_TRY(vkCreateFence(vk.dev, &fi, NULL, &fr->fence));
-        if (vk.have_timestamps)
-            VK_TRY(vkCreateQueryPool(vk.dev, &qpi, NULL, &fr->qpool));
         if (make_buffer(&fr->ubo, sizeof(scene_ubo), VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT))
             return -1;
     }
@@ -608,34 +605,7 @@ static int vk_init_inner(const engine_options *opt, const render_mesh meshes[MES
     vk.pixels = malloc((size_t)vk.w * (size_t)vk.h * 4);
     if (!vk.pixels)
         return -1;
-    if (vk.have_timestamps)
-        vk.gpu = MPROF_GPU_CONTEXT("Vulkan", MPROF_GPU_API_VULKAN, vk.ts_period_ns, 1024);
     return 0;
-}
-
-/* Writes one timestamp, waits for it and pairs it with the profiler clock: the GPU and CPU
- * timelines line up to within one submission's latency. */
-static void calibrate(void)
-{
-    if (!vk.have_timestamps)
-        return;
-    vk_frame *fr = &vk.frames[0];
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    vkBeginCommandBuffer(fr->cmd, &bi);
-    vkCmdResetQueryPool(fr->cmd, fr->qpool, 0, N_QUERIES);
-    vkCmdWriteTimestamp(fr->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, fr->qpool, 0);
-    vkEndCommandBuffer(fr->cmd);
-    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
-                       .pCommandBuffers = &fr->cmd};
-    if (vkQueueSubmit(vk.queue, 1, &si, fr->fence) != VK_SUCCESS)
-        return;
-    vkWaitForFences(vk.dev, 1, &fr->fence, VK_TRUE, UINT64_MAX);
-    vkResetFences(vk.dev, 1, &fr->fence);
-    uint64_t ts = 0;
-    if (vkGetQueryPoolResults(vk.dev, fr->qpool, 0, 1, sizeof ts, &ts, sizeof ts,
-                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS)
-        MPROF_GPU_CALIBRATE(vk.gpu, (int64_t)ts, mprof_now_ns());
 }
 
 static int vk_init(const engine_options *opt, const render_mesh meshes[MESH_COUNT])
@@ -646,17 +616,32 @@ static int vk_init(const engine_options *opt, const render_mesh meshes[MESH_COUN
         vk_shutdown();
         return -1;
     }
-    calibrate();
-    log_msg(ENG_LOG_INFO, "renderer: vulkan device \"%s\"%s", vk.device_name,
-            vk.have_timestamps ? ", GPU timestamps on" : ", no GPU timestamps on this queue");
+    /* The GPU timeline: without MPROF_ENABLE this is an inline no-op that leaves prof NULL. */
+    mprof_vk_config pc;
+    memset(&pc, 0, sizeof pc);
+    pc.instance = vk.inst;
+    pc.physical_device = vk.pd;
+    pc.device = vk.dev;
+    pc.queue = vk.queue;
+    pc.queue_family = vk.qfamily;
+    pc.name = "Vulkan";
+    pc.frames_in_flight = FRAMES_IN_FLIGHT;
+    pc.calibrated_timestamps = vk.calibrated_ext;
+    mprof_result pr = mprof_vk_context_create(&pc, &vk.prof);
+    log_msg(ENG_LOG_INFO, "renderer: vulkan device \"%s\", GPU zones %s", vk.device_name,
+            vk.prof                           ? "on"
+            : pr == MPROF_ERR_UNSUPPORTED     ? "off (profiling not built in, or no timestamps)"
+                                              : "off (the GPU timeline could not be created)");
     return 0;
 }
 
 static void vk_shutdown(void)
 {
     if (vk.dev) {
-        finish_frames(); /* every submitted frame's GPU zones get their times */
+        finish_frames();
         vkDeviceWaitIdle(vk.dev);
+        mprof_vk_context_destroy(vk.prof); /* uploads the timestamps not collected yet */
+        vk.prof = NULL;
         VkPipeline pipes[3] = {vk.p_shadow, vk.p_scene, vk.p_post};
         for (int i = 0; i < 3; i++)
             if (pipes[i])
@@ -692,8 +677,6 @@ static void vk_shutdown(void)
             vk_frame *fr = &vk.frames[f];
             free_buffer(&fr->ubo);
             free_buffer(&fr->instances);
-            if (fr->qpool)
-                vkDestroyQueryPool(vk.dev, fr->qpool, NULL);
             if (fr->fence)
                 vkDestroyFence(vk.dev, fr->fence, NULL);
         }
@@ -717,27 +700,16 @@ static int reserve_instances(vk_frame *fr, uint32_t n)
     return make_buffer(&fr->instances, need + need / 2, VK_BUFFER_USAGE_VERTEX_BUFFER_BIT);
 }
 
-/* Waits for a submitted frame and hands its GPU timestamps to the profiler. */
+/* Waits for a submitted frame. */
 static void finish_frame(vk_frame *fr)
 {
     if (!fr->pending)
         return;
-    {
-        MPROF_ZONE_C("Renderer::gpu_wait", MPROF_COLOR_RENDERER);
-        vkWaitForFences(vk.dev, 1, &fr->fence, VK_TRUE, UINT64_MAX);
-        vkResetFences(vk.dev, 1, &fr->fence);
-    }
+    MPROF_ZONE_C("Renderer::gpu_wait", MPROF_COLOR_RENDERER);
+    vkWaitForFences(vk.dev, 1, &fr->fence, VK_TRUE, UINT64_MAX);
+    vkResetFences(vk.dev, 1, &fr->fence);
     fr->pending = 0;
     vk.have_frame = 1;
-    if (!vk.have_timestamps)
-        return;
-    MPROF_ZONE_C("Renderer::gpu_timestamps", MPROF_COLOR_RENDERER);
-    uint64_t ts[N_QUERIES];
-    if (vkGetQueryPoolResults(vk.dev, fr->qpool, 0, N_QUERIES, sizeof ts, ts, sizeof ts[0],
-                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
-        for (int i = 0; i < N_QUERIES; i++)
-            MPROF_GPU_TIME(vk.gpu, fr->qid[i], (int64_t)ts[i]);
-    }
 }
 
 /* Finishes the frames in flight, oldest first. */
@@ -765,63 +737,51 @@ static void draw_meshes(vk_frame *fr, const render_scene *sc, const uint32_t *in
         }
 }
 
-static void timestamp(vk_frame *fr, uint32_t query)
+/* Each pass is one GPU zone: the helper writes a timestamp when the zone opens and another when
+ * the function returns, around the whole render pass. */
+static void shadow_pass(vk_frame *fr, const render_scene *sc, const uint32_t *inst_first,
+                        render_stats *out)
 {
-    if (vk.have_timestamps)
-        vkCmdWriteTimestamp(fr->cmd, query % 2 ? VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT
-                                              : VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
-                            fr->qpool, query);
-}
-
-static void record(vk_frame *fr, const render_scene *sc, const uint32_t *inst_first, render_stats *out)
-{
-    MPROF_ZONE_C("Renderer::record", MPROF_COLOR_RENDERER);
-    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    vkBeginCommandBuffer(fr->cmd, &bi);
-    if (vk.have_timestamps)
-        vkCmdResetQueryPool(fr->cmd, fr->qpool, 0, N_QUERIES);
-
-    VkClearValue clear_depth = {.depthStencil = {1.0f, 0}};
+    MPROF_VK_ZONE_C(vk.prof, fr->cmd, "GPU::shadow_pass", MPROF_COLOR_RENDERER);
+    VkClearValue clear = {.depthStencil = {1.0f, 0}};
     VkRenderPassBeginInfo rb = {.sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
                                 .renderPass = vk.rp_shadow, .framebuffer = vk.fb_shadow,
                                 .renderArea = {{0, 0}, {RENDER_SHADOW_SIZE, RENDER_SHADOW_SIZE}},
-                                .clearValueCount = 1, .pClearValues = &clear_depth};
-    fr->qid[0] = MPROF_GPU_ZONE_BEGIN_C(vk.gpu, "GPU::shadow_pass", MPROF_COLOR_RENDERER);
-    timestamp(fr, 0);
+                                .clearValueCount = 1, .pClearValues = &clear};
     vkCmdBeginRenderPass(fr->cmd, &rb, VK_SUBPASS_CONTENTS_INLINE);
     vkCmdBindPipeline(fr->cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.p_shadow);
     vkCmdPushConstants(fr->cmd, vk.pl_shadow, VK_SHADER_STAGE_VERTEX_BIT, 0, 64,
                        sc->light_view_proj.m);
     draw_meshes(fr, sc, inst_first, MESH_GROUND, out); /* the ground only receives shadows */
     vkCmdEndRenderPass(fr->cmd);
-    timestamp(fr, 1);
-    fr->qid[1] = MPROF_GPU_ZONE_END(vk.gpu);
+}
 
-    VkClearValue clear_main[2] = {{.color = {{0.24f, 0.30f, 0.43f, 1.0f}}},
-                                  {.depthStencil = {1.0f, 0}}};
-    rb.renderPass = vk.rp_main;
-    rb.framebuffer = vk.fb_main;
-    rb.renderArea.extent = (VkExtent2D){(uint32_t)vk.w, (uint32_t)vk.h};
-    rb.clearValueCount = 2;
-    rb.pClearValues = clear_main;
-    fr->qid[2] = MPROF_GPU_ZONE_BEGIN_C(vk.gpu, "GPU::main_pass", MPROF_COLOR_RENDERER);
-    timestamp(fr, 2);
+static void main_pass(vk_frame *fr, const render_scene *sc, const uint32_t *inst_first,
+                      render_stats *out)
+{
+    MPROF_VK_ZONE_C(vk.prof, fr->cmd, "GPU::main_pass", MPROF_COLOR_RENDERER);
+    VkClearValue clear[2] = {{.color = {{0.24f, 0.30f, 0.43f, 1.0f}}},
+                             {.depthStencil = {1.0f, 0}}};
+    VkRenderPassBeginInfo rb = {.sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
+                                .renderPass = vk.rp_main, .framebuffer = vk.fb_main,
+                                .renderArea = {{0, 0}, {(uint32_t)vk.w, (uint32_t)vk.h}},
+                                .clearValueCount = 2, .pClearValues = clear};
     vkCmdBeginRenderPass(fr->cmd, &rb, VK_SUBPASS_CONTENTS_INLINE);
     vkCmdBindPipeline(fr->cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.p_scene);
     vkCmdBindDescriptorSets(fr->cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.pl_scene, 0, 1,
                             &fr->ds_scene, 0, NULL);
     draw_meshes(fr, sc, inst_first, MESH_COUNT, out);
     vkCmdEndRenderPass(fr->cmd);
-    timestamp(fr, 3);
-    fr->qid[3] = MPROF_GPU_ZONE_END(vk.gpu);
+}
 
-    rb.renderPass = vk.rp_post;
-    rb.framebuffer = vk.fb_post;
-    rb.clearValueCount = 1;
-    rb.pClearValues = clear_main;
-    fr->qid[4] = MPROF_GPU_ZONE_BEGIN_C(vk.gpu, "GPU::post_pass", MPROF_COLOR_RENDERER);
-    timestamp(fr, 4);
+static void post_pass(vk_frame *fr, render_stats *out)
+{
+    MPROF_VK_ZONE_C(vk.prof, fr->cmd, "GPU::post_pass", MPROF_COLOR_RENDERER);
+    VkClearValue clear = {.color = {{0, 0, 0, 1.0f}}};
+    VkRenderPassBeginInfo rb = {.sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
+                                .renderPass = vk.rp_post, .framebuffer = vk.fb_post,
+                                .renderArea = {{0, 0}, {(uint32_t)vk.w, (uint32_t)vk.h}},
+                                .clearValueCount = 1, .pClearValues = &clear};
     vkCmdBeginRenderPass(fr->cmd, &rb, VK_SUBPASS_CONTENTS_INLINE);
     vkCmdBindPipeline(fr->cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.p_post);
     vkCmdBindDescriptorSets(fr->cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, vk.pl_post, 0, 1,
@@ -830,8 +790,20 @@ static void record(vk_frame *fr, const render_scene *sc, const uint32_t *inst_fi
     out->draw_calls++;
     out->triangles++;
     vkCmdEndRenderPass(fr->cmd);
-    timestamp(fr, 5);
-    fr->qid[5] = MPROF_GPU_ZONE_END(vk.gpu);
+}
+
+static void record(vk_frame *fr, const render_scene *sc, const uint32_t *inst_first,
+                   render_stats *out)
+{
+    MPROF_ZONE_C("Renderer::record", MPROF_COLOR_RENDERER);
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    vkBeginCommandBuffer(fr->cmd, &bi);
+    /* Outside any render pass: uploads finished frames' timestamps, recycles their queries. */
+    MPROF_VK_COLLECT(vk.prof, fr->cmd);
+    shadow_pass(fr, sc, inst_first, out);
+    main_pass(fr, sc, inst_first, out);
+    post_pass(fr, out);
     vkEndCommandBuffer(fr->cmd);
 }
 
