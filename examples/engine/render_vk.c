@@ -103,6 +103,8 @@ static struct {
     vk_frame frames[FRAMES_IN_FLIGHT];
     uint32_t slot; /* the frame slot the next frame uses */
     int calibrated_ext; /* VK_EXT_calibrated_timestamps enabled on the device */
+    int api_1_1;        /* the instance was created for Vulkan 1.1 */
+    uint32_t device_api; /* the physical device's Vulkan version */
     int w, h;
     vk_image shadow, hdr, depth, out;
     VkRenderPass rp_shadow, rp_main, rp_post;
@@ -407,6 +409,7 @@ static int pick_device(void)
                 vkGetPhysicalDeviceProperties(devs[i], &props);
                 vk.pd = devs[i];
                 vk.qfamily = q;
+                vk.device_api = props.apiVersion;
                 memcpy(vk.device_name, props.deviceName, sizeof vk.device_name);
                 vk.device_name[sizeof vk.device_name - 1] = 0;
                 vkGetPhysicalDeviceMemoryProperties(vk.pd, &vk.memprops);
@@ -534,8 +537,17 @@ static int vk_init_inner(const engine_options *opt, const render_mesh meshes[MES
 {
     vk.w = opt->width;
     vk.h = opt->height;
+    /* Vulkan 1.1 when the loader has it: VK_EXT_calibrated_timestamps needs
+     * get_physical_device_properties2, core from 1.1. Everything else here is 1.0. */
+    uint32_t loader_version = VK_API_VERSION_1_0;
+    PFN_vkEnumerateInstanceVersion enum_version =
+        (PFN_vkEnumerateInstanceVersion)vkGetInstanceProcAddr(NULL, "vkEnumerateInstanceVersion");
+    if (enum_version && enum_version(&loader_version) != VK_SUCCESS)
+        loader_version = VK_API_VERSION_1_0;
+    vk.api_1_1 = loader_version >= VK_API_VERSION_1_1;
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-                             .pApplicationName = "mprof_engine", .apiVersion = VK_API_VERSION_1_0};
+                             .pApplicationName = "mprof_engine",
+                             .apiVersion = vk.api_1_1 ? VK_API_VERSION_1_1 : VK_API_VERSION_1_0};
     VkInstanceCreateInfo ii = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
                                .pApplicationInfo = &app};
     VK_TRY(vkCreateInstance(&ii, NULL, &vk.inst));
@@ -547,7 +559,8 @@ static int vk_init_inner(const engine_options *opt, const render_mesh meshes[MES
                                   .pQueuePriorities = &prio};
     /* The profiler relates GPU and CPU clocks best through VK_EXT_calibrated_timestamps. */
     const char *ext = VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME;
-    vk.calibrated_ext = mprof_vk_has_calibrated_timestamps(vk.inst, vk.pd, NULL);
+    vk.calibrated_ext = vk.api_1_1 && vk.device_api >= VK_API_VERSION_1_1 &&
+                        mprof_vk_has_calibrated_timestamps(vk.inst, vk.pd, NULL);
     VkDeviceCreateInfo di = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &qi,
                              .enabledExtensionCount = vk.calibrated_ext ? 1u : 0u,
