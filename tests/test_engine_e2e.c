@@ -196,7 +196,7 @@ static int group_setup(void **state)
     if (r)
         sscanf(r + 9, "%31s", e.renderer);
     static char json[1 << 20];
-    snprintf(cmd, sizeof cmd, "'%s' report --json '%s'", tu_mprof_bin(), e.capture);
+    snprintf(cmd, sizeof cmd, "'%s' report --json --all '%s'", tu_mprof_bin(), e.capture);
     if (tu_run(cmd, json, sizeof json) != 0 || !(e.report = cJSON_Parse(json))) {
         fprintf(stderr, "mprof report --json failed\n");
         return -1;
@@ -340,6 +340,26 @@ static void test_gpu_zones(void **state)
         assert_true(e.gpu_begins >= 3u * n_frames);
         assert_int_equal(e.gpu_ends, e.gpu_begins);
         assert_int_equal(e.gpu_times, e.gpu_begins + e.gpu_ends);
+        /* The report's GPU section: one Vulkan context, every pass once per frame, complete. */
+        const cJSON *gpu = cJSON_GetObjectItem(e.report, "gpu");
+        assert_non_null(gpu);
+        const cJSON *ctxs = cJSON_GetObjectItem(gpu, "contexts");
+        assert_int_equal(cJSON_GetArraySize(ctxs), 1);
+        const cJSON *ctx = cJSON_GetArrayItem(ctxs, 0);
+        assert_string_equal(cJSON_GetObjectItem(ctx, "api")->valuestring, "Vulkan");
+        assert_int_equal((int)num(ctx, "zones_incomplete"), 0);
+        assert_true(num(ctx, "calibrations") >= 1);
+        static const char *passes[] = {"GPU::shadow_pass", "GPU::main_pass", "GPU::post_pass"};
+        for (int i = 0; i < 3; i++) {
+            int count = -1;
+            const cJSON *z;
+            cJSON_ArrayForEach(z, cJSON_GetObjectItem(ctx, "zones"))
+            {
+                if (!strcmp(cJSON_GetObjectItem(z, "name")->valuestring, passes[i]))
+                    count = (int)num(z, "count");
+            }
+            assert_int_equal(count, n_frames);
+        }
     } else {
         fprintf(stderr, "note: no Vulkan device here; the CPU renderer has no GPU zones\n");
         assert_int_equal(e.gpu_begins, 0);
