@@ -6,6 +6,8 @@
  */
 #include "render.h"
 
+#ifdef ENGINE_HAVE_PNG
+
 #include <errno.h>
 #include <png.h>
 #include <string.h>
@@ -26,3 +28,17 @@ int png_write_rgba(const char *path, const uint8_t *rgba, int w, int h)
     }
     return 0;
 }
+
+#else
+
+int png_write_rgba(const char *path, const uint8_t *rgba, int w, int h)
+{
+    (void)rgba;
+    (void)w;
+    (void)h;
+    log_msg(ENG_LOG_ERROR, "renderer: cannot write %s: this build has no libpng (libpng-dev)",
+            path);
+    return -1;
+}
+
+#endif
