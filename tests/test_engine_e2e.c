@@ -168,6 +168,18 @@ static void test_frames_and_coverage(void **state)
     assert_non_null(frames);
     assert_int_equal((int)num(frames, "count"), n_frames);
     assert_true(num(frames, "coverage") >= 0.95);
+    /* Not only the frame zone: the subsystems' zones inside it account for all but a sliver. */
+    const cJSON *z;
+    double frame_total = -1, frame_self = -1;
+    cJSON_ArrayForEach(z, cJSON_GetObjectItem(e.report, "zones"))
+    {
+        if (!strcmp(cJSON_GetObjectItem(z, "name")->valuestring, "Kernel::frame")) {
+            frame_total = num(z, "total_ns");
+            frame_self = num(z, "self_ns");
+        }
+    }
+    assert_true(frame_total > 0);
+    assert_true(frame_self < 0.05 * frame_total);
     const cJSON *events = cJSON_GetObjectItem(e.report, "events");
     assert_int_equal((int)num(events, "lost"), 0);
 }
