@@ -2,11 +2,12 @@
  * test_engine_e2e.c - end to end: the real sample engine, captured in process, read back by
  * the real `mprof report --json` and by the capture reader.
  *
- * One 120-frame run (three worker threads, seed 7) is captured once in the group setup; each
- * test asserts one promise of the engine (docs/ENGINE.md): frame count and zone coverage, the
- * subsystem zone colours, the plots, messages of several severities, GPU zones when Vulkan
- * works, lock contention, fiber tracks, balanced named pools, determinism from a seed, and
- * --slow making its subsystem measurably slower.
+ * One 120-frame run (three worker threads, seed 7) is captured once in the group setup and read
+ * with `mprof report --json --all`; each test asserts one promise of the engine
+ * (docs/ENGINE.md): frame count and zone coverage, the subsystem zone colours, the plots,
+ * messages of several severities, GPU zones when Vulkan works (also counted in the raw events),
+ * lock contention, fiber tracks, balanced named pools, determinism from a seed, --slow making
+ * its subsystem measurably slower, and clear usage errors.
  *
  * Environment (set by ctest): MPROF_BIN (mprof), MPROF_ENGINE_BIN (mprof_engine),
  * MPROF_ENGINE_SHIPPING_BIN (mprof_engine_shipping).
@@ -58,17 +59,6 @@ static struct {
     cJSON *report;
     /* from the raw events */
     uint64_t gpu_begins, gpu_ends, gpu_times;
-    uint64_t fiber_enters, fiber_leaves;
-    char fiber_names[8][32];
-    int n_fiber_names;
-    uint64_t contended_waits, lock_obtains;
-    int saw_jobs_queue_lock;
-    struct pool {
-        char name[64];
-        int64_t live;
-        uint64_t allocs, frees, discards;
-    } pools[8];
-    int n_pools;
 } e;
 
 static const char *env_or_fail(const char *name)
@@ -81,19 +71,7 @@ static const char *env_or_fail(const char *name)
     return v;
 }
 
-static struct pool *pool_named(const char *name)
-{
-    for (int i = 0; i < e.n_pools; i++)
-        if (!strcmp(e.pools[i].name, name))
-            return &e.pools[i];
-    if (e.n_pools == 8)
-        return NULL;
-    struct pool *p = &e.pools[e.n_pools++];
-    snprintf(p->name, sizeof p->name, "%s", name);
-    return p;
-}
-
-/* Walks the capture once and gathers what the report's optional sections would show. */
+/* Counts the GPU events of the capture: every zone must get its two timestamps. */
 static int scan_capture(const char *path)
 {
     char err[256];
@@ -103,66 +81,11 @@ static int scan_capture(const char *path)
         return -1;
     }
     mprof_event ev;
-    int64_t wait_start[64][64]; /* [thread][lock]: pending LOCK_WAIT time, -1 = none */
-    memset(wait_start, 0xff, sizeof wait_start);
     int rc;
     while ((rc = mprof_reader_next(r, &ev)) == 1) {
-        const char *name;
-        struct pool *p;
-        switch (ev.type) {
-        case MPROF_EV_GPU_ZONE_BEGIN: e.gpu_begins++; break;
-        case MPROF_EV_GPU_ZONE_END: e.gpu_ends++; break;
-        case MPROF_EV_GPU_TIME: e.gpu_times++; break;
-        case MPROF_EV_FIBER_ENTER:
-            e.fiber_enters++;
-            name = mprof_reader_string(r, (uint32_t)ev.u[0]);
-            if (name) {
-                int known = 0;
-                for (int i = 0; i < e.n_fiber_names; i++)
-                    known |= !strcmp(e.fiber_names[i], name);
-                if (!known && e.n_fiber_names < 8)
-                    snprintf(e.fiber_names[e.n_fiber_names++], 32, "%s", name);
-            }
-            break;
-        case MPROF_EV_FIBER_LEAVE: e.fiber_leaves++; break;
-        case MPROF_EV_LOCK_ANNOUNCE:
-            name = mprof_reader_string(r, (uint32_t)ev.u[1]);
-            if (name && !strcmp(name, "Jobs::queue"))
-                e.saw_jobs_queue_lock = 1;
-            break;
-        case MPROF_EV_LOCK_WAIT:
-            /* Recorded only when the lock was found taken. */
-            if (ev.thread < 64 && ev.u[0] < 64)
-                wait_start[ev.thread][ev.u[0]] = ev.ts_ns;
-            break;
-        case MPROF_EV_LOCK_OBTAINED:
-            e.lock_obtains++;
-            if (ev.thread < 64 && ev.u[0] < 64 && wait_start[ev.thread][ev.u[0]] >= 0) {
-                if (ev.ts_ns >= wait_start[ev.thread][ev.u[0]])
-                    e.contended_waits++;
-                wait_start[ev.thread][ev.u[0]] = -1;
-            }
-            break;
-        case MPROF_EV_ALLOC:
-        case MPROF_EV_FREE:
-        case MPROF_EV_POOL_DISCARD:
-            name = mprof_reader_string(r, (uint32_t)ev.u[ev.type == MPROF_EV_ALLOC ? 2
-                                                        : ev.type == MPROF_EV_FREE ? 1 : 0]);
-            if (!name || !(p = pool_named(name)))
-                break;
-            if (ev.type == MPROF_EV_ALLOC) {
-                p->allocs++;
-                p->live++;
-            } else if (ev.type == MPROF_EV_FREE) {
-                p->frees++;
-                p->live--;
-            } else {
-                p->discards++;
-                p->live = 0;
-            }
-            break;
-        default: break;
-        }
+        e.gpu_begins += ev.type == MPROF_EV_GPU_ZONE_BEGIN;
+        e.gpu_ends += ev.type == MPROF_EV_GPU_ZONE_END;
+        e.gpu_times += ev.type == MPROF_EV_GPU_TIME;
     }
     if (rc < 0)
         fprintf(stderr, "%s: %s\n", path, mprof_reader_error(r));
@@ -378,45 +301,75 @@ static void test_gpu_zones(void **state)
     }
 }
 
+/* The element of array key whose "name" is name, or NULL. */
+static const cJSON *named(const cJSON *obj, const char *key, const char *name)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(obj, key))
+    {
+        const cJSON *n = cJSON_GetObjectItem(it, "name");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
+            return it;
+    }
+    fprintf(stderr, "report: no %s named %s\n", key, name);
+    return NULL;
+}
+
 static void test_lock_contention(void **state)
 {
     (void)state;
-    fprintf(stderr, "locks: %llu acquisitions, %llu contended\n",
-            (unsigned long long)e.lock_obtains, (unsigned long long)e.contended_waits);
-    assert_true(e.saw_jobs_queue_lock);
-    assert_true(e.lock_obtains > 100);
+    static const char *locks[] = {"Jobs::queue", "Souls::blackboard", "Souls::world",
+                                  "Physics::grid"};
+    double contended = 0;
+    for (int i = 0; i < 4; i++) {
+        const cJSON *l = named(e.report, "locks", locks[i]);
+        assert_non_null(l);
+        assert_true(num(l, "acquisitions") > 100);
+        contended += num(l, "contended");
+    }
+    const cJSON *q = named(e.report, "locks", "Jobs::queue");
+    fprintf(stderr, "locks: Jobs::queue %.0f acquisitions, %.0f contended; all locks %.0f "
+            "contended\n", num(q, "acquisitions"), num(q, "contended"), contended);
     /* Three workers and the main thread share one queue: some acquisitions must wait. */
-    assert_true(e.contended_waits >= 1);
+    assert_true(num(q, "contended") >= 1);
 }
 
 static void test_fiber_tracks(void **state)
 {
     (void)state;
-    assert_int_equal(e.n_fiber_names, 4);
-    for (int i = 0; i < e.n_fiber_names; i++)
-        assert_int_equal(strncmp(e.fiber_names[i], "Souls fiber ", 12), 0);
-    assert_true(e.fiber_enters >= 4u * 2 * n_frames);
-    assert_int_equal(e.fiber_leaves, e.fiber_enters);
+    const cJSON *fibers = cJSON_GetObjectItem(e.report, "fibers");
+    assert_true(cJSON_IsArray(fibers));
+    assert_int_equal(cJSON_GetArraySize(fibers), 4);
+    static const char *names[] = {"Souls fiber 0", "Souls fiber 1", "Souls fiber 2",
+                                  "Souls fiber 3"};
+    for (int i = 0; i < 4; i++) {
+        const cJSON *f = named(e.report, "fibers", names[i]);
+        assert_non_null(f);
+        /* Entered at least once per fixed step, and balanced: no zone left open. */
+        assert_true(num(f, "runs") >= 2.0 * n_frames);
+        assert_int_equal((int)num(f, "open_zones_at_end"), 0);
+        assert_int_equal((int)num(f, "unmatched_zone_ends"), 0);
+        assert_non_null(named(f, "zones", "Souls::think"));
+    }
 }
 
 static void test_pools_balance(void **state)
 {
     (void)state;
-    static const char *want[] = {"Souls::entities", "Kernel::frame_arena"};
-    for (int i = 0; i < 2; i++) {
-        struct pool *p = NULL;
-        for (int k = 0; k < e.n_pools; k++)
-            if (!strcmp(e.pools[k].name, want[i]))
-                p = &e.pools[k];
-        if (!p)
-            fprintf(stderr, "no allocations in pool %s\n", want[i]);
+    static const char *want[] = {"Souls::entities", "Kernel::frame_arena", "Physics::scratch",
+                                 "Nexus::packets"};
+    const cJSON *memory = cJSON_GetObjectItem(e.report, "memory");
+    assert_non_null(memory);
+    for (int i = 0; i < 4; i++) {
+        const cJSON *p = named(memory, "pools", want[i]);
         assert_non_null(p);
-        assert_true(p->allocs > 0);
-        assert_true(p->frees + p->discards > 0);
-        if (p->live != 0)
-            fprintf(stderr, "pool %s: %lld allocations still live at exit\n", p->name,
-                    (long long)p->live);
-        assert_int_equal(p->live, 0);
+        assert_true(num(p, "allocs") > 0);
+        if (num(p, "live_count") != 0)
+            fprintf(stderr, "pool %s: %.0f allocations live at exit\n", want[i],
+                    num(p, "live_count"));
+        assert_int_equal((int)num(p, "live_count"), 0);
+        assert_int_equal((int)num(p, "live_bytes"), 0);
+        assert_int_equal((int)num(p, "unmatched_frees"), 0);
     }
 }
 

@@ -11,8 +11,8 @@
 #define ENGINE_ENGINE_H
 
 #include "emath.h"
-#include "mem.h"
 
+#include "mprof/alloc.h"
 #include "mprof/mprof.h"
 
 #include <stdint.h>
@@ -66,8 +66,11 @@ eng_sys eng_sys_from_name(const char *name);
 const char *eng_sys_name(eng_sys s);
 /* --slow: when sys is the slowed subsystem, burns (now - t0) * pct / 100 of real CPU work. */
 void eng_slowdown(eng_sys sys, uint64_t t0_ns);
-/* The frame arena: everything allocated from it dies at the end of the frame. Main thread. */
-eng_arena *eng_frame_arena(void);
+/* The frame arena ("Kernel::frame_arena", mprof's allocator kit): everything allocated from it
+ * dies at the end of the frame. Main thread only. */
+mprof_arena *eng_frame_arena(void);
+/* count zeroed elements of size bytes from the frame arena, 16-byte aligned; NULL when full. */
+void *eng_frame_calloc(size_t count, size_t size);
 
 /* ---- log.c ---- */
 /* The profiler's message levels, one for one, so a line keeps its severity in the timeline. */

@@ -7,13 +7,14 @@
  * work first spins for a little while (watching the batch counter, without the lock) and only
  * then sleeps on a condition variable: woken threads would arrive after a short batch is over.
  * The main thread sleeps on another condition variable until the last grain is counted. The
- * queue mutex is an eng_mutex, so the profiler sees each contended acquisition.
+ * queue mutex is an mprof_mutex (include/mprof/lock.h), so the profiler sees each contended
+ * acquisition.
  */
 #include "jobs.h"
 
 #include "engine.h"
-#include "sync.h"
 
+#include "mprof/lock.h"
 #include "mprof/mprof.h"
 
 #include <pthread.h>
@@ -25,7 +26,7 @@
 #define SPIN_NS 25000u /* how long an idle worker watches for the next batch before sleeping */
 
 static struct {
-    eng_mutex lock;
+    mprof_mutex lock;
     pthread_cond_t work_cv;
     pthread_cond_t done_cv;
     pthread_t threads[MAX_WORKERS];
@@ -36,6 +37,15 @@ static struct {
     void *user;
     uint32_t count, grain, next, done;
 } q;
+
+/* Sleeps on cond with the queue lock held, releasing it meanwhile. The profiler sees a release
+ * and, once the wait returns with the lock, a new hold: sleeping is not contention. */
+static void queue_wait(pthread_cond_t *cond)
+{
+    MPROF_LOCK_RELEASED(q.lock.id, 0);
+    pthread_cond_wait(cond, &q.lock.m);
+    MPROF_LOCK_OBTAINED(q.lock.id, 0);
+}
 
 /* Claims a grain under the lock. Returns 0 when none is left. */
 static int claim(uint32_t *begin, uint32_t *end)
@@ -82,32 +92,32 @@ static void *worker_main(void *arg)
     MPROF_THREAD_NAME(name);
     for (;;) {
         uint32_t begin = 0, end = 0;
-        eng_mutex_lock(&q.lock);
+        mprof_mutex_lock(&q.lock);
         int got = claim(&begin, &end);
         while (!got && !q.quit) {
             uint64_t seen = atomic_load(&q.batch_seq);
-            eng_mutex_unlock(&q.lock);
+            mprof_mutex_unlock(&q.lock);
             spin_for_batch(seen);
-            eng_mutex_lock(&q.lock);
+            mprof_mutex_lock(&q.lock);
             got = claim(&begin, &end);
             if (!got && !q.quit && atomic_load(&q.batch_seq) == seen) {
-                eng_cond_wait(&q.work_cv, &q.lock);
+                queue_wait(&q.work_cv);
                 got = claim(&begin, &end);
             }
         }
         if (!got) { /* quit */
-            eng_mutex_unlock(&q.lock);
+            mprof_mutex_unlock(&q.lock);
             return NULL;
         }
         job_fn fn = q.fn;
         void *user = q.user;
-        eng_mutex_unlock(&q.lock);
+        mprof_mutex_unlock(&q.lock);
         run_grain(fn, user, begin, end, self);
-        eng_mutex_lock(&q.lock);
+        mprof_mutex_lock(&q.lock);
         q.done += end - begin;
         if (q.done == q.count)
             pthread_cond_signal(&q.done_cv);
-        eng_mutex_unlock(&q.lock);
+        mprof_mutex_unlock(&q.lock);
     }
 }
 
@@ -117,7 +127,7 @@ int jobs_init(int n_workers)
         n_workers = 0;
     if (n_workers > MAX_WORKERS)
         n_workers = MAX_WORKERS;
-    eng_mutex_init(&q.lock, "Jobs::queue");
+    MPROF_MUTEX_INIT(&q.lock, "Jobs::queue");
     pthread_cond_init(&q.work_cv, NULL);
     pthread_cond_init(&q.done_cv, NULL);
     q.quit = 0;
@@ -136,16 +146,16 @@ int jobs_init(int n_workers)
 
 void jobs_shutdown(void)
 {
-    eng_mutex_lock(&q.lock);
+    mprof_mutex_lock(&q.lock);
     q.quit = 1;
     pthread_cond_broadcast(&q.work_cv);
-    eng_mutex_unlock(&q.lock);
+    mprof_mutex_unlock(&q.lock);
     for (int i = 0; i < q.n_workers; i++)
         pthread_join(q.threads[i], NULL);
     q.n_workers = 0;
     pthread_cond_destroy(&q.work_cv);
     pthread_cond_destroy(&q.done_cv);
-    eng_mutex_destroy(&q.lock);
+    mprof_mutex_destroy(&q.lock);
 }
 
 uint32_t jobs_thread_count(void)
@@ -163,7 +173,7 @@ void jobs_parallel_for(job_fn fn, void *user, uint32_t count, uint32_t grain)
         run_grain(fn, user, 0, count, 0);
         return;
     }
-    eng_mutex_lock(&q.lock);
+    mprof_mutex_lock(&q.lock);
     q.fn = fn;
     q.user = user;
     q.count = count;
@@ -175,16 +185,16 @@ void jobs_parallel_for(job_fn fn, void *user, uint32_t count, uint32_t grain)
     /* The main thread takes grains too instead of idling. */
     uint32_t begin, end;
     while (claim(&begin, &end)) {
-        eng_mutex_unlock(&q.lock);
+        mprof_mutex_unlock(&q.lock);
         run_grain(fn, user, begin, end, 0);
-        eng_mutex_lock(&q.lock);
+        mprof_mutex_lock(&q.lock);
         q.done += end - begin;
     }
     if (q.done != q.count) {
         MPROF_ZONE_C("Jobs::wait", MPROF_COLOR_JOBS);
         while (q.done != q.count)
-            eng_cond_wait(&q.done_cv, &q.lock);
+            queue_wait(&q.done_cv);
     }
     q.fn = NULL;
-    eng_mutex_unlock(&q.lock);
+    mprof_mutex_unlock(&q.lock);
 }

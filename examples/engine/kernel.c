@@ -22,7 +22,7 @@
 #define FRAME_ARENA_BYTES (16u << 20)
 
 static const engine_options *kopt;
-static eng_arena frame_arena;
+static mprof_arena *frame_arena;
 static volatile sig_atomic_t stop_requested;
 
 uint64_t eng_now_ns(void)
@@ -32,9 +32,19 @@ uint64_t eng_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-eng_arena *eng_frame_arena(void)
+mprof_arena *eng_frame_arena(void)
 {
-    return &frame_arena;
+    return frame_arena;
+}
+
+void *eng_frame_calloc(size_t count, size_t size)
+{
+    if (size && count > SIZE_MAX / size)
+        return NULL;
+    void *p = mprof_arena_alloc(frame_arena, count * size, 16);
+    if (p)
+        memset(p, 0, count * size);
+    return p;
 }
 
 static const struct {
@@ -91,7 +101,8 @@ static void on_sigint(int sig)
 static int init_all(const engine_options *opt)
 {
     MPROF_ZONE_C("Kernel::init", 0);
-    if (arena_init(&frame_arena, "Kernel::frame_arena", FRAME_ARENA_BYTES)) {
+    mprof_arena_desc ad = {.name = "Kernel::frame_arena", .capacity_bytes = FRAME_ARENA_BYTES};
+    if (mprof_arena_create(&ad, &frame_arena) != MPROF_OK) {
         log_msg(ENG_LOG_FATAL, "kernel: out of memory for the frame arena");
         return -1;
     }
@@ -127,7 +138,10 @@ static void shutdown_all(void)
     souls_shutdown();
     physics_shutdown();
     jobs_shutdown();
-    arena_destroy(&frame_arena);
+    if (frame_arena)
+        mprof_arena_reset(frame_arena); /* the last frame's allocations, freed */
+    mprof_arena_destroy(frame_arena);
+    frame_arena = NULL;
 }
 
 static void simulate(void)
@@ -183,7 +197,7 @@ int kernel_run(const engine_options *opt)
             MPROF_ZONE_VALUE(frame);
             {
                 MPROF_ZONE_C("Kernel::begin_frame", 0);
-                arena_reset(&frame_arena);
+                mprof_arena_reset(frame_arena);
             }
             nexus_frame(frame);
             simulate();

@@ -8,9 +8,12 @@
  * at most 64 entries. The client measures the round trip from the echo. The client's traffic
  * feeds the network-stats helper (include/mprof/netstats.h), which emits the packet rate,
  * bandwidth and RTT plots. Sockets are non-blocking: a frame never waits on the network.
+ * The server queues each outgoing packet in a buffer sized to it from a slab allocator
+ * ("Nexus::packets", mprof's allocator kit) and frees it once sent.
  */
 #include "engine.h"
 
+#include "mprof/alloc.h"
 #include "mprof/mprof.h"
 #include "mprof/netstats.h"
 
@@ -26,6 +29,12 @@
 #define SNAP_PER_PACKET 64
 #define MAX_PACKET 1400
 #define MAX_SNAPSHOT 256
+#define MAX_QUEUED (MAX_SNAPSHOT / SNAP_PER_PACKET + 1)
+
+typedef struct out_packet {
+    unsigned char *data; /* from the packet slab */
+    size_t len;
+} out_packet;
 
 static struct {
     int server_fd, client_fd;
@@ -33,6 +42,9 @@ static struct {
     uint32_t seq;
     uint64_t sent, received, bytes_sent, bytes_received, server_packets;
     uint64_t rtt_sum_ns, rtt_samples;
+    mprof_slab *packets;
+    out_packet queue[MAX_QUEUED];
+    uint32_t n_queued;
     mprof_netstats stats;
 } nx = {.server_fd = -1, .client_fd = -1};
 
@@ -67,6 +79,12 @@ int nexus_init(const engine_options *opt)
         nexus_shutdown();
         return -1;
     }
+    mprof_slab_desc sd = {.name = "Nexus::packets", .max_size = 2048};
+    if (mprof_slab_create(&sd, &nx.packets) != MPROF_OK) {
+        log_msg(ENG_LOG_ERROR, "nexus: out of memory for the packet slab");
+        nexus_shutdown();
+        return -1;
+    }
     MPROF_NETSTATS_INIT(&nx.stats, NULL);
     log_msg(ENG_LOG_INFO, "nexus: server on 127.0.0.1:%u, client on 127.0.0.1:%u",
             ntohs(nx.server_addr.sin_port), ntohs(client_addr.sin_port));
@@ -79,6 +97,8 @@ void nexus_shutdown(void)
         close(nx.server_fd);
     if (nx.client_fd >= 0)
         close(nx.client_fd);
+    mprof_slab_destroy(nx.packets);
+    nx.packets = NULL;
     if (nx.sent)
         log_msg(ENG_LOG_INFO,
                 "nexus: %llu packets sent, %llu received (%llu bytes in), mean rtt %.1f us",
@@ -111,7 +131,7 @@ static void client_send(uint64_t frame)
 static void server_update(void)
 {
     MPROF_ZONE_C("Nexus::server", MPROF_COLOR_NETWORK);
-    unsigned char in[MAX_PACKET], out[MAX_PACKET];
+    unsigned char in[MAX_PACKET];
     struct sockaddr_in from;
     socklen_t fromlen = sizeof from;
     soul_view views[MAX_SNAPSHOT];
@@ -126,6 +146,11 @@ static void server_update(void)
             uint16_t count = (uint16_t)(n_views - first < SNAP_PER_PACKET ? n_views - first
                                                                            : SNAP_PER_PACKET);
             uint16_t first16 = (uint16_t)first;
+            unsigned char *out = mprof_slab_alloc(nx.packets, 17u + 16u * count);
+            if (!out || nx.n_queued == MAX_QUEUED) {
+                mprof_slab_free(nx.packets, out);
+                break;
+            }
             out[0] = PKT_SNAPSHOT;
             memcpy(out + 1, in + 1, 12); /* seq and echoed send time */
             memcpy(out + 13, &first16, 2);
@@ -138,10 +163,17 @@ static void server_update(void)
                 memcpy(e + 8, &v->pos.z, 4);
                 memcpy(e + 12, &v->color, 4);
             }
-            sendto(nx.server_fd, out, (size_t)(e - out), 0, (struct sockaddr *)&from, fromlen);
+            nx.queue[nx.n_queued++] = (out_packet){out, (size_t)(e - out)};
             if (n_views == 0)
                 break;
         }
+        /* Flush this client's queue: send, then give each buffer back to the slab. */
+        for (uint32_t i = 0; i < nx.n_queued; i++) {
+            sendto(nx.server_fd, nx.queue[i].data, nx.queue[i].len, 0, (struct sockaddr *)&from,
+                   fromlen);
+            mprof_slab_free(nx.packets, nx.queue[i].data);
+        }
+        nx.n_queued = 0;
     }
 }
 

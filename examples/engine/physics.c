@@ -2,17 +2,20 @@
  * physics.c - rigid spheres in a box: broadphase grid, narrow phase, integration.
  *
  * Each step: (1) the broadphase sorts bodies into a uniform grid over the floor plane (a
- * counting sort into the frame arena, under the grid's write lock); (2) the narrow phase, split
+ * counting sort, under the grid's write lock); (2) the narrow phase, split
  * between the job threads, tests each body against the bodies of its 3x3 neighbouring cells
  * (reading the grid under its read lock) and accumulates, for that body only, a position
  * correction and a velocity impulse; (3) integration, also split, applies them with gravity,
  * walls and sleeping. Since every job writes only its own bodies and sums run in index order,
  * the result does not depend on which thread ran what: the simulation is deterministic.
+ *
+ * A step's scratch (grid cells, contact accumulators) comes from a stack allocator,
+ * "Physics::scratch": marked when the step starts, freed back to the mark when it ends.
  */
 #include "engine.h"
 #include "jobs.h"
-#include "sync.h"
 
+#include "mprof/lock.h"
 #include "mprof/mprof.h"
 
 #include <stdlib.h>
@@ -40,10 +43,11 @@ static struct {
     body *bodies;
     uint32_t n;
     int gx, gz;            /* grid cells */
-    uint32_t *cell_start;  /* n_cells + 1, frame arena */
-    uint32_t *cell_items;  /* n, frame arena */
-    contact_acc *acc;      /* n, frame arena */
-    eng_rwlock grid_lock;
+    uint32_t *cell_start;  /* n_cells + 1, step scratch */
+    uint32_t *cell_items;  /* n, step scratch */
+    contact_acc *acc;      /* n, step scratch */
+    mprof_stack *scratch;
+    mprof_rwlock grid_lock;
     eng_rng rng;
     uint64_t steps;
     uint32_t active;
@@ -68,7 +72,15 @@ int physics_init(const engine_options *opt)
     ph.gx = (int)(WORLD_X / CELL) + 1;
     ph.gz = (int)(WORLD_Z / CELL) + 1;
     ph.rng = rng_make(opt->seed, 1);
-    eng_rwlock_init(&ph.grid_lock, "Physics::grid");
+    MPROF_RWLOCK_INIT(&ph.grid_lock, "Physics::grid");
+    /* Scratch for one step: the grid, the sorted items, the accumulators, with room to spare. */
+    size_t n_cells = (size_t)ph.gx * (size_t)ph.gz;
+    mprof_stack_desc sd = {.name = "Physics::scratch",
+                           .capacity_bytes = 4096 + 2 * (n_cells + 1) * sizeof(uint32_t) +
+                                             (size_t)ph.n * (sizeof(uint32_t) + sizeof(contact_acc)) +
+                                             8 * 64};
+    if (mprof_stack_create(&sd, &ph.scratch) != MPROF_OK)
+        return -1;
     static const uint32_t palette[] = {0xe6c229, 0xf17105, 0xd11149, 0x6610f2, 0x1a8fe3,
                                        0x2ec4b6, 0xe71d36, 0xff9f1c};
     for (uint32_t i = 0; i < ph.n; i++) {
@@ -84,7 +96,9 @@ int physics_init(const engine_options *opt)
 
 void physics_shutdown(void)
 {
-    eng_rwlock_destroy(&ph.grid_lock);
+    mprof_rwlock_destroy(&ph.grid_lock);
+    mprof_stack_destroy(ph.scratch);
+    ph.scratch = NULL;
     free(ph.bodies);
     ph.bodies = NULL;
 }
@@ -92,20 +106,21 @@ void physics_shutdown(void)
 static void broadphase(void)
 {
     MPROF_ZONE_C("Physics::broadphase", MPROF_COLOR_PHYSICS);
-    eng_arena *fa = eng_frame_arena();
     uint32_t n_cells = (uint32_t)(ph.gx * ph.gz);
-    eng_rwlock_wrlock(&ph.grid_lock);
-    ph.cell_start = arena_calloc(fa, n_cells + 1, sizeof *ph.cell_start);
-    ph.cell_items = arena_alloc(fa, sizeof *ph.cell_items * (ph.n ? ph.n : 1));
-    ph.acc = arena_calloc(fa, ph.n ? ph.n : 1, sizeof *ph.acc);
+    mprof_rwlock_wrlock(&ph.grid_lock);
+    ph.cell_start = mprof_stack_alloc(ph.scratch, sizeof *ph.cell_start * (n_cells + 1), 0);
+    ph.cell_items = mprof_stack_alloc(ph.scratch, sizeof *ph.cell_items * (ph.n ? ph.n : 1), 0);
+    ph.acc = mprof_stack_alloc(ph.scratch, sizeof *ph.acc * (ph.n ? ph.n : 1), 0);
     if (ph.cell_start && ph.cell_items && ph.acc) {
+        memset(ph.cell_start, 0, sizeof *ph.cell_start * (n_cells + 1));
+        memset(ph.acc, 0, sizeof *ph.acc * (ph.n ? ph.n : 1));
         for (uint32_t i = 0; i < ph.n; i++) {
             const body *b = &ph.bodies[i];
             ph.cell_start[cell_of(b->pos.z, ph.gz) * ph.gx + cell_of(b->pos.x, ph.gx) + 1]++;
         }
         for (uint32_t c = 0; c < n_cells; c++)
             ph.cell_start[c + 1] += ph.cell_start[c];
-        uint32_t *fill = arena_alloc(fa, sizeof *fill * n_cells);
+        uint32_t *fill = mprof_stack_alloc(ph.scratch, sizeof *fill * n_cells, 0);
         if (fill) {
             memcpy(fill, ph.cell_start, sizeof *fill * n_cells);
             for (uint32_t i = 0; i < ph.n; i++) {
@@ -115,7 +130,7 @@ static void broadphase(void)
             }
         }
     }
-    eng_rwlock_unlock(&ph.grid_lock, 0);
+    mprof_rwlock_wrunlock(&ph.grid_lock);
 }
 
 static void narrow_job(void *user, uint32_t begin, uint32_t end, uint32_t worker)
@@ -123,7 +138,7 @@ static void narrow_job(void *user, uint32_t begin, uint32_t end, uint32_t worker
     (void)user;
     (void)worker;
     MPROF_ZONE_C("Physics::narrowphase_job", MPROF_COLOR_PHYSICS);
-    eng_rwlock_rdlock(&ph.grid_lock);
+    mprof_rwlock_rdlock(&ph.grid_lock);
     for (uint32_t i = begin; i < end; i++) {
         const body *a = &ph.bodies[i];
         contact_acc *acc = &ph.acc[i];
@@ -163,7 +178,7 @@ static void narrow_job(void *user, uint32_t begin, uint32_t end, uint32_t worker
             }
         }
     }
-    eng_rwlock_unlock(&ph.grid_lock, 1);
+    mprof_rwlock_rdunlock(&ph.grid_lock);
 }
 
 static void integrate_job(void *user, uint32_t begin, uint32_t end, uint32_t worker)
@@ -233,6 +248,7 @@ void physics_step(float dt)
     ph.dt = dt;
     ph.steps++;
     kick();
+    mprof_stack_marker mark = mprof_stack_mark(ph.scratch);
     broadphase();
     if (ph.cell_start && ph.cell_items && ph.acc) {
         {
@@ -255,6 +271,7 @@ void physics_step(float dt)
         ph.impacts = impacts;
         ph.impact_energy = energy;
     }
+    mprof_stack_free_to(ph.scratch, mark); /* the step's scratch, all at once */
     ph.cell_start = NULL;
     ph.cell_items = NULL;
     ph.acc = NULL;

@@ -241,7 +241,6 @@ static void post_job(void *user, uint32_t begin, uint32_t end, uint32_t worker)
 
 static int geometry_pass(pass *p)
 {
-    eng_arena *fa = eng_frame_arena();
     uint32_t n_inst = 0, n_verts = 0;
     for (int m = 0; m < p->n_meshes; m++) {
         p->inst_base[m] = n_inst;
@@ -250,7 +249,7 @@ static int geometry_pass(pass *p)
         n_verts += p->sc->n_inst[m] * cpu.meshes[m].n_verts;
     }
     p->inst_base[p->n_meshes] = n_inst;
-    p->tv = arena_alloc(fa, sizeof *p->tv * (n_verts ? n_verts : 1));
+    p->tv = mprof_arena_alloc(eng_frame_arena(), sizeof *p->tv * (n_verts ? n_verts : 1), 16);
     if (!p->tv)
         return -1;
     jobs_parallel_for(transform_job, p, n_inst, 64);

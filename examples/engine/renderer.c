@@ -173,13 +173,12 @@ void renderer_frame(uint64_t frame)
     sc.frame = frame;
     {
         MPROF_ZONE_C("Renderer::build_scene", MPROF_COLOR_RENDERER);
-        eng_arena *fa = eng_frame_arena();
         uint32_t n_bodies;
         const body *bodies = physics_bodies(&n_bodies);
-        render_instance *spheres = arena_alloc(fa, sizeof *spheres * (n_bodies ? n_bodies : 1));
+        render_instance *spheres = eng_frame_calloc(n_bodies ? n_bodies : 1, sizeof *spheres);
         uint32_t n_souls = souls_views(rn.souls, rn.max_souls);
-        render_instance *cubes = arena_alloc(fa, sizeof *cubes * (rn.n_walls + n_souls + 1));
-        render_instance *ground = arena_alloc(fa, sizeof *ground);
+        render_instance *cubes = eng_frame_calloc(rn.n_walls + n_souls + 1, sizeof *cubes);
+        render_instance *ground = eng_frame_calloc(1, sizeof *ground);
         if (!spheres || !cubes || !ground) {
             log_msg(ENG_LOG_ERROR, "renderer: frame arena exhausted, frame %llu skipped",
                     (unsigned long long)frame);

@@ -3,7 +3,8 @@
  *
  * A step has four phases, each a red zone:
  *   spawn      despawn agents whose life ran out, spawn new ones towards a target population
- *              that swells and ebbs over time (entities come from the "Souls::entities" pool);
+ *              that swells and ebbs over time (entities come from the "Souls::entities" pool
+ *              of mprof's allocator kit);
  *   perception (jobs) each agent counts neighbours and nearby moving bodies; sightings are
  *              posted to a shared blackboard under its mutex, read-only world access under the
  *              "Souls::world" rwlock;
@@ -18,8 +19,8 @@
 #include "fiber_sched.h"
 #include "jobs.h"
 #include "pathfind.h"
-#include "sync.h"
 
+#include "mprof/lock.h"
 #include "mprof/mprof.h"
 
 #include <stdlib.h>
@@ -56,7 +57,7 @@ typedef struct soul {
 
 static struct {
     uint8_t map[MAP_W * MAP_H];
-    eng_pool pool;
+    mprof_pool *pool;
     soul **list; /* live agents ordered by id */
     uint32_t n, cap;
     uint32_t target;
@@ -72,8 +73,8 @@ static struct {
     uint32_t events;
     /* agent grid for perception */
     uint32_t *agrid_start, *agrid_items;
-    eng_rwlock world_lock;
-    eng_mutex blackboard_lock;
+    mprof_rwlock world_lock;
+    mprof_mutex blackboard_lock;
     uint32_t blackboard_sightings;
     uint32_t heat[AGRID * AGRID]; /* threat heat map: integer, so merge order cannot matter */
 } so;
@@ -136,9 +137,10 @@ static int random_walkable(eng_rng *r)
 
 static void spawn_one(void)
 {
-    soul *s = pool_alloc(&so.pool);
+    soul *s = mprof_pool_alloc(so.pool);
     if (!s)
         return;
+    memset(s, 0, sizeof *s);
     s->id = so.next_id++;
     s->rng = rng_make(so.rng.s, 1000 + s->id);
     int c = random_walkable(&s->rng);
@@ -157,7 +159,7 @@ static void spawn_phase(void)
     for (uint32_t i = 0; i < so.n; i++) {
         soul *s = so.list[i];
         if (s->life_steps-- == 0) {
-            pool_free(&so.pool, s);
+            mprof_pool_free(so.pool, s);
             died++;
         } else {
             so.list[kept++] = s;
@@ -180,11 +182,10 @@ static void spawn_phase(void)
 static void build_agent_grid(void)
 {
     MPROF_ZONE_C("Souls::agent_grid", MPROF_COLOR_AI);
-    eng_arena *fa = eng_frame_arena();
-    eng_rwlock_wrlock(&so.world_lock);
-    so.agrid_start = arena_calloc(fa, AGRID * AGRID + 1, sizeof *so.agrid_start);
-    so.agrid_items = arena_alloc(fa, sizeof *so.agrid_items * (so.n ? so.n : 1));
-    uint32_t *fill = arena_alloc(fa, sizeof *fill * AGRID * AGRID);
+    mprof_rwlock_wrlock(&so.world_lock);
+    so.agrid_start = eng_frame_calloc(AGRID * AGRID + 1, sizeof *so.agrid_start);
+    so.agrid_items = eng_frame_calloc(so.n ? so.n : 1, sizeof *so.agrid_items);
+    uint32_t *fill = eng_frame_calloc(AGRID * AGRID, sizeof *fill);
     if (so.agrid_start && so.agrid_items && fill) {
         float cell = (float)(MAP_W * MAP_CELL) / AGRID;
         for (uint32_t i = 0; i < so.n; i++) {
@@ -201,7 +202,7 @@ static void build_agent_grid(void)
     } else {
         so.agrid_start = NULL;
     }
-    eng_rwlock_unlock(&so.world_lock, 0);
+    mprof_rwlock_wrunlock(&so.world_lock);
 }
 
 static void perception_job(void *user, uint32_t begin, uint32_t end, uint32_t worker)
@@ -212,7 +213,7 @@ static void perception_job(void *user, uint32_t begin, uint32_t end, uint32_t wo
     uint32_t n_bodies;
     const body *bodies = physics_bodies(&n_bodies);
     const float cell = (float)(MAP_W * MAP_CELL) / AGRID;
-    eng_rwlock_rdlock(&so.world_lock);
+    mprof_rwlock_rdlock(&so.world_lock);
     for (uint32_t i = begin; i < end; i++) {
         soul *s = so.list[i];
         s->neighbours = 0;
@@ -245,10 +246,10 @@ static void perception_job(void *user, uint32_t begin, uint32_t end, uint32_t wo
             }
         }
     }
-    eng_rwlock_unlock(&so.world_lock, 1);
+    mprof_rwlock_rdunlock(&so.world_lock);
     /* Post this grain's sightings to the shared blackboard: a heat map every agent reads when
      * it picks a goal. Integer sums commute, so the order in which jobs merge is irrelevant. */
-    eng_mutex_lock(&so.blackboard_lock);
+    mprof_mutex_lock(&so.blackboard_lock);
     for (uint32_t i = begin; i < end; i++) {
         const soul *s = so.list[i];
         if (!s->threatened)
@@ -260,7 +261,7 @@ static void perception_job(void *user, uint32_t begin, uint32_t end, uint32_t wo
                 if (x >= 0 && z >= 0 && x < AGRID && z < AGRID)
                     so.heat[z * AGRID + x] += (x == gx && z == gz) ? 4u : 1u;
     }
-    eng_mutex_unlock(&so.blackboard_lock);
+    mprof_mutex_unlock(&so.blackboard_lock);
 }
 
 static void pathfind_job(void *user, uint32_t begin, uint32_t end, uint32_t worker)
@@ -393,7 +394,9 @@ int souls_init(const engine_options *opt)
     so.cap = opt->souls + 16;
     so.list = calloc(so.cap, sizeof *so.list);
     so.requests = calloc(so.cap, sizeof *so.requests);
-    if (!so.list || !so.requests || pool_init(&so.pool, "Souls::entities", sizeof(soul), so.cap))
+    mprof_pool_desc pd = {.name = "Souls::entities", .block_bytes = sizeof(soul),
+                          .n_blocks = so.cap};
+    if (!so.list || !so.requests || mprof_pool_create(&pd, &so.pool) != MPROF_OK)
         return -1;
     so.n_scratch = jobs_thread_count();
     so.scratch = calloc(so.n_scratch, sizeof *so.scratch);
@@ -402,8 +405,8 @@ int souls_init(const engine_options *opt)
     for (uint32_t i = 0; i < so.n_scratch; i++)
         if (pathfind_scratch_init(&so.scratch[i], MAP_W, MAP_H))
             return -1;
-    eng_rwlock_init(&so.world_lock, "Souls::world");
-    eng_mutex_init(&so.blackboard_lock, "Souls::blackboard");
+    MPROF_RWLOCK_INIT(&so.world_lock, "Souls::world");
+    MPROF_MUTEX_INIT(&so.blackboard_lock, "Souls::blackboard");
     build_map();
     if (fsched_init(N_FIBERS, 64 * 1024))
         return -1;
@@ -423,11 +426,15 @@ void souls_shutdown(void)
     for (uint32_t i = 0; i < so.n_scratch; i++)
         pathfind_scratch_free(&so.scratch[i]);
     free(so.scratch);
-    pool_destroy(&so.pool);
+    for (uint32_t i = 0; i < so.n; i++) /* the survivors, so the pool balances */
+        mprof_pool_free(so.pool, so.list[i]);
+    so.n = 0;
+    mprof_pool_destroy(so.pool);
+    so.pool = NULL;
     free(so.list);
     free(so.requests);
-    eng_rwlock_destroy(&so.world_lock);
-    eng_mutex_destroy(&so.blackboard_lock);
+    mprof_rwlock_destroy(&so.world_lock);
+    mprof_mutex_destroy(&so.blackboard_lock);
     log_msg(ENG_LOG_INFO, "souls: %u agents ever, %u failed path searches, %u threat sightings",
             so.next_id, so.path_failures, so.blackboard_sightings);
 }
