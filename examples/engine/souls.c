@@ -394,8 +394,9 @@ int souls_init(const engine_options *opt)
     so.cap = opt->souls + 16;
     so.list = calloc(so.cap, sizeof *so.list);
     so.requests = calloc(so.cap, sizeof *so.requests);
+    /* Spawns are rare, so each records who allocated it (8 frames of callstack). */
     mprof_pool_desc pd = {.name = "Souls::entities", .block_bytes = sizeof(soul),
-                          .n_blocks = so.cap};
+                          .n_blocks = so.cap, .callstack_depth = 8};
     if (!so.list || !so.requests || mprof_pool_create(&pd, &so.pool) != MPROF_OK)
         return -1;
     so.n_scratch = jobs_thread_count();
