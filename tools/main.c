@@ -7,6 +7,7 @@
 
 static const mprof_cmd commands[] = {
     {"report", cmd_report, "print statistics of a capture (frames, zones, plots, messages)"},
+    {"capture", cmd_capture, "capture a running process over the network into a .mprof file"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
