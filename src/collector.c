@@ -443,6 +443,21 @@ static void translate(mprof__thread *th, const unsigned char *p, const unsigned 
     atomic_fetch_add_explicit(&mprof__g.events_recorded, n, memory_order_relaxed);
 }
 
+/* Returns a drained block to its thread for reuse; a thread keeps at most 8 spare blocks. */
+static void give_back(mprof__thread *th, mprof__block *b)
+{
+    if (atomic_load_explicit(&th->n_returned, memory_order_relaxed) >= 8 ||
+        atomic_load_explicit(&th->exited, memory_order_relaxed)) {
+        free(b);
+        return;
+    }
+    atomic_fetch_add_explicit(&th->n_returned, 1, memory_order_relaxed);
+    b->free_next = atomic_load_explicit(&th->returned, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&th->returned, &b->free_next, b,
+                                                  memory_order_release, memory_order_relaxed))
+        ;
+}
+
 /* Drains what thread th has published. discard: skip instead of translating. Returns 1 when the
  * thread has exited and everything it wrote has been drained (it can be freed). */
 static int drain(mprof__thread *th, int discard)
@@ -470,13 +485,21 @@ static int drain(mprof__thread *th, int discard)
             return exited;
         atomic_store_explicit(&th->head, next, memory_order_release);
         th->col_pos = next->data;
-        free(b);
         atomic_fetch_sub(&mprof__g.buffered_bytes, sizeof(mprof__block) + MPROF__BLOCK_BYTES);
+        give_back(th, b);
     }
 }
 
 static void free_thread(mprof__thread *th)
 {
+    for (mprof__block *f = atomic_load(&th->returned), *nx; f; f = nx) {
+        nx = f->free_next;
+        free(f);
+    }
+    for (mprof__block *f = th->spare, *nx; f; f = nx) {
+        nx = f->free_next;
+        free(f);
+    }
     mprof__block *b = atomic_load(&th->head);
     while (b) {
         mprof__block *n = atomic_load(&b->next);
@@ -752,6 +775,7 @@ int mprof__collector_start(void)
     atomic_store(&mprof__g.bytes_raw, 0);
     atomic_store(&mprof__g.bytes_written, 0);
     atomic_store(&mprof__g.chunks_written, 0);
+    atomic_store(&mprof__g.peak_buffered_bytes, atomic_load(&mprof__g.buffered_bytes));
     pthread_mutex_lock(&mprof__g.threads_lock);
     for (mprof__thread *t = mprof__g.threads; t; t = t->next)
         t->col_named = 0;

@@ -24,6 +24,7 @@ enum { MPROF__MODE_OFF = 0, MPROF__MODE_IDLE = 1 /* started, not recording */ };
 
 typedef struct mprof__block {
     struct mprof__block *_Atomic next; /* set (release) by the owner when the block is full */
+    struct mprof__block *free_next;    /* link in the owner's free list */
     unsigned char *_Atomic final_end;  /* where the data ends, set before next */
     size_t size;
     unsigned char data[];
@@ -39,6 +40,11 @@ typedef struct mprof__thread {
     mprof__block *_Atomic head;    /* collector: oldest undrained block */
     unsigned char *col_pos;        /* collector: drained up to here in head */
     uint64_t lost;                 /* owner: events dropped since the last LOST record */
+    /* Drained blocks go back to their thread (already paged in, so refilling costs no page
+     * faults): the collector pushes onto returned, the owner takes the whole list at once. */
+    mprof__block *_Atomic returned;
+    _Atomic uint32_t n_returned;
+    mprof__block *spare;           /* owner: blocks taken from returned */
     _Atomic int exited;
     uint64_t col_last_ticks;       /* collector: previous TS in the current chunk */
     uint32_t col_chunk_seq;        /* collector: chunk in which last_ticks is valid */
@@ -81,7 +87,10 @@ extern mprof__globals mprof__g;
 extern mprof__tbuf mprof__dummy_tbuf;
 
 /* Timer (timer.c). */
-void mprof__timer_init(bool check_invariant, bool verbose);
+/* check: MPROF_TOGGLE_DEFAULT/ON check the counter, OFF trusts it, MPROF__FORCE_OS_CLOCK uses
+ * the OS clock (env MPROF_TIMER=clock). */
+#define MPROF__FORCE_OS_CLOCK ((mprof_toggle)99)
+void mprof__timer_init(mprof_toggle check, bool verbose);
 uint64_t mprof__ticks_to_ns(uint64_t ticks); /* ns since tick0 */
 
 /* Thread buffers (profiler.c). */

@@ -81,6 +81,8 @@ static void apply_config(const mprof_config *in)
     }
     if ((v = env("MPROF_ZSTD_LEVEL")))
         c.compression_level = atoi(v);
+    if ((v = env("MPROF_TIMER")) && strcmp(v, "clock") == 0)
+        c.invariant_check = MPROF__FORCE_OS_CLOCK;
     if (env("MPROF_NO_INVARIANT_CHECK") && env_flag("MPROF_NO_INVARIANT_CHECK", 0))
         c.invariant_check = MPROF_TOGGLE_OFF;
     if ((v = env("MPROF_LISTEN")))
@@ -157,9 +159,15 @@ static int refill(mprof__thread *th)
     if (atomic_load_explicit(&mprof__g.buffered_bytes, memory_order_relaxed) + bytes >
         mprof__g.cfg.memory_limit_bytes)
         return -1;
-    mprof__block *b = malloc(bytes);
-    if (!b)
+    if (!th->spare)
+        th->spare = atomic_exchange_explicit(&th->returned, NULL, memory_order_acquire);
+    mprof__block *b = th->spare;
+    if (b) {
+        th->spare = b->free_next;
+        atomic_fetch_sub_explicit(&th->n_returned, 1, memory_order_relaxed);
+    } else if (!(b = malloc(bytes))) {
         return -1;
+    }
     note_buffered(bytes);
     atomic_init(&b->next, NULL);
     atomic_init(&b->final_end, NULL);
@@ -265,8 +273,7 @@ mprof_result mprof_startup(const mprof_config *cfg)
     }
     __atomic_store_n(&lazy_tried, 1, __ATOMIC_RELEASE);
     apply_config(cfg);
-    mprof__timer_init(mprof__g.cfg.invariant_check != MPROF_TOGGLE_OFF,
-                      mprof__g.cfg.verbose == MPROF_TOGGLE_ON);
+    mprof__timer_init(mprof__g.cfg.invariant_check, mprof__g.cfg.verbose == MPROF_TOGGLE_ON);
     atomic_fetch_add(&mprof__g.session, 1);
     int r = mprof__collector_start();
     if (r != 0) {
@@ -330,12 +337,21 @@ int mprof__zone_begin_slow(const mprof_srcloc *loc)
 {
     unsigned char *p = mprof__reserve(MPROF__ZONE_BEGIN_BYTES);
     if (!p)
-        return 0;
+        return __atomic_load_n(&mprof__mode, __ATOMIC_RELAXED) == MPROF__MODE_RECORDING ? 2 : 0;
     p[0] = MPROF__EV_ZONE_BEGIN;
     p = mprof__w_ts(p + 1);
     p = mprof__w_ptr(p, loc);
     mprof__commit(p);
     return 1;
+}
+
+void mprof__zone_end_lost(void)
+{
+    mprof__tbuf *t = mprof__tls;
+    if (t == &mprof__dummy_tbuf)
+        return;
+    ((mprof__thread *)t)->lost++;
+    atomic_fetch_add_explicit(&mprof__g.events_lost, 1, memory_order_relaxed);
 }
 
 void mprof__zone_end_slow(void)

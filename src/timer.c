@@ -79,11 +79,11 @@ static void pair(uint64_t *ticks, uint64_t *ns)
     }
 }
 
-void mprof__timer_init(bool check_invariant, bool verbose)
+void mprof__timer_init(mprof_toggle check, bool verbose)
 {
 #if defined(__x86_64__) || defined(__aarch64__)
-    int ok = !check_invariant || counter_is_invariant();
-    if (!ok)
+    int ok = check == MPROF_TOGGLE_OFF || (check != MPROF__FORCE_OS_CLOCK && counter_is_invariant());
+    if (!ok && check != MPROF__FORCE_OS_CLOCK)
         mprof__log("the CPU counter is not invariant; using the OS clock (slower). Set "
                    "MPROF_NO_INVARIANT_CHECK=1 to use the counter anyway.");
 #else

@@ -220,6 +220,7 @@ MPROF_API void mprof_plot_config(const char *name, mprof_plot_format format,
  */
 MPROF_API int mprof__zone_begin_slow(const mprof_srcloc *loc);
 MPROF_API void mprof__zone_end_slow(void);
+MPROF_API void mprof__zone_end_lost(void);
 MPROF_API void mprof__zone_text(const char *text, size_t len);
 MPROF_API void mprof__zone_name(const char *text, size_t len);
 MPROF_API void mprof__zone_value(uint64_t value);
@@ -290,10 +291,12 @@ static inline uint64_t mprof__ticks(void)
 
 static inline int mprof__zone_begin(const mprof_srcloc *loc)
 {
+    int mode = __atomic_load_n(&mprof__mode, __ATOMIC_RELAXED);
+    if (MPROF__UNLIKELY(mode != MPROF__MODE_RECORDING))
+        return mode == 0 ? mprof__zone_begin_slow(loc) : 0; /* 0: not started yet */
     mprof__tbuf *t = mprof__tls;
     unsigned char *c = t->cur;
-    if (MPROF__UNLIKELY(__atomic_load_n(&mprof__mode, __ATOMIC_RELAXED) != MPROF__MODE_RECORDING ||
-                        (size_t)(t->end - c) < MPROF__ZONE_BEGIN_BYTES))
+    if (MPROF__UNLIKELY((size_t)(t->end - c) < MPROF__ZONE_BEGIN_BYTES))
         return mprof__zone_begin_slow(loc);
     uint64_t ts = mprof__ticks();
     c[0] = MPROF__EV_ZONE_BEGIN;
@@ -305,11 +308,12 @@ static inline int mprof__zone_begin(const mprof_srcloc *loc)
 
 static inline void mprof__zone_end(void)
 {
+    if (MPROF__UNLIKELY(__atomic_load_n(&mprof__mode, __ATOMIC_RELAXED) != MPROF__MODE_RECORDING))
+        return;
     uint64_t ts = mprof__ticks();
     mprof__tbuf *t = mprof__tls;
     unsigned char *c = t->cur;
-    if (MPROF__UNLIKELY(__atomic_load_n(&mprof__mode, __ATOMIC_RELAXED) != MPROF__MODE_RECORDING ||
-                        (size_t)(t->end - c) < MPROF__ZONE_END_BYTES)) {
+    if (MPROF__UNLIKELY((size_t)(t->end - c) < MPROF__ZONE_END_BYTES)) {
         mprof__zone_end_slow();
         return;
     }
@@ -322,10 +326,14 @@ static inline void mprof__zone_end(void)
 #define mprof__zone_end mprof__zone_end_slow
 #endif
 
+/* active: 0 = the begin was not recorded (profiler off), 1 = recorded, 2 = dropped at the
+ * memory cap, so the end is dropped and counted too and the capture stays balanced. */
 static inline void mprof__zone_cleanup(int *active)
 {
-    if (*active)
+    if (MPROF__LIKELY(*active == 1))
         mprof__zone_end();
+    else if (*active == 2)
+        mprof__zone_end_lost();
 }
 
 /* ---------------------------------------------------------------------------------------------

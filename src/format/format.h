@@ -180,6 +180,10 @@ void mprof_fmt_file_header(unsigned char out[MPROF_FMT_HEADER_BYTES]);
 int mprof_fmt_chunk(mprof_buf *out, int kind, const void *payload, size_t len, int level,
                     void *cctx);
 
+/* The same with chunk flags (MPROF_CHUNK_F_OPTIONAL for a kind old readers may skip). */
+int mprof_fmt_chunk_ex(mprof_buf *out, int kind, unsigned flags, const void *payload, size_t len,
+                       int level, void *cctx);
+
 /* Appends a key/value pair to an INFO/END payload. */
 int mprof_fmt_kv(mprof_buf *b, const char *key, const char *value);
 

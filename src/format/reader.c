@@ -65,6 +65,7 @@ struct mprof_reader {
 };
 
 static int grow(void **arr, uint32_t *n, uint32_t idx, size_t es, uint32_t limit);
+static int next_chunk(mprof_reader *r);
 
 static int fail(mprof_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(mprof_reader *r, const char *fmt, ...)
@@ -175,12 +176,17 @@ static mprof_reader *open_common(mprof_reader *r, char *err, size_t errlen, cons
         return NULL;
     }
     r->ns_per_tick = 1.0;
+    r->st.bytes_read = MPROF_FMT_HEADER_BYTES;
     /* Thread 0 is the process context (collector records such as CALIBRATION). */
     if (grow((void **)&r->threads, &r->n_threads, 0, sizeof *r->threads, MAX_THREADS) != 0) {
         snprintf(err, errlen, "%s: out of memory", name);
         mprof_reader_close(r);
         return NULL;
     }
+    /* Read up to the first EVENTS chunk so that INFO is available right away. An error here
+     * is reported by the first mprof_reader_next call. */
+    if (next_chunk(r) == 0)
+        r->p = r->pend = NULL;
     return r;
 }
 

@@ -29,6 +29,12 @@ static uint64_t chunk_checksum(const unsigned char *header, const void *payload,
 int mprof_fmt_chunk(mprof_buf *out, int kind, const void *payload, size_t len, int level,
                     void *cctx)
 {
+    return mprof_fmt_chunk_ex(out, kind, 0, payload, len, level, cctx);
+}
+
+int mprof_fmt_chunk_ex(mprof_buf *out, int kind, unsigned flags, const void *payload, size_t len,
+                       int level, void *cctx)
+{
     if (len > MPROF_FMT_MAX_CHUNK_BYTES)
         return -1;
     size_t bound = level > 0 ? ZSTD_compressBound(len) : len;
@@ -57,7 +63,7 @@ int mprof_fmt_chunk(mprof_buf *out, int kind, const void *payload, size_t len, i
     mprof_wr_u32(h, MPROF_FMT_CHUNK_MAGIC);
     h[4] = (unsigned char)kind;
     h[5] = (unsigned char)codec;
-    mprof_wr_u16(h + 6, 0);
+    mprof_wr_u16(h + 6, (uint16_t)flags);
     mprof_wr_u32(h + 8, (uint32_t)stored);
     mprof_wr_u32(h + 12, (uint32_t)len);
     mprof_wr_u64(h + 16, chunk_checksum(h, body, stored));

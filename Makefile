@@ -1,0 +1,48 @@
+# Short commands for mprof. CMake does the building; see README.md.
+#   make demo   - install what is needed, build with profiling on, profile the sample engine
+#   make test   - install what is needed, build, run every test
+#   make asan / make tsan - the tests under AddressSanitizer+UBSan / ThreadSanitizer
+#   make bench  - the benchmarks (figures on stdout, one JSON object per line)
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD ?= build
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build test demo asan tsan bench fuzz clean
+
+all: build
+
+deps:
+	@sh scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	sh scripts/demo.sh $(BUILD)
+
+asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_SANITIZE=address,undefined -DMPROF_BUILD_BENCH=OFF
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && MPROF_TEST_SCALE=0.1 ctest --output-on-failure -j $(JOBS)
+
+tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_SANITIZE=thread -DMPROF_BUILD_BENCH=OFF
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && MPROF_TEST_SCALE=0.05 TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	sh scripts/bench.sh $(BUILD)
+
+fuzz: deps
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_BUILD_FUZZ=ON -DMPROF_BUILD_TESTS=OFF -DMPROF_BUILD_BENCH=OFF -DMPROF_BUILD_EXAMPLES=OFF
+	cmake --build build-fuzz -j $(JOBS)
+	./build-fuzz/fuzz/fuzz_reader -max_total_time=60 fuzz/corpus/reader
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz

@@ -1,0 +1,240 @@
+/*
+ * bench_core.c - what a zone costs, how fast captures drain, how small they are, and what
+ * `mprof report` costs. Prints one JSON object per line; every timing is also given as a ratio
+ * to a baseline measured in the same run (two raw timer reads), since this machine is shared
+ * and noisy. Each figure is the best of several repetitions.
+ *
+ * usage: bench_core [--zones N] [--dir DIR] [--mprof PATH]
+ */
+#define MPROF_ENABLE 1
+#include "mprof/mprof.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static volatile uint64_t sink;
+static uint64_t n_zones = 20000000;
+static const char *dir = "/tmp";
+static const char *mprof_bin = "mprof";
+#define REPS 5
+
+/* ---- the workloads ------------------------------------------------------------------------ */
+
+static double timer_pair_ns(uint64_t n)
+{
+    uint64_t acc = 0, t0 = now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t a = mprof__ticks();
+        uint64_t b = mprof__ticks();
+        acc += b - a;
+    }
+    uint64_t t1 = now_ns();
+    sink += acc;
+    return (double)(t1 - t0) / (double)n;
+}
+
+static double flat_zones(uint64_t n)
+{
+    uint64_t t0 = now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        MPROF_ZONE("flat");
+    }
+    return (double)(now_ns() - t0) / (double)n;
+}
+
+static double nested_zones(uint64_t n)
+{
+    uint64_t t0 = now_ns();
+    for (uint64_t i = 0; i < n / 4; i++) {
+        MPROF_ZONE("n0");
+        {
+            MPROF_ZONE("n1");
+            {
+                MPROF_ZONE("n2");
+                {
+                    MPROF_ZONE("n3");
+                }
+            }
+        }
+    }
+    return (double)(now_ns() - t0) / (double)(n / 4 * 4);
+}
+
+static void *flat_thread(void *p)
+{
+    double *out = p;
+    *out = flat_zones(n_zones / 4);
+    return NULL;
+}
+
+static double two_threads(void)
+{
+    pthread_t t[2];
+    double r[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, flat_thread, &r[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    return (r[0] + r[1]) / 2;
+}
+
+/* A capture path for stem; the caller frees it. */
+static char *capture_path(const char *stem)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s/bench-%ld-%s.mprof", dir, (long)getpid(), stem);
+    return strdup(buf);
+}
+
+static void start(const char *path)
+{
+    mprof_config cfg = {0};
+    cfg.capture_path = path;
+    cfg.listen = MPROF_TOGGLE_OFF;
+    cfg.memory_limit_bytes = (size_t)6 << 30;
+    if (mprof_startup(&cfg) != MPROF_OK) {
+        fprintf(stderr, "bench: cannot start a capture to %s\n", path ? path : "(none)");
+        exit(1);
+    }
+}
+
+static long file_size(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static double best(double a, double b)
+{
+    return a < b ? a : b;
+}
+
+/* Runs `mprof report --json` on path; returns seconds, and the peak RSS in KiB. */
+static double report_cost(const char *path, long *rss_kib)
+{
+    uint64_t t0 = now_ns();
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", 1);
+        dup2(fd, 1);
+        execlp(mprof_bin, mprof_bin, "report", "--json", path, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    struct rusage ru;
+    wait4(pid, &st, 0, &ru);
+    *rss_kib = ru.ru_maxrss;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fprintf(stderr, "bench: mprof report failed on %s\n", path);
+    return (double)(now_ns() - t0) / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--zones") == 0 && i + 1 < argc)
+            n_zones = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else if (strcmp(argv[i], "--mprof") == 0 && i + 1 < argc)
+            mprof_bin = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_core [--zones N] [--dir DIR] [--mprof PATH]\n");
+            return 2;
+        }
+    }
+    uint64_t n = n_zones / 4;
+
+    /* Enabled but not recording: started with no capture and no listener. */
+    setenv("MPROF_LISTEN", "0", 1);
+    start(NULL);
+    double idle = 1e9, timer = 1e9;
+    for (int r = 0; r < REPS; r++) {
+        idle = best(idle, flat_zones(n));
+        timer = best(timer, timer_pair_ns(n));
+    }
+    mprof_shutdown();
+
+    /* Recording to a file: flat, nested, two threads. */
+    char *p = capture_path("cost");
+    start(p);
+    double flat = 1e9, nested = 1e9, two = 1e9, timer2 = 1e9;
+    for (int r = 0; r < REPS; r++) {
+        timer2 = best(timer2, timer_pair_ns(n / 4));
+        flat = best(flat, flat_zones(n / 4));
+        nested = best(nested, nested_zones(n / 4));
+        two = best(two, two_threads());
+    }
+    mprof_stats st;
+    mprof_get_stats(&st);
+    mprof_shutdown();
+    unlink(p);
+    free(p);
+    timer = best(timer, timer2);
+    printf("{\"bench\":\"timer_pair\",\"ns\":%.2f}\n", timer);
+    printf("{\"bench\":\"zone_idle\",\"ns_per_zone\":%.2f,\"ratio_to_timer_pair\":%.3f}\n", idle,
+           idle / timer);
+    printf("{\"bench\":\"zone_flat_1t\",\"ns_per_zone\":%.2f,\"ratio_to_timer_pair\":%.3f}\n", flat,
+           flat / timer);
+    printf("{\"bench\":\"zone_nested_1t\",\"ns_per_zone\":%.2f,\"ratio_to_timer_pair\":%.3f}\n",
+           nested, nested / timer);
+    printf("{\"bench\":\"zone_flat_2t\",\"ns_per_zone\":%.2f,\"ratio_to_timer_pair\":%.3f,"
+           "\"lost\":%llu}\n",
+           two, two / timer, (unsigned long long)st.events_lost);
+
+    /* Sustained: n_zones from one thread, from the first zone until the file is closed. */
+    p = capture_path("sustained");
+    start(p);
+    uint64_t t0 = now_ns();
+    flat_zones(n_zones);
+    uint64_t t1 = now_ns();
+    mprof_get_stats(&st);
+    mprof_shutdown();
+    uint64_t t2 = now_ns();
+    long bytes = file_size(p);
+    printf("{\"bench\":\"sustained_file\",\"zones\":%llu,\"zones_per_s\":%.0f,"
+           "\"producer_zones_per_s\":%.0f,\"lost\":%llu,\"bytes_per_zone\":%.3f,"
+           "\"raw_bytes_per_zone\":26,\"peak_buffered_mib\":%.1f,\"file_mib\":%.1f}\n",
+           (unsigned long long)n_zones, (double)n_zones / ((double)(t2 - t0) / 1e9),
+           (double)n_zones / ((double)(t1 - t0) / 1e9), (unsigned long long)st.events_lost,
+           (double)bytes / (double)n_zones, (double)st.peak_buffered_bytes / 1048576.0,
+           (double)bytes / 1048576.0);
+
+    /* mprof report: events/s, and peak memory for 1x and 4x the events. */
+    char *small = capture_path("report1");
+    start(small);
+    for (uint64_t i = 0; i < n_zones / 8; i++) {
+        MPROF_ZONE("a");
+        MPROF_ZONE("b");
+    }
+    mprof_shutdown();
+    long rss1, rss4;
+    double s1 = report_cost(small, &rss1);
+    double s4 = report_cost(p, &rss4);
+    printf("{\"bench\":\"report\",\"events\":%llu,\"seconds\":%.3f,\"events_per_s\":%.0f,"
+           "\"peak_rss_kib\":%ld,\"events_small\":%llu,\"peak_rss_small_kib\":%ld,"
+           "\"rss_ratio_for_%.0fx_events\":%.3f,\"seconds_small\":%.3f}\n",
+           (unsigned long long)(2 * n_zones), s4, (double)(2 * n_zones) / s4, rss4,
+           (unsigned long long)(n_zones / 2), rss1, (double)(2 * n_zones) / (double)(n_zones / 2),
+           (double)rss4 / (double)rss1, s1);
+    unlink(small);
+    unlink(p);
+    free(small);
+    free(p);
+    return 0;
+}

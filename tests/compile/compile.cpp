@@ -1,0 +1,2 @@
+// The public header as C++ (enabled and disabled builds both compile this file).
+#include "compile.c"

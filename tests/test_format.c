@@ -1,0 +1,287 @@
+/*
+ * test_format.c - the capture format: a round trip through the writer and the reader, files cut
+ * off at every byte, corrupted bytes, wrong magic, unknown versions and chunk kinds. The reader
+ * must never crash or read out of bounds (this test also runs under ASan) and must say clearly
+ * what is wrong.
+ */
+#include "test_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A small capture built by hand: INFO, two EVENTS chunks, END. */
+static mprof_buf make_capture(int level, int with_end)
+{
+    mprof_buf file = {0}, p = {0};
+    assert_int_equal(mprof_buf_reserve(&file, 16), 0);
+    mprof_fmt_file_header(file.data);
+    file.len = 16;
+    mprof_fmt_kv(&p, "app", "unit");
+    mprof_fmt_kv(&p, "ns_per_tick", "0.5");
+    mprof_fmt_kv(&p, "tick0", "1000");
+    assert_int_equal(mprof_fmt_chunk(&file, MPROF_CHUNK_INFO, p.data, p.len, 0, NULL), 0);
+    for (int c = 0; c < 2; c++) {
+        p.len = 0;
+        assert_int_equal(mprof_buf_reserve(&p, 4096), 0);
+        unsigned char *o = p.data;
+        if (c == 0) {
+            *o++ = MPROF_EV_DEF_THREAD;
+            o = mprof_put_varint(o, 1);
+            o = mprof_put_varint(o, 4242);
+            *o++ = MPROF_EV_DEF_SRCLOC;
+            o = mprof_put_varint(o, 1);
+            o = mprof_put_varint(o, 77);
+            o = mprof_put_varint(o, 0x2f6fde);
+            const char *strs[3] = {"zone", "fn", "file.c"};
+            for (int i = 0; i < 3; i++) {
+                size_t l = strlen(strs[i]);
+                o = mprof_put_varint(o, l);
+                memcpy(o, strs[i], l);
+                o += l;
+            }
+        }
+        *o++ = MPROF_EV_THREAD;
+        o = mprof_put_varint(o, 1);
+        uint64_t t = 1000 + (uint64_t)c * 100000;
+        for (int i = 0; i < 100; i++) {
+            *o++ = MPROF_EV_ZONE_BEGIN;
+            o = mprof_put_varint(o, mprof_zigzag(i == 0 ? (int64_t)t : 10));
+            o = mprof_put_varint(o, 1);
+            *o++ = MPROF_EV_ZONE_END;
+            o = mprof_put_varint(o, mprof_zigzag(20));
+        }
+        p.len = (size_t)(o - p.data);
+        assert_int_equal(mprof_fmt_chunk(&file, MPROF_CHUNK_EVENTS, p.data, p.len, level, NULL), 0);
+    }
+    if (with_end) {
+        p.len = 0;
+        mprof_fmt_kv(&p, "events", "400");
+        assert_int_equal(mprof_fmt_chunk(&file, MPROF_CHUNK_END, p.data, p.len, 0, NULL), 0);
+    }
+    mprof_buf_free(&p);
+    return file;
+}
+
+typedef struct result {
+    int open_ok, rc;
+    uint64_t zones, events;
+    int64_t first_ts, last_ts;
+    mprof_reader_stats st;
+    char err[256];
+} result;
+
+static result read_mem(const unsigned char *data, size_t len)
+{
+    result res = {0};
+    mprof_reader *r = mprof_reader_open_mem(data, len, res.err, sizeof res.err);
+    if (!r)
+        return res;
+    res.open_ok = 1;
+    mprof_event ev;
+    int first = 1;
+    while ((res.rc = mprof_reader_next(r, &ev)) == 1) {
+        res.events++;
+        if (ev.type == MPROF_EV_ZONE_BEGIN) {
+            res.zones++;
+            if (first)
+                res.first_ts = ev.ts_ns;
+            first = 0;
+        }
+        if (ev.type == MPROF_EV_ZONE_END)
+            res.last_ts = ev.ts_ns;
+    }
+    if (res.rc < 0)
+        snprintf(res.err, sizeof res.err, "%s", mprof_reader_error(r));
+    mprof_reader_get_stats(r, &res.st);
+    mprof_reader_close(r);
+    return res;
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    for (int level = 0; level <= 3; level += 3) {
+        mprof_buf f = make_capture(level, 1);
+        result r = read_mem(f.data, f.len);
+        assert_true(r.open_ok);
+        assert_int_equal(r.rc, 0);
+        assert_int_equal(r.zones, 200);
+        assert_true(r.st.complete);
+        assert_int_equal(r.st.chunks, 4);
+        assert_int_equal(r.st.truncated_bytes, 0);
+        /* tick0 1000 is 0 ns at 0.5 ns per tick; the last zone of chunk 2 ends at
+         * 1000 + 100000 + 20 + 99 * 30 ticks. */
+        assert_int_equal(r.first_ts, 0);
+        assert_int_equal(r.last_ts, (int64_t)((100000 + 20 + 99 * 30) * 0.5));
+        mprof_buf_free(&f);
+    }
+}
+
+static void test_every_cut_is_readable(void **state)
+{
+    (void)state;
+    mprof_buf f = make_capture(3, 1);
+    result full = read_mem(f.data, f.len);
+    uint64_t prev_zones = 0;
+    for (size_t cut = 0; cut <= f.len; cut++) {
+        unsigned char *copy = malloc(cut ? cut : 1); /* exact size: ASan sees any overread */
+        memcpy(copy, f.data, cut);
+        result r = read_mem(copy, cut);
+        free(copy);
+        if (cut < MPROF_FMT_HEADER_BYTES) {
+            assert_false(r.open_ok);
+            assert_true(strlen(r.err) > 0);
+            continue;
+        }
+        assert_true(r.open_ok);
+        assert_int_equal(r.rc, 0);                     /* a cut is not an error */
+        assert_true(r.zones >= prev_zones);            /* more bytes, never fewer events */
+        assert_true(r.st.bytes_read + r.st.truncated_bytes == cut);
+        assert_int_equal(r.st.complete, cut == f.len); /* END is the last chunk */
+        prev_zones = r.zones;
+    }
+    assert_int_equal(prev_zones, full.zones);
+    mprof_buf_free(&f);
+}
+
+static void test_corruption_is_detected(void **state)
+{
+    (void)state;
+    mprof_buf f = make_capture(3, 1);
+    result full = read_mem(f.data, f.len);
+    int detected = 0;
+    for (size_t i = 0; i < f.len; i++) {
+        unsigned char *copy = malloc(f.len);
+        memcpy(copy, f.data, f.len);
+        copy[i] ^= 0x5a;
+        result r = read_mem(copy, f.len);
+        free(copy);
+        if (i >= 10 && i < 16) { /* minor version and reserved flags are not checked */
+            assert_int_equal(r.zones, full.zones);
+            continue;
+        }
+        /* Everything else is caught: refused at open, an error, or a cut (a length field that
+         * now points past the end), and never the full, unchanged result. */
+        int caught = !r.open_ok || r.rc < 0 || r.st.truncated_bytes > 0;
+        assert_true(caught);
+        if (r.rc < 0)
+            assert_true(strlen(r.err) > 10);
+        detected++;
+    }
+    assert_true(detected > 0);
+    mprof_buf_free(&f);
+}
+
+static void test_clear_errors(void **state)
+{
+    (void)state;
+    mprof_buf f = make_capture(0, 1);
+    result r;
+
+    f.data[0] = 'X';
+    r = read_mem(f.data, f.len);
+    assert_false(r.open_ok);
+    assert_non_null(strstr(r.err, "not an mprof capture"));
+    f.data[0] = 'M';
+
+    mprof_wr_u16(f.data + 8, 9);
+    r = read_mem(f.data, f.len);
+    assert_false(r.open_ok);
+    assert_non_null(strstr(r.err, "unsupported capture format version 9.0"));
+    mprof_wr_u16(f.data + 8, MPROF_FMT_VERSION_MAJOR);
+
+    /* A flipped payload byte of the first EVENTS chunk: checksum error naming the chunk. */
+    size_t info_len = 24 + mprof_rd_u32(f.data + 16 + 8);
+    size_t ev_payload = 16 + info_len + 24;
+    f.data[ev_payload + 3] ^= 1;
+    r = read_mem(f.data, f.len);
+    assert_int_equal(r.rc, -1);
+    assert_non_null(strstr(r.err, "checksum mismatch"));
+    assert_non_null(strstr(r.err, "offset"));
+    f.data[ev_payload + 3] ^= 1;
+    mprof_buf_free(&f);
+
+    int cant_open = read_mem((const unsigned char *)"", 0).open_ok;
+    assert_false(cant_open);
+    char err[256];
+    assert_null(mprof_reader_open("/nonexistent/x.mprof", err, sizeof err));
+    assert_non_null(strstr(err, "/nonexistent/x.mprof"));
+}
+
+static void test_unknown_chunks(void **state)
+{
+    (void)state;
+    mprof_buf f = make_capture(0, 0);
+    result before = read_mem(f.data, f.len);
+    /* An unknown kind flagged optional is skipped by this reader ... */
+    size_t at = f.len;
+    assert_int_equal(mprof_fmt_chunk_ex(&f, 77, MPROF_CHUNK_F_OPTIONAL, "abc", 3, 0, NULL), 0);
+    result r = read_mem(f.data, f.len);
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(r.zones, before.zones);
+    /* ... while a mandatory one is refused with its kind named. */
+    f.len = at;
+    assert_int_equal(mprof_fmt_chunk_ex(&f, 77, 0, "abc", 3, 0, NULL), 0);
+    r = read_mem(f.data, f.len);
+    assert_int_equal(r.rc, -1);
+    assert_non_null(strstr(r.err, "unknown chunk kind 77"));
+    mprof_buf_free(&f);
+}
+
+static void test_bad_events(void **state)
+{
+    (void)state;
+    /* Events that lie about ids or lengths are refused, not trusted. */
+    const unsigned char cases[][8] = {
+        {MPROF_EV_ZONE_BEGIN, 0, 1},          /* zone before any THREAD record */
+        {MPROF_EV_THREAD, 1, 0xee},           /* unknown tag */
+        {MPROF_EV_DEF_STRING, 1, 50, 'a'},    /* string longer than the chunk */
+        {MPROF_EV_THREAD, 0xff, 0xff, 0xff},  /* varint runs off the end */
+        {MPROF_EV_DEF_SRCLOC, 0},             /* id 0 */
+    };
+    const size_t lens[] = {3, 3, 4, 4, 2};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        mprof_buf f = {0};
+        mprof_buf_reserve(&f, 16);
+        mprof_fmt_file_header(f.data);
+        f.len = 16;
+        assert_int_equal(mprof_fmt_chunk(&f, MPROF_CHUNK_EVENTS, cases[k], lens[k], 0, NULL), 0);
+        result r = read_mem(f.data, f.len);
+        assert_int_equal(r.rc, -1);
+        assert_true(strlen(r.err) > 10);
+        mprof_buf_free(&f);
+    }
+}
+
+static void test_varint(void **state)
+{
+    (void)state;
+    const uint64_t vals[] = {0, 1, 127, 128, 300, UINT32_MAX, UINT64_MAX};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        unsigned char b[16];
+        unsigned char *e = mprof_put_varint(b, vals[i]);
+        const unsigned char *p = b;
+        uint64_t v;
+        assert_int_equal(mprof_get_varint(&p, e, &v), 0);
+        assert_true(v == vals[i]);
+        assert_ptr_equal(p, e);
+        p = b;
+        assert_int_equal(mprof_get_varint(&p, e - 1, &v), -1); /* cut short */
+    }
+    assert_int_equal(mprof_unzigzag(mprof_zigzag(-5)), -5);
+    assert_int_equal(mprof_unzigzag(mprof_zigzag(INT64_MIN)), INT64_MIN);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_every_cut_is_readable),
+        cmocka_unit_test(test_corruption_is_detected),
+        cmocka_unit_test(test_clear_errors),
+        cmocka_unit_test(test_unknown_chunks),
+        cmocka_unit_test(test_bad_events),
+        cmocka_unit_test(test_varint),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,414 @@
+/*
+ * test_profiler.c - the instrumentation macros and the runtime: every macro reaches the
+ * capture with the right fields, zones nest and match, many threads record exact counts, and a
+ * tiny memory cap drops events that are then counted, never lost silently.
+ */
+#define MPROF_ENABLE 1
+#include "mprof/mprof.h"
+#include "test_util.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *start_capture(const char *stem, size_t cap_bytes)
+{
+    const char *path = tu_temp_path(stem);
+    mprof_config cfg = {0};
+    cfg.capture_path = path;
+    cfg.memory_limit_bytes = cap_bytes;
+    cfg.listen = MPROF_TOGGLE_OFF;
+    assert_int_equal(mprof_startup(&cfg), MPROF_OK);
+    assert_true(mprof_is_recording());
+    return path;
+}
+
+/* ---- every macro ----------------------------------------------------------------------------- */
+
+static void nested(int depth)
+{
+    MPROF_ZONE_C("nested", MPROF_COLOR_PHYSICS);
+    if (depth > 0)
+        nested(depth - 1);
+}
+
+static void test_every_macro(void **state)
+{
+    (void)state;
+    const char *path = start_capture("macros.mprof", 0);
+    MPROF_THREAD_NAME("test-main");
+    MPROF_APP_INFO("build 42");
+    MPROF_PLOT_CONFIG("memory", MPROF_PLOT_FORMAT_MEMORY, MPROF_PLOT_STYLE_STEP, 0x112233);
+    for (int f = 0; f < 3; f++) {
+        {
+            MPROF_ZONE("scoped");
+            MPROF_ZONE_TEXT("hello", 5);
+            MPROF_ZONE_VALUE(1234);
+            MPROF_ZONE_NAME("renamed", 7);
+            nested(9);
+        }
+        MPROF_ZONE_BEGIN_C("explicit", MPROF_COLOR_RENDERER);
+        MPROF_ZONE_BEGIN("inner");
+        MPROF_ZONE_END();
+        MPROF_ZONE_END();
+        MPROF_PLOT("fps", 59.5 + f);
+        MPROF_PLOT_INT("memory", 1000 * f);
+        MPROF_MESSAGE(MPROF_LOG_WARN, "literal message");
+        MPROF_MESSAGEF(MPROF_LOG_ERROR, "formatted %d", f);
+        MPROF_FRAME_MARK_NAMED("physics");
+        MPROF_FRAME_BEGIN("load");
+        MPROF_FRAME_END("load");
+        MPROF_FRAME_MARK();
+    }
+    for (int l = MPROF_LOG_TRACE; l <= MPROF_LOG_FATAL; l++)
+        MPROF_MESSAGEF(l, "level %d", l);
+    mprof_shutdown();
+    assert_false(mprof_is_recording());
+
+    mprof_reader *r;
+    char err[256];
+    r = mprof_reader_open(path, err, sizeof err);
+    assert_non_null(r);
+    mprof_event ev;
+    int zb = 0, ze = 0, text = 0, value = 0, name = 0, fm = 0, fm_named = 0, fb = 0, fe = 0;
+    int plot_f = 0, plot_i = 0, cfg = 0, warn = 0, error = 0, thread_named = 0, app = 0;
+    int levels[7] = {0};
+    uint32_t nested_loc = 0;
+    int max_depth = 0, depth = 0;
+    while (mprof_reader_next(r, &ev) == 1) {
+        switch (ev.type) {
+        case MPROF_EV_ZONE_BEGIN: {
+            zb++;
+            depth++;
+            if (depth > max_depth)
+                max_depth = depth;
+            const mprof_srcloc_def *d = mprof_reader_srcloc(r, (uint32_t)ev.u[0]);
+            assert_non_null(d);
+            if (strcmp(d->name, "nested") == 0) {
+                nested_loc = (uint32_t)ev.u[0];
+                assert_int_equal(d->color, MPROF_COLOR_PHYSICS);
+                assert_string_equal(d->function, "nested");
+                assert_non_null(strstr(d->file, "test_profiler.c"));
+            }
+            if (strcmp(d->name, "explicit") == 0)
+                assert_int_equal(d->color, MPROF_COLOR_RENDERER);
+            break;
+        }
+        case MPROF_EV_ZONE_END:
+            ze++;
+            depth--;
+            assert_true(depth >= 0);
+            break;
+        case MPROF_EV_ZONE_TEXT:
+            text++;
+            assert_int_equal(ev.str_len, 5);
+            assert_memory_equal(ev.str, "hello", 5);
+            break;
+        case MPROF_EV_ZONE_VALUE:
+            value++;
+            assert_int_equal(ev.u[0], 1234);
+            break;
+        case MPROF_EV_ZONE_NAME:
+            name++;
+            assert_memory_equal(ev.str, "renamed", 7);
+            break;
+        case MPROF_EV_FRAME_MARK:
+            if (ev.u[0] == 0)
+                fm++;
+            else {
+                fm_named++;
+                assert_string_equal(mprof_reader_string(r, (uint32_t)ev.u[0]), "physics");
+            }
+            break;
+        case MPROF_EV_FRAME_BEGIN:
+            fb++;
+            assert_string_equal(mprof_reader_string(r, (uint32_t)ev.u[0]), "load");
+            break;
+        case MPROF_EV_FRAME_END:
+            fe++;
+            break;
+        case MPROF_EV_PLOT_F64:
+            assert_string_equal(mprof_reader_string(r, (uint32_t)ev.u[0]), "fps");
+            assert_true(mprof_event_f64(&ev, 1) == 59.5 + plot_f);
+            plot_f++;
+            break;
+        case MPROF_EV_PLOT_I64:
+            assert_string_equal(mprof_reader_string(r, (uint32_t)ev.u[0]), "memory");
+            assert_int_equal((int64_t)ev.u[1], 1000 * plot_i);
+            plot_i++;
+            break;
+        case MPROF_EV_PLOT_CONFIG:
+            cfg++;
+            assert_int_equal(ev.u[1], MPROF_PLOT_FORMAT_MEMORY);
+            assert_int_equal(ev.u[2], MPROF_PLOT_STYLE_STEP);
+            assert_int_equal(ev.u[3], 0x112233);
+            break;
+        case MPROF_EV_MESSAGE:
+            assert_true(ev.u[0] >= 1 && ev.u[0] <= 6);
+            levels[ev.u[0]]++;
+            if (ev.u[0] == MPROF_LOG_WARN && ev.str_len == 15) {
+                assert_memory_equal(ev.str, "literal message", 15);
+                warn++;
+            }
+            if (ev.u[0] == MPROF_LOG_ERROR && ev.str_len == 11)
+                error++;
+            break;
+        case MPROF_EV_THREAD_NAME:
+            assert_memory_equal(ev.str, "test-main", 9);
+            thread_named++;
+            break;
+        case MPROF_EV_APP_INFO:
+            assert_memory_equal(ev.str, "build 42", 8);
+            app++;
+            break;
+        }
+    }
+    mprof_reader_stats st;
+    mprof_reader_get_stats(r, &st);
+    assert_true(st.complete);
+    assert_int_equal(st.truncated_bytes, 0);
+    assert_string_equal(mprof_reader_thread(r, 1)->name, "test-main");
+    mprof_reader_close(r);
+    /* per frame: scoped + 10 nested + explicit + inner */
+    assert_int_equal(zb, 3 * 13);
+    assert_int_equal(ze, zb);
+    assert_int_equal(max_depth, 11);
+    assert_true(nested_loc != 0);
+    assert_int_equal(text, 3);
+    assert_int_equal(value, 3);
+    assert_int_equal(name, 3);
+    assert_int_equal(fm, 3);
+    assert_int_equal(fm_named, 3);
+    assert_int_equal(fb, 3);
+    assert_int_equal(fe, 3);
+    assert_int_equal(plot_f, 3);
+    assert_int_equal(plot_i, 3);
+    assert_int_equal(cfg, 1);
+    assert_int_equal(warn, 3);
+    assert_int_equal(error, 3);
+    assert_int_equal(thread_named, 1);
+    assert_int_equal(app, 1);
+    for (int l = 1; l <= 6; l++)
+        assert_true(levels[l] >= 1);
+}
+
+/* ---- timestamps ----------------------------------------------------------------------------- */
+
+static void sleep_ms(int ms)
+{
+    struct timespec d = {0, ms * 1000000L};
+    nanosleep(&d, NULL);
+}
+
+static void check_sleep_zone(const char *path)
+{
+    mprof_reader *r;
+    char err[256];
+    r = mprof_reader_open(path, err, sizeof err);
+    assert_non_null(r);
+    mprof_event ev;
+    int64_t begin = -1, dur = -1;
+    while (mprof_reader_next(r, &ev) == 1) {
+        if (ev.type == MPROF_EV_ZONE_BEGIN)
+            begin = ev.ts_ns;
+        if (ev.type == MPROF_EV_ZONE_END)
+            dur = ev.ts_ns - begin;
+    }
+    mprof_reader_close(r);
+    /* A 20 ms sleep: at least 20 ms, and not wildly more on a loaded machine. */
+    assert_true(dur >= 19500000);
+    assert_true(dur < 200000000);
+}
+
+static void test_clock_measures_time(void **state)
+{
+    (void)state;
+    const char *path = start_capture("clock.mprof", 0);
+    {
+        MPROF_ZONE("sleep");
+        sleep_ms(20);
+    }
+    mprof_shutdown();
+    check_sleep_zone(path);
+}
+
+static void test_os_clock_fallback(void **state)
+{
+    (void)state;
+    setenv("MPROF_TIMER", "clock", 1);
+    const char *path = start_capture("osclock.mprof", 0);
+    {
+        MPROF_ZONE("sleep");
+        sleep_ms(20);
+    }
+    mprof_shutdown();
+    unsetenv("MPROF_TIMER");
+    char err[256];
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    assert_non_null(r);
+    assert_string_equal(mprof_reader_info(r, "timer"), "clock");
+    mprof_reader_close(r);
+    check_sleep_zone(path);
+}
+
+/* ---- threads -------------------------------------------------------------------------------- */
+
+typedef struct worker_arg {
+    uint64_t zones;
+    int id;
+} worker_arg;
+
+static void *worker(void *p)
+{
+    worker_arg *a = p;
+    char name[32];
+    snprintf(name, sizeof name, "worker-%d", a->id);
+    MPROF_THREAD_NAME(name);
+    for (uint64_t i = 0; i < a->zones; i++) {
+        MPROF_ZONE("outer");
+        {
+            MPROF_ZONE("inner");
+        }
+    }
+    return NULL;
+}
+
+static void test_threads_exact_counts(void **state)
+{
+    (void)state;
+    enum { N = 3 };
+    uint64_t per = (uint64_t)(1000000 * tu_scale());
+    const char *path = start_capture("threads.mprof", (size_t)4 << 30);
+    pthread_t t[N];
+    worker_arg a[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = (worker_arg){per, i};
+        assert_int_equal(pthread_create(&t[i], NULL, worker, &a[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
+    mprof_stats st;
+    mprof_get_stats(&st);
+    mprof_shutdown();
+    assert_int_equal(st.events_lost, 0);
+
+    tu_counts c;
+    assert_int_equal(tu_count_capture(path, &c), 0);
+    assert_int_equal(c.by_type[MPROF_EV_ZONE_BEGIN], N * per * 2);
+    assert_int_equal(c.by_type[MPROF_EV_ZONE_END], N * per * 2);
+    assert_int_equal(c.by_type[MPROF_EV_THREAD_NAME], N);
+    assert_int_equal(c.by_type[MPROF_EV_THREAD_EXIT], N);
+    assert_int_equal(c.by_type[MPROF_EV_LOST], 0);
+    assert_true(c.st.complete);
+
+    /* The report's zone statistics are exact too. */
+    char cmd[1024], out[1 << 16];
+    snprintf(cmd, sizeof cmd, "%s report --json %s", tu_mprof_bin(), path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    char want[64];
+    snprintf(want, sizeof want, "\"count\": %llu", (unsigned long long)(N * per));
+    const char *outer = strstr(out, "\"name\": \"outer\"");
+    const char *inner = strstr(out, "\"name\": \"inner\"");
+    assert_non_null(outer);
+    assert_non_null(inner);
+    assert_non_null(strstr(outer, want));
+    assert_non_null(strstr(inner, want));
+    assert_non_null(strstr(out, "\"lost\": 0"));
+}
+
+/* ---- dropped events ------------------------------------------------------------------------- */
+
+static void test_tiny_cap_counts_drops(void **state)
+{
+    (void)state;
+    /* Two 64 KiB blocks and a burst far larger than the collector can drain meanwhile. */
+    const char *path = start_capture("drops.mprof", 2 * 64 * 1024 + 1024);
+    uint64_t produced = 0;
+    for (int i = 0; i < 2000000; i++) {
+        MPROF_ZONE("burst");
+        produced += 2;
+    }
+    mprof_stats st;
+    mprof_get_stats(&st);
+    mprof_shutdown();
+    assert_true(st.events_lost > 0);
+    assert_true(st.peak_buffered_bytes <= 2 * 64 * 1024 + 1024 + 4096);
+
+    tu_counts c;
+    assert_int_equal(tu_count_capture(path, &c), 0);
+    uint64_t recorded = c.by_type[MPROF_EV_ZONE_BEGIN] + c.by_type[MPROF_EV_ZONE_END];
+    /* Every event is either in the capture or counted as lost. */
+    assert_int_equal(recorded + st.events_lost, produced);
+
+    char cmd[1024], out[1 << 16], want[64];
+    snprintf(cmd, sizeof cmd, "%s report --json %s", tu_mprof_bin(), path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    snprintf(want, sizeof want, "\"lost\": %llu", (unsigned long long)st.events_lost);
+    assert_non_null(strstr(out, want));
+    snprintf(cmd, sizeof cmd, "%s report %s", tu_mprof_bin(), path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "events were dropped"));
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+static void test_startup_twice_and_restart(void **state)
+{
+    (void)state;
+    const char *p1 = start_capture("s1.mprof", 0);
+    assert_int_equal(mprof_startup(NULL), MPROF_ERR_STATE);
+    {
+        MPROF_ZONE("first");
+    }
+    mprof_shutdown();
+    mprof_shutdown(); /* harmless */
+    {
+        MPROF_ZONE("not recorded");
+    }
+    const char *p2 = start_capture("s2.mprof", 0);
+    {
+        MPROF_ZONE("second");
+    }
+    mprof_flush();
+    mprof_stats st;
+    mprof_get_stats(&st);
+    assert_true(st.bytes_written > 0);
+    mprof_shutdown();
+    tu_counts c1, c2;
+    assert_int_equal(tu_count_capture(p1, &c1), 0);
+    assert_int_equal(tu_count_capture(p2, &c2), 0);
+    assert_int_equal(c1.by_type[MPROF_EV_ZONE_BEGIN], 1);
+    assert_int_equal(c2.by_type[MPROF_EV_ZONE_BEGIN], 1);
+    /* Each capture announces its own definitions. */
+    assert_int_equal(c2.by_type[MPROF_EV_DEF_SRCLOC], 1);
+    assert_string_equal(mprof_result_name(MPROF_ERR_IO), "MPROF_ERR_IO");
+    assert_string_equal(mprof_result_str(MPROF_OK), "success");
+}
+
+static void test_unwritable_path_fails_cleanly(void **state)
+{
+    (void)state;
+    mprof_config cfg = {0};
+    cfg.capture_path = "/proc/no/such/dir/x.mprof";
+    cfg.listen = MPROF_TOGGLE_OFF;
+    assert_int_equal(mprof_startup(&cfg), MPROF_ERR_IO);
+    assert_false(mprof_is_recording());
+    /* Nothing started: a valid startup works afterwards. */
+    start_capture("after.mprof", 0);
+    mprof_shutdown();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_macro),
+        cmocka_unit_test(test_clock_measures_time),
+        cmocka_unit_test(test_os_clock_fallback),
+        cmocka_unit_test(test_threads_exact_counts),
+        cmocka_unit_test(test_tiny_cap_counts_drops),
+        cmocka_unit_test(test_startup_twice_and_restart),
+        cmocka_unit_test(test_unwritable_path_fails_cleanly),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
