@@ -13,6 +13,8 @@
  *   --automation KIND   manual | frame | named: arm a capture (tool from MPROF_TOOL or --tool)
  *   --tool PATH         tool path for the automation
  *   --auto-out PATH     automation output path
+ *   --noise N           N extra zones per frame, each with 256 bytes of random text (a heavy,
+ *                       poorly compressible stream, to make a slow tool fall behind)
  * Prints "stats: ..." and, with --automation, "automation: STATUS: REASON" before exiting.
  */
 #define MPROF_ENABLE 1
@@ -61,6 +63,24 @@ static void spin_us(int us)
     while ((b.tv_sec - a.tv_sec) * 1000000L + (b.tv_nsec - a.tv_nsec) / 1000 < us);
 }
 
+static int noise;
+
+static void noise_zones(void)
+{
+    static uint64_t x = 88172645463325252ull;
+    char text[256];
+    for (int k = 0; k < noise; k++) {
+        MPROF_ZONE("noise");
+        for (size_t j = 0; j < sizeof text; j++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            text[j] = (char)('!' + (x % 90));
+        }
+        MPROF_ZONE_TEXT(text, sizeof text);
+    }
+}
+
 static void frame(int i, int early)
 {
     MPROF_ZONE("frame");
@@ -79,6 +99,7 @@ static void frame(int i, int early)
         MPROF_ZONE("late_zone");
         spin_us(20);
     }
+    noise_zones();
     MPROF_PLOT_INT("frame_index", i);
     MPROF_PLOT("load", (double)(i % 10) / 10.0);
 }
@@ -108,6 +129,8 @@ int main(int argc, char **argv)
             tool = v;
         else if (!strcmp(a, "--auto-out"))
             auto_out = v;
+        else if (!strcmp(a, "--noise"))
+            noise = atoi(v);
         else {
             fprintf(stderr, "live_game: unknown option %s\n", a);
             return 2;
