@@ -26,7 +26,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zstd.h>
 
 enum {
     EXIT_CONNECT = 4,  /* no process to capture, refused (busy), handshake failed */
@@ -103,10 +102,9 @@ typedef struct capture {
     double seconds, history, wait;
     unsigned long long mib;
     int fd, sock;
-    uint64_t bytes_written, chunks;
-    mprof_wire_counts counts;
-    uint64_t end_lost;
-    int end_seen;
+    uint64_t bytes_written;
+    mprof_wire_stream st;
+    int write_failed;
     char app[128], pid[32];
 } capture;
 
@@ -186,24 +184,6 @@ static int read_reply(capture *c, mprof_buf *buf, mprof_wire_reply *rep, size_t 
     }
 }
 
-static void kv_lookup(const unsigned char *p, size_t n, const char *key, char *out, size_t outn)
-{
-    const unsigned char *end = p + n;
-    out[0] = 0;
-    while (p < end) {
-        uint64_t kl, vl;
-        if (mprof_get_varint(&p, end, &kl) || kl > (uint64_t)(end - p))
-            return;
-        const unsigned char *k = p;
-        p += kl;
-        if (mprof_get_varint(&p, end, &vl) || vl > (uint64_t)(end - p))
-            return;
-        if (kl == strlen(key) && memcmp(k, key, kl) == 0)
-            snprintf(out, outn, "%.*s", (int)(vl < outn ? vl : outn - 1), (const char *)p);
-        p += vl;
-    }
-}
-
 static void progress(const capture *c, uint64_t t0, int final)
 {
     double el = (double)(now_ns() - t0) / 1e9;
@@ -213,9 +193,21 @@ static void progress(const capture *c, uint64_t t0, int final)
         snprintf(lim, sizeof lim, " / %.0f s", c->seconds);
     fprintf(stderr, "\r%6.1f s%s | %" PRIu64 " events | %.1f MB | %.1f MB/s | %u threads | %" PRIu64
                     " frames%s",
-            el, lim, c->counts.events, mb, el > 0 ? mb / el : 0.0, c->counts.max_thread,
-            c->counts.frames, final ? "\n" : "   ");
+            el, lim, c->st.counts.events, mb, el > 0 ? mb / el : 0.0, c->st.counts.max_thread,
+            c->st.counts.frames, final ? "\n" : "   ");
     fflush(stderr);
+}
+
+/* Stores a verified chunk: written at once, so the file is always readable up to it. */
+static int store_chunk(void *user, const mprof_wire_chunk *ch)
+{
+    capture *c = user;
+    if (write_all(c->fd, ch->bytes, ch->size) != 0) {
+        c->write_failed = 1;
+        return -1;
+    }
+    c->bytes_written += ch->size;
+    return 0;
 }
 
 /* Writes an END chunk made by the tool (the process did not send one). */
@@ -223,9 +215,9 @@ static int write_own_end(capture *c, const char *why)
 {
     mprof_buf kv = {0}, fr = {0};
     char v[64];
-    snprintf(v, sizeof v, "%" PRIu64, c->counts.events);
+    snprintf(v, sizeof v, "%" PRIu64, c->st.counts.events);
     mprof_fmt_kv(&kv, "events", v);
-    snprintf(v, sizeof v, "%" PRIu64, c->counts.lost);
+    snprintf(v, sizeof v, "%" PRIu64, c->st.counts.lost);
     mprof_fmt_kv(&kv, "events_lost", v);
     mprof_fmt_kv(&kv, "ended_by", why);
     mprof_fmt_kv(&kv, "end_written_by", "mprof capture");
@@ -367,8 +359,8 @@ int cmd_capture(int argc, char **argv)
         mprof_buf_free(&in);
         return code;
     }
-    kv_lookup(rep.payload, rep.payload_len, "app", c.app, sizeof c.app);
-    kv_lookup(rep.payload, rep.payload_len, "pid", c.pid, sizeof c.pid);
+    mprof_wire_kv_get(rep.payload, rep.payload_len, "app", c.app, sizeof c.app);
+    mprof_wire_kv_get(rep.payload, rep.payload_len, "pid", c.pid, sizeof c.pid);
 
     /* The output file: header, then INFO from the handshake. */
     c.fd = open(c.out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (c.force ? 0 : O_EXCL), 0644);
@@ -402,9 +394,7 @@ int cmd_capture(int argc, char **argv)
     uint64_t t0 = now_ns(), last_progress = 0, stop_sent_at = 0;
     int exit_code = EXIT_OK, eof = 0;
     const char *ended = "process-end";
-    mprof_buf raw = {0};
-    ZSTD_DCtx *dctx = ZSTD_createDCtx();
-    while (!io_failed && !c.end_seen) {
+    while (!io_failed && !c.st.end_seen) {
         uint64_t t = now_ns();
         if (!stop_sent_at && (g_stop || (c.seconds > 0 && (double)(t - t0) / 1e9 >= c.seconds))) {
             unsigned char q = MPROF_WIRE_STOP;
@@ -440,43 +430,21 @@ int cmd_capture(int argc, char **argv)
             in.len += (size_t)n;
         }
         size_t pos = 0;
-        for (;;) {
-            mprof_wire_chunk ch;
-            size_t cons = 0;
-            int rc = mprof_wire_next_chunk(in.data + pos, in.len - pos, &ch, &cons, err, sizeof err);
-            if (rc == MPROF_WIRE_NEED_MORE)
-                break;
-            if (rc == MPROF_WIRE_ERROR) {
-                tool_error("capture", EXIT_PROTOCOL, "%s; the capture ends here", err);
-                exit_code = EXIT_PROTOCOL;
-                ended = "corrupt-stream";
-                eof = 1;
-                pos = in.len;
-                break;
-            }
-            if (write_all(c.fd, ch.bytes, ch.size) != 0) {
+        int rc = mprof_wire_feed(&c.st, in.data, in.len, &pos, store_chunk, &c);
+        if (rc == MPROF_WIRE_ERROR) {
+            if (c.write_failed) {
                 io_failed = 1;
                 break;
             }
-            c.bytes_written += ch.size;
-            c.chunks++;
-            pos += cons;
-            if (ch.kind == MPROF_CHUNK_EVENTS) {
-                if (mprof_wire_chunk_payload(&ch, &raw, dctx, err, sizeof err) == 0)
-                    mprof_wire_scan_events(raw.data, raw.len, &c.counts, err, sizeof err);
-            } else if (ch.kind == MPROF_CHUNK_END) {
-                char v[32];
-                if (mprof_wire_chunk_payload(&ch, &raw, dctx, err, sizeof err) == 0) {
-                    kv_lookup(raw.data, raw.len, "events_lost", v, sizeof v);
-                    c.end_lost = strtoull(v, NULL, 10);
-                }
-                c.end_seen = 1;
-                break;
-            }
+            tool_error("capture", EXIT_PROTOCOL, "%s; the capture ends here", c.st.err);
+            exit_code = EXIT_PROTOCOL;
+            ended = "corrupt-stream";
+            eof = 1;
+            pos = in.len;
         }
         memmove(in.data, in.data + pos, in.len - pos);
         in.len -= pos;
-        if (eof && !c.end_seen && exit_code == EXIT_OK && !io_failed) {
+        if (eof && !c.st.end_seen && exit_code == EXIT_OK && !io_failed) {
             ended = "connection-lost";
             fprintf(stderr, "%smprof capture: the process closed the connection before the end of "
                             "the capture (exited or crashed); finalising the file\n",
@@ -485,11 +453,10 @@ int cmd_capture(int argc, char **argv)
     }
     if (c.tty)
         progress(&c, t0, 1);
-    ZSTD_freeDCtx(dctx);
-    mprof_buf_free(&raw);
+    mprof_wire_stream_free(&c.st);
     mprof_buf_free(&in);
     close(c.sock);
-    if (!io_failed && !c.end_seen)
+    if (!io_failed && !c.st.end_seen)
         io_failed = write_own_end(&c, ended) != 0;
     if (io_failed) {
         tool_error("capture", EXIT_IO, "writing %s failed: %s", c.out_path, strerror(errno));
@@ -498,12 +465,13 @@ int cmd_capture(int argc, char **argv)
     }
     if (close(c.fd) != 0)
         return tool_error("capture", EXIT_IO, "closing %s failed: %s", c.out_path, strerror(errno));
-    uint64_t lost = c.end_lost > c.counts.lost ? c.end_lost : c.counts.lost;
+    uint64_t lost = c.st.end_events_lost > c.st.counts.lost ? c.st.end_events_lost
+                                                             : c.st.counts.lost;
     double el = (double)(now_ns() - t0) / 1e9;
     fprintf(stderr,
             "mprof capture: wrote %s: %.1f s, %" PRIu64 " events, %" PRIu64 " frames, %u threads, "
             "%.1f MB, %" PRIu64 " events lost\n",
-            c.out_path, el, c.counts.events, c.counts.frames, c.counts.max_thread,
+            c.out_path, el, c.st.counts.events, c.st.counts.frames, c.st.counts.max_thread,
             (double)c.bytes_written / 1e6, lost);
     if (lost)
         fprintf(stderr, "mprof capture: %" PRIu64 " events were lost (the process's memory cap "

@@ -7,6 +7,7 @@
 #include "format/wire.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <zstd.h>
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -221,4 +222,77 @@ int mprof_wire_scan_events(const unsigned char *p, size_t n, mprof_wire_counts *
     return 0;
 truncated:
     return fail(err, errlen, "an event runs past the end of its chunk in the stream");
+}
+
+void mprof_wire_kv_get(const unsigned char *p, size_t n, const char *key, char *out, size_t outn)
+{
+    const unsigned char *end = p + n;
+    size_t klen = strlen(key);
+    out[0] = 0;
+    while (p < end) {
+        uint64_t kl, vl;
+        if (mprof_get_varint(&p, end, &kl) || kl > (uint64_t)(end - p))
+            return;
+        const unsigned char *k = p;
+        p += kl;
+        if (mprof_get_varint(&p, end, &vl) || vl > (uint64_t)(end - p))
+            return;
+        if (kl == klen && memcmp(k, key, kl) == 0)
+            snprintf(out, outn, "%.*s", (int)(vl < outn ? vl : outn - 1), (const char *)p);
+        p += vl;
+    }
+}
+
+int mprof_wire_feed(mprof_wire_stream *s, const unsigned char *p, size_t n, size_t *consumed,
+                    mprof_wire_chunk_fn fn, void *user)
+{
+    size_t pos = 0;
+    int rc = MPROF_WIRE_NEED_MORE;
+    while (!s->end_seen) {
+        mprof_wire_chunk ch;
+        size_t used = 0;
+        rc = mprof_wire_next_chunk(p + pos, n - pos, &ch, &used, s->err, sizeof s->err);
+        if (rc != MPROF_WIRE_DONE)
+            break;
+        if (fn && fn(user, &ch) != 0) {
+            snprintf(s->err, sizeof s->err, "cannot store a chunk");
+            rc = MPROF_WIRE_ERROR;
+            break;
+        }
+        pos += used;
+        s->chunks++;
+        if (ch.kind == MPROF_CHUNK_EVENTS || ch.kind == MPROF_CHUNK_END) {
+            if (!s->dctx && ch.codec == MPROF_CODEC_ZSTD && !(s->dctx = ZSTD_createDCtx())) {
+                rc = fail(s->err, sizeof s->err, "out of memory");
+                break;
+            }
+            if (mprof_wire_chunk_payload(&ch, &s->raw, s->dctx, s->err, sizeof s->err) != 0) {
+                rc = MPROF_WIRE_ERROR;
+                break;
+            }
+            if (ch.kind == MPROF_CHUNK_EVENTS) {
+                if (mprof_wire_scan_events(s->raw.data, s->raw.len, &s->counts, s->err,
+                                           sizeof s->err) != 0) {
+                    rc = MPROF_WIRE_ERROR;
+                    break;
+                }
+            } else {
+                char v[32];
+                mprof_wire_kv_get(s->raw.data, s->raw.len, "events_lost", v, sizeof v);
+                s->end_events_lost = strtoull(v, NULL, 10);
+                s->end_seen = 1;
+            }
+        }
+    }
+    *consumed = pos;
+    if (s->end_seen)
+        return MPROF_WIRE_DONE;
+    return rc == MPROF_WIRE_ERROR ? MPROF_WIRE_ERROR : MPROF_WIRE_NEED_MORE;
+}
+
+void mprof_wire_stream_free(mprof_wire_stream *s)
+{
+    mprof_buf_free(&s->raw);
+    ZSTD_freeDCtx(s->dctx);
+    s->dctx = NULL;
 }

@@ -107,6 +107,31 @@ int mprof_wire_scan_events(const unsigned char *p, size_t n, mprof_wire_counts *
 int mprof_wire_chunk_payload(const mprof_wire_chunk *ch, mprof_buf *raw, void *dctx, char *err,
                              size_t errlen);
 
+/* The tool's side of the stream: feed it bytes as they arrive. */
+typedef struct mprof_wire_stream {
+    mprof_wire_counts counts; /* over every EVENTS chunk so far */
+    uint64_t chunks;
+    int end_seen;             /* the END chunk arrived: the stream is over */
+    uint64_t end_events_lost; /* END's events_lost */
+    mprof_buf raw;            /* scratch: the last decompressed payload */
+    void *dctx;               /* ZSTD_DCtx, created on first use */
+    char err[256];
+} mprof_wire_stream;
+
+/* Called for each verified chunk, before it is decoded; non-zero stops the feed (ERROR). */
+typedef int (*mprof_wire_chunk_fn)(void *user, const mprof_wire_chunk *ch);
+
+/* Consumes every complete chunk in [p, p + n): checks it, hands it to fn (may be NULL), counts
+ * EVENTS payloads, notes END. *consumed gets the bytes used (whole chunks). Returns DONE when the
+ * END chunk was consumed, NEED_MORE when more bytes are needed, ERROR with s->err set when the
+ * stream is corrupt (or fn failed). */
+int mprof_wire_feed(mprof_wire_stream *s, const unsigned char *p, size_t n, size_t *consumed,
+                    mprof_wire_chunk_fn fn, void *user);
+void mprof_wire_stream_free(mprof_wire_stream *s);
+
+/* Value of key in a key/value (INFO/END) payload, copied into out ("" when absent). */
+void mprof_wire_kv_get(const unsigned char *p, size_t n, const char *key, char *out, size_t outn);
+
 /* Name of a reply status ("OK", "BUSY", ...). */
 const char *mprof_wire_status_name(int status);
 
