@@ -14,5 +14,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/mprofConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/mprofConfig.cmake ${PROJECT_BINARY_DIR}/mprofConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mprof)
+# The pkg-config file finds its prefix relative to itself, so an installed tree can move.
+file(RELATIVE_PATH MPROF_PC_UP "/x/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/x")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/mprof.pc.in ${PROJECT_BINARY_DIR}/mprof.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/mprof.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

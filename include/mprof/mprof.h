@@ -103,6 +103,15 @@ typedef enum mprof_log_level {
     MPROF_LOG_FATAL = 6
 } mprof_log_level;
 
+/* The default timeline color of each message level (0xRRGGBB), used by the viewer and by
+ * exports: trace grey, debug blue, info white-grey, warn amber, error red, fatal magenta. */
+static inline uint32_t mprof_log_level_color(mprof_log_level level)
+{
+    static const uint32_t colors[7] = {0x808080u, 0x8c8c8cu, 0x5fa8d3u, 0xd0d0d0u,
+                                       0xf2c14eu, 0xe05a47u, 0xc2188bu};
+    return colors[(unsigned)level <= 6u ? (unsigned)level : 0u];
+}
+
 /* Plot display options (mprof_plot_config). 0 is the default in each enum. */
 typedef enum mprof_plot_format {
     MPROF_PLOT_FORMAT_DEFAULT = 0, /* number */
@@ -337,11 +346,18 @@ static inline void mprof__zone_cleanup(int *active)
 }
 
 /* ---------------------------------------------------------------------------------------------
- * GPU contexts (generic; helpers for Vulkan/OpenGL/CUDA build on these). See docs/GPU.md.
- * A context is created with its timestamp period. GPU zone begin/end record the CPU submission
- * time and return a query id; the GPU timestamps for those ids are uploaded later, in any order.
+ * GPU contexts (generic; the Vulkan, OpenGL and CUDA helpers in mprof/vulkan.h, mprof/gl.h and
+ * mprof/cuda.h build on these). See docs/GPU.md.
+ *
+ * A context is one GPU timeline (a queue, a GL context, a CUDA device) with its timestamp period.
+ * mprof_gpu_zone_begin records the CPU time at which the work is recorded/submitted and reserves a
+ * pair of query ids (begin = an even id q, end = q + 1); the program writes the GPU timestamps of
+ * those queries with its API and uploads them later with mprof_gpu_time, in any order, possibly
+ * frames later. A pair is reused only after both its timestamps were uploaded; when every pair
+ * is in flight, begin returns MPROF_GPU_NO_QUERY and counts the zone in
+ * mprof_stats.gpu_queries_lost (logged once), and the program writes no timestamp for it.
  */
-typedef uint32_t mprof_gpu_ctx; /* 0 = invalid / not recording */
+typedef uint32_t mprof_gpu_ctx; /* 0 = invalid */
 #define MPROF_GPU_NO_QUERY 0xffffffffu
 
 typedef enum mprof_gpu_api {
@@ -352,12 +368,36 @@ typedef enum mprof_gpu_api {
     MPROF_GPU_API_OTHER = 4
 } mprof_gpu_api;
 
+/* Creates a context. name is a literal; period_ns is the length of one GPU timestamp tick in
+ * nanoseconds (Vulkan: VkPhysicalDeviceLimits.timestampPeriod; GL: 1); n_queries is the number
+ * of query ids the program has (rounded down to even, 0 = 4096, at most 1 << 20). Works before
+ * mprof_startup: the context is announced in every capture it records into. Returns 0 for a
+ * period that is not positive, when out of memory, or when 255 contexts exist. Any thread. */
 MPROF_API mprof_gpu_ctx mprof_gpu_context_new(const char *name, mprof_gpu_api api,
                                               double period_ns, uint32_t n_queries);
+/* Frees the context. Queries still in flight are forgotten. No other thread may use ctx during or
+ * after the call. destroy(0) is a no-op. */
+MPROF_API void mprof_gpu_context_destroy(mprof_gpu_ctx ctx);
+/* Records that GPU timestamp gpu_ts (ticks) and CPU time cpu_ns (the mprof_now_ns clock; 0 = now)
+ * were taken at the same instant. Call once at start and again from time to time to follow drift.
+ * Any thread. */
 MPROF_API void mprof_gpu_calibrate(mprof_gpu_ctx ctx, int64_t gpu_ts, uint64_t cpu_ns);
+/* Converts a CLOCK_MONOTONIC time in nanoseconds (what VK_EXT_calibrated_timestamps returns for
+ * VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT) to the mprof_now_ns clock. Any thread. */
+MPROF_API uint64_t mprof_gpu_monotonic_to_ns(uint64_t monotonic_ns);
+/* Begins a GPU zone: records the CPU time and reserves a query pair. Returns the begin query id
+ * (write the GPU begin timestamp there), or MPROF_GPU_NO_QUERY when not recording or out of
+ * queries (write nothing then). Any thread. */
 MPROF_API uint32_t mprof_gpu_zone_begin(mprof_gpu_ctx ctx, const mprof_srcloc *loc);
-MPROF_API uint32_t mprof_gpu_zone_end(mprof_gpu_ctx ctx);
+/* Ends the zone begun with begin_query: records the CPU time and returns the end query id
+ * (begin_query + 1), or MPROF_GPU_NO_QUERY when begin_query is MPROF_GPU_NO_QUERY. Any thread. */
+MPROF_API uint32_t mprof_gpu_zone_end(mprof_gpu_ctx ctx, uint32_t begin_query);
+/* Uploads the GPU timestamp (ticks) of query_id; frees the pair once both of its ids are in.
+ * Any thread, any order. Ids not in flight are ignored. */
 MPROF_API void mprof_gpu_time(mprof_gpu_ctx ctx, uint32_t query_id, int64_t gpu_ts);
+/* The ids that may be in flight: *out_first gets the oldest; the return value is how many ids,
+ * from there in ring order (wrapping at n_queries), to poll. Any thread. */
+MPROF_API uint32_t mprof_gpu_pending(mprof_gpu_ctx ctx, uint32_t *out_first);
 
 /* ---------------------------------------------------------------------------------------------
  * Locks. mprof_mutex / mprof_rwlock wrap pthreads in include/mprof/lock.h. To track a lock the
@@ -452,7 +492,7 @@ MPROF_API void mprof__lock_try_failed(mprof_lock_id id, int shared);
                              &mprof__loc_g;                                                        \
                          }))
 #define MPROF_GPU_ZONE_BEGIN(ctx, name) MPROF_GPU_ZONE_BEGIN_C(ctx, name, 0)
-#define MPROF_GPU_ZONE_END(ctx) mprof_gpu_zone_end(ctx)
+#define MPROF_GPU_ZONE_END(ctx, query) mprof_gpu_zone_end((ctx), (query))
 #define MPROF_GPU_TIME(ctx, query, gpu_ts) mprof_gpu_time((ctx), (query), (gpu_ts))
 
 #else /* !MPROF_ENABLE: nothing is evaluated, nothing is referenced. */
@@ -496,7 +536,7 @@ MPROF_API void mprof__lock_try_failed(mprof_lock_id id, int shared);
 #define MPROF_GPU_CALIBRATE(ctx, gpu_ts, cpu_ns) ((void)0)
 #define MPROF_GPU_ZONE_BEGIN_C(ctx, name, color) ((uint32_t)MPROF_GPU_NO_QUERY)
 #define MPROF_GPU_ZONE_BEGIN(ctx, name) ((uint32_t)MPROF_GPU_NO_QUERY)
-#define MPROF_GPU_ZONE_END(ctx) ((uint32_t)MPROF_GPU_NO_QUERY)
+#define MPROF_GPU_ZONE_END(ctx, query) ((void)sizeof(query), (uint32_t)MPROF_GPU_NO_QUERY)
 #define MPROF_GPU_TIME(ctx, query, gpu_ts) ((void)0)
 
 #endif /* MPROF_ENABLE */

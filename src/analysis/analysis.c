@@ -15,7 +15,9 @@
 #include <time.h>
 
 /* Optional passes, added by their modules. */
+extern const mprof_pass_vtbl mprof__pass_gpu;
 static const mprof_pass_vtbl *const pass_table[] = {
+    &mprof__pass_gpu,
     NULL,
 };
 
@@ -93,6 +95,8 @@ static int grow_(void **arr, uint32_t *n, uint32_t idx, size_t es)
 {
     if (idx < *n)
         return 0;
+    if (idx >= (1u << 24))
+        return -1; /* an id from a corrupt capture: refuse rather than allocate gigabytes */
     uint32_t nn = *n ? *n : 16;
     while (nn <= idx)
         nn *= 2;
@@ -358,7 +362,8 @@ mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *
     if (el && strtoull(el, NULL, 10) > a->lost)
         a->lost = strtoull(el, NULL, 10);
     for (uint32_t i = 0; i < a->n_sets; i++)
-        qsort(a->sets[i].ms.v, a->sets[i].ms.n, sizeof(double), cmp_double);
+        if (a->sets[i].ms.n)
+            qsort(a->sets[i].ms.v, a->sets[i].ms.n, sizeof(double), cmp_double);
     for (size_t i = 0; pass_table[i]; i++)
         if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->finish)
             pass_table[i]->finish(a->pass_state[i], a);

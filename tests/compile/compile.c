@@ -44,7 +44,7 @@ int mprof_compile_check(int x)
     mprof_gpu_ctx g = MPROF_GPU_CONTEXT("gpu", MPROF_GPU_API_OTHER, 1.0, 64);
     MPROF_GPU_CALIBRATE(g, 0, 0);
     uint32_t q0 = MPROF_GPU_ZONE_BEGIN(g, "pass");
-    uint32_t q1 = MPROF_GPU_ZONE_END(g);
+    uint32_t q1 = MPROF_GPU_ZONE_END(g, q0);
     MPROF_GPU_TIME(g, q0, 1);
     MPROF_GPU_TIME(g, q1, 2);
     (void)lk;

@@ -1,0 +1,585 @@
+/*
+ * gpu.c - the GPU pass of `mprof report --gpu`: GPU zones joined from their CPU and GPU sides.
+ *
+ * A GPU zone arrives in pieces, in any order: GPU_ZONE_BEGIN and GPU_ZONE_END (CPU time of
+ * submission, query ids), and two GPU_TIME records (GPU ticks), which may come frames later or,
+ * across threads, even before the begin in file order. Each context keeps one slot per query
+ * pair, filled as pieces come and emptied when the zone is complete (ids are reused only after
+ * both timestamps returned, so a slot never mixes two zones; a piece that would, means the older
+ * zone lost a record and it is counted as incomplete). Memory is per context, per query pair,
+ * per zone name and per frame, never per event.
+ *
+ * GPU ticks become CPU nanoseconds through the context's calibrations (GPU_CALIBRATE pairs, kept
+ * per context: one a second at most, so few): between two of them by linear interpolation, which
+ * follows the drift of the GPU clock against the CPU clock; outside them from the nearest one
+ * with the nominal period: cpu_ns = cal_cpu_ns + (gpu - cal_gpu) * period_ns.
+ * Per zone name: count, GPU duration (mean, p50, p95, max) and submit-to-start latency (GPU start
+ * minus the CPU time the zone was recorded). Per frame (main frame marks): GPU time of the
+ * top-level zones submitted in that frame, its share of the frame's CPU time, and the frames
+ * whose GPU time exceeds their CPU time (GPU-bound).
+ */
+#include "analysis/analysis.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CTX 256
+#define MAX_PAIRS (1u << 19)
+
+enum { HAVE_BEGIN = 1, HAVE_END = 2, HAVE_T_BEGIN = 4, HAVE_T_END = 8, HAVE_ALL = 15 };
+
+typedef struct slot {
+    uint8_t have;
+    uint32_t loc;
+    uint32_t depth;
+    int64_t cpu_begin, cpu_end;
+    int64_t gpu_begin, gpu_end;
+} slot;
+
+typedef struct zone_acc {
+    char *name;       /* owned copy */
+    uint64_t count;
+    double dur_sum, lat_sum;
+    mprof_hist dur;   /* ns */
+    mprof_hist lat;   /* ns, negative values (calibration error) counted as 0 */
+    int64_t lat_min;
+} zone_acc;
+
+typedef struct gctx {
+    int seen;
+    uint32_t id;
+    char name[128];
+    int api;
+    double period_ns;
+    uint64_t n_cal;
+    int have_cal;
+    int64_t cal_gpu, cal_cpu_ns; /* the latest */
+    int64_t (*cals)[2];          /* {gpu, cpu_ns}, increasing in gpu */
+    uint32_t n_cals, cap_cals;
+    slot *slots;
+    uint32_t n_slots;
+    uint32_t *depth; /* per thread: open zones of this context */
+    uint32_t n_depth;
+    zone_acc *zones;
+    uint32_t n_zones, cap_zones;
+    uint32_t *loc_zone; /* srcloc id -> zones index + 1 */
+    uint32_t n_loc_zone;
+    double *frame_gpu_ns; /* per frame index (see frame_of) */
+    uint32_t n_frames;
+    uint64_t complete, incomplete;
+} gctx;
+
+typedef struct gpu_state {
+    gctx *ctx[MAX_CTX];
+    int64_t *marks; /* main frame marks, ns */
+    uint32_t n_marks, cap_marks;
+    uint64_t queries_lost;
+    /* results, per context, filled by finish */
+} gpu_state;
+
+static const char *api_name(int api)
+{
+    switch (api) {
+    case 1:
+        return "Vulkan";
+    case 2:
+        return "OpenGL";
+    case 3:
+        return "CUDA";
+    default:
+        return "GPU";
+    }
+}
+
+/* Grows arr (zero-filled) so that arr[idx] exists. Indices come from the capture, so a corrupt
+ * one is refused rather than allocated for: -1 past 1 << 24 or when out of memory. */
+static int grow(void **arr, uint32_t *n, uint32_t idx, size_t es)
+{
+    if (idx < *n)
+        return 0;
+    if (idx >= (1u << 24))
+        return -1;
+    uint32_t nn = *n ? *n : 16;
+    while (nn <= idx)
+        nn *= 2;
+    void *p = realloc(*arr, (size_t)nn * es);
+    if (!p)
+        return -1;
+    memset((char *)p + (size_t)*n * es, 0, (size_t)(nn - *n) * es);
+    *arr = p;
+    *n = nn;
+    return 0;
+}
+
+static gctx *get_ctx(gpu_state *s, uint64_t id)
+{
+    if (id == 0 || id >= MAX_CTX)
+        return NULL;
+    if (!s->ctx[id]) {
+        s->ctx[id] = calloc(1, sizeof(gctx));
+        if (!s->ctx[id])
+            return NULL;
+        s->ctx[id]->id = (uint32_t)id;
+        s->ctx[id]->period_ns = 1.0;
+    }
+    return s->ctx[id];
+}
+
+static void *gpu_create(mprof_analysis *a)
+{
+    (void)a;
+    return calloc(1, sizeof(gpu_state));
+}
+
+static void gpu_destroy(void *p)
+{
+    gpu_state *s = p;
+    if (!s)
+        return;
+    for (int i = 0; i < MAX_CTX; i++) {
+        gctx *c = s->ctx[i];
+        if (!c)
+            continue;
+        for (uint32_t z = 0; z < c->n_zones; z++) {
+            mprof_hist_free(&c->zones[z].dur);
+            mprof_hist_free(&c->zones[z].lat);
+            free(c->zones[z].name);
+        }
+        free(c->zones);
+        free(c->slots);
+        free(c->depth);
+        free(c->loc_zone);
+        free(c->frame_gpu_ns);
+        free(c->cals);
+        free(c);
+    }
+    free(s->marks);
+    free(s);
+}
+
+/* Frame index of a CPU time: k when mark[k-1] <= t < mark[k] (frame k spans those marks);
+ * 0 before the first mark; n_marks after the last (a frame not closed yet). */
+static uint32_t frame_of(const gpu_state *s, int64_t t)
+{
+    uint32_t lo = 0, hi = s->n_marks;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->marks[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static zone_acc *zone_for(gctx *c, const mprof_reader *r, uint32_t loc)
+{
+    if (grow((void **)&c->loc_zone, &c->n_loc_zone, loc, sizeof *c->loc_zone))
+        return NULL;
+    /* The reader's tables may be redefined and reallocated as the capture goes on: names are
+     * copied, and a cached mapping is used only while the name still matches. */
+    const mprof_srcloc_def *d = mprof_reader_srcloc(r, loc);
+    const char *name = d && d->name ? d->name : "?";
+    if (c->loc_zone[loc] && strcmp(c->zones[c->loc_zone[loc] - 1].name, name) == 0)
+        return &c->zones[c->loc_zone[loc] - 1];
+    for (uint32_t i = 0; i < c->n_zones; i++) {
+        if (strcmp(c->zones[i].name, name) == 0) {
+            c->loc_zone[loc] = i + 1;
+            return &c->zones[i];
+        }
+    }
+    if (c->n_zones == c->cap_zones) {
+        uint32_t nc = c->cap_zones ? c->cap_zones * 2 : 16;
+        zone_acc *p = realloc(c->zones, nc * sizeof *p);
+        if (!p)
+            return NULL;
+        c->zones = p;
+        c->cap_zones = nc;
+    }
+    char *copy = malloc(strlen(name) + 1);
+    if (!copy)
+        return NULL;
+    strcpy(copy, name);
+    zone_acc *z = &c->zones[c->n_zones++];
+    memset(z, 0, sizeof *z);
+    z->name = copy;
+    z->lat_min = INT64_MAX;
+    c->loc_zone[loc] = c->n_zones;
+    return z;
+}
+
+static double to_cpu_ns(const gctx *c, int64_t gpu)
+{
+    if (c->n_cals >= 2 && gpu >= c->cals[0][0] && gpu <= c->cals[c->n_cals - 1][0]) {
+        uint32_t lo = 0, hi = c->n_cals - 1; /* cals[lo].gpu <= gpu <= cals[hi].gpu */
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (c->cals[mid][0] <= gpu)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        double g0 = (double)c->cals[lo][0], g1 = (double)c->cals[hi][0];
+        double c0 = (double)c->cals[lo][1], c1 = (double)c->cals[hi][1];
+        if (g1 > g0)
+            return c0 + ((double)gpu - g0) * (c1 - c0) / (g1 - g0);
+        return c0;
+    }
+    if (c->n_cals >= 1 && gpu < c->cals[0][0])
+        return (double)c->cals[0][1] + (double)(gpu - c->cals[0][0]) * c->period_ns;
+    return (double)c->cal_cpu_ns + (double)(gpu - c->cal_gpu) * c->period_ns;
+}
+
+static void complete(gpu_state *s, gctx *c, const mprof_reader *r, slot *z)
+{
+    zone_acc *acc = zone_for(c, r, z->loc);
+    double dur = (double)(z->gpu_end - z->gpu_begin) * c->period_ns;
+    if (dur < 0)
+        dur = 0;
+    c->complete++;
+    if (acc) {
+        acc->count++;
+        acc->dur_sum += dur;
+        (void)mprof_hist_add(&acc->dur, (uint64_t)dur);
+        if (c->have_cal) {
+            double lat = to_cpu_ns(c, z->gpu_begin) - (double)z->cpu_begin;
+            acc->lat_sum += lat;
+            if ((int64_t)lat < acc->lat_min)
+                acc->lat_min = (int64_t)lat;
+            (void)mprof_hist_add(&acc->lat, lat > 0 ? (uint64_t)lat : 0);
+        }
+    }
+    if (z->depth == 0 && s->n_marks > 0) {
+        uint32_t f = frame_of(s, z->cpu_begin);
+        if (grow((void **)&c->frame_gpu_ns, &c->n_frames, f, sizeof *c->frame_gpu_ns) == 0)
+            c->frame_gpu_ns[f] += dur;
+    }
+    memset(z, 0, sizeof *z);
+}
+
+static slot *slot_for(gctx *c, uint64_t query)
+{
+    uint64_t pair = query / 2;
+    if (pair >= MAX_PAIRS)
+        return NULL;
+    if (grow((void **)&c->slots, &c->n_slots, (uint32_t)pair, sizeof *c->slots))
+        return NULL;
+    return &c->slots[pair];
+}
+
+static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
+{
+    gpu_state *s = p;
+    const mprof_reader *r = mprof_analysis_reader(a);
+    switch (ev->type) {
+    case MPROF_EV_FRAME_MARK:
+        if (ev->u[0] != 0)
+            return; /* named frame sets are not the main loop */
+        if (s->n_marks == s->cap_marks) {
+            uint32_t nc = s->cap_marks ? s->cap_marks * 2 : 256;
+            int64_t *m = realloc(s->marks, nc * sizeof *m);
+            if (!m)
+                return;
+            s->marks = m;
+            s->cap_marks = nc;
+        }
+        /* Marks come from one thread in time order; keep the array sorted regardless. */
+        if (s->n_marks && ev->ts_ns < s->marks[s->n_marks - 1])
+            return;
+        s->marks[s->n_marks++] = ev->ts_ns;
+        return;
+    case MPROF_EV_GPU_CONTEXT: {
+        gctx *c = get_ctx(s, ev->u[0]);
+        if (!c)
+            return;
+        c->seen = 1;
+        const char *name = mprof_reader_string(r, (uint32_t)ev->u[1]);
+        snprintf(c->name, sizeof c->name, "%s", name ? name : "?");
+        c->api = (int)ev->u[2];
+        double period = mprof_event_f64(ev, 3);
+        c->period_ns = period > 0 && isfinite(period) ? period : 1.0;
+        return;
+    }
+    case MPROF_EV_GPU_CALIBRATE: {
+        gctx *c = get_ctx(s, ev->u[0]);
+        if (!c)
+            return;
+        c->n_cal++;
+        c->have_cal = 1;
+        c->cal_gpu = (int64_t)ev->u[1];
+        c->cal_cpu_ns = ev->ts_ns;
+        /* Keep the series for interpolation while it stays increasing in both clocks; a
+         * repeated announcement of the same pair (a new session) is skipped, and anything else
+         * (a clock reset) starts the series again. */
+        if (c->n_cals && c->cals[c->n_cals - 1][0] == c->cal_gpu)
+            return;
+        if (c->n_cals && (c->cal_gpu < c->cals[c->n_cals - 1][0] ||
+                          c->cal_cpu_ns <= c->cals[c->n_cals - 1][1]))
+            c->n_cals = 0;
+        if (c->n_cals == c->cap_cals) {
+            uint32_t nc = c->cap_cals ? c->cap_cals * 2 : 16;
+            if (nc > (1u << 20))
+                return;
+            int64_t(*grown)[2] = realloc(c->cals, nc * sizeof *grown);
+            if (!grown)
+                return;
+            c->cals = grown;
+            c->cap_cals = nc;
+        }
+        c->cals[c->n_cals][0] = c->cal_gpu;
+        c->cals[c->n_cals][1] = c->cal_cpu_ns;
+        c->n_cals++;
+        return;
+    }
+    case MPROF_EV_GPU_ZONE_BEGIN: {
+        gctx *c = get_ctx(s, ev->u[0]);
+        slot *z = c ? slot_for(c, ev->u[1]) : NULL;
+        if (!z)
+            return;
+        if (z->have & HAVE_BEGIN) {
+            c->incomplete++; /* the zone that held this pair never completed */
+            memset(z, 0, sizeof *z);
+        }
+        if (grow((void **)&c->depth, &c->n_depth, ev->thread, sizeof *c->depth))
+            return;
+        z->have |= HAVE_BEGIN;
+        z->loc = (uint32_t)ev->u[2];
+        z->cpu_begin = ev->ts_ns;
+        z->depth = c->depth[ev->thread]++;
+        return;
+    }
+    case MPROF_EV_GPU_ZONE_END: {
+        gctx *c = get_ctx(s, ev->u[0]);
+        slot *z = c ? slot_for(c, ev->u[1]) : NULL;
+        if (!z)
+            return;
+        if (ev->thread < c->n_depth && c->depth[ev->thread] > 0)
+            c->depth[ev->thread]--;
+        if (!(z->have & HAVE_BEGIN))
+            return; /* begun before the capture */
+        z->have |= HAVE_END;
+        z->cpu_end = ev->ts_ns;
+        if (z->have == HAVE_ALL)
+            complete(s, c, r, z);
+        return;
+    }
+    case MPROF_EV_GPU_TIME: {
+        gctx *c = get_ctx(s, ev->u[0]);
+        slot *z = c ? slot_for(c, ev->u[1]) : NULL;
+        if (!z)
+            return;
+        uint8_t bit = (ev->u[1] & 1) ? HAVE_T_END : HAVE_T_BEGIN;
+        if (z->have & bit) {
+            c->incomplete++;
+            memset(z, 0, sizeof *z);
+        }
+        z->have |= bit;
+        if (bit == HAVE_T_END)
+            z->gpu_end = (int64_t)ev->u[2];
+        else
+            z->gpu_begin = (int64_t)ev->u[2];
+        if (z->have == HAVE_ALL)
+            complete(s, c, r, z);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+static void gpu_finish(void *p, mprof_analysis *a)
+{
+    gpu_state *s = p;
+    const char *lost = mprof_reader_end_info(mprof_analysis_reader(a), "gpu_queries_lost");
+    s->queries_lost = lost ? strtoull(lost, NULL, 10) : 0;
+    for (int i = 0; i < MAX_CTX; i++) {
+        gctx *c = s->ctx[i];
+        if (!c)
+            continue;
+        /* Zones whose pieces never all arrived (still in flight when the capture ended). */
+        for (uint32_t k = 0; k < c->n_slots; k++)
+            if (c->slots[k].have & HAVE_BEGIN)
+                c->incomplete++;
+    }
+}
+
+typedef struct frame_stats {
+    uint32_t frames;     /* complete frames (between two marks) */
+    uint32_t gpu_bound;
+    double share_mean, share_p50, share_p95, share_max;
+    double *share;       /* per frame, frames entries (caller frees) */
+} frame_stats;
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static frame_stats frames_of(const gpu_state *s, const gctx *c)
+{
+    frame_stats f;
+    memset(&f, 0, sizeof f);
+    if (s->n_marks < 2)
+        return f;
+    f.frames = s->n_marks - 1;
+    f.share = calloc(f.frames, sizeof *f.share);
+    double *sorted = calloc(f.frames, sizeof *sorted);
+    if (!f.share || !sorted) {
+        free(f.share);
+        free(sorted);
+        memset(&f, 0, sizeof f);
+        return f;
+    }
+    double sum = 0;
+    for (uint32_t k = 1; k < s->n_marks; k++) {
+        double cpu = (double)(s->marks[k] - s->marks[k - 1]);
+        double gpu = k < c->n_frames ? c->frame_gpu_ns[k] : 0.0;
+        double share = cpu > 0 ? gpu / cpu : 0.0;
+        f.share[k - 1] = share;
+        sorted[k - 1] = share;
+        sum += share;
+        f.gpu_bound += gpu > cpu;
+    }
+    qsort(sorted, f.frames, sizeof *sorted, cmp_double);
+    f.share_mean = sum / f.frames;
+    f.share_p50 = mprof_quantile_sorted(sorted, f.frames, 0.50);
+    f.share_p95 = mprof_quantile_sorted(sorted, f.frames, 0.95);
+    f.share_max = sorted[f.frames - 1];
+    free(sorted);
+    return f;
+}
+
+static double lat_mean(const zone_acc *z)
+{
+    return z->lat.n ? z->lat_sum / (double)z->lat.n : 0.0;
+}
+
+static void gpu_print_text(void *p, mprof_analysis *a, FILE *out, int top_n)
+{
+    (void)a;
+    gpu_state *s = p;
+    fprintf(out, "\nGPU\n");
+    int any = 0;
+    for (int i = 0; i < MAX_CTX; i++) {
+        gctx *c = s->ctx[i];
+        if (!c || !c->seen)
+            continue;
+        any = 1;
+        fprintf(out, "  %s context \"%s\" (id %u): %" PRIu64 " zones, %" PRIu64
+                     " incomplete, %" PRIu64 " calibrations, tick %.4g ns\n",
+                api_name(c->api), c->name, c->id, c->complete, c->incomplete, c->n_cal,
+                c->period_ns);
+        if (!c->have_cal)
+            fprintf(out, "    no calibration: GPU times cannot be placed on the CPU timeline\n");
+        fprintf(out, "    %-28s %8s %10s %10s %10s %10s   %s\n", "zone", "count", "mean us",
+                "p50 us", "p95 us", "max us", "submit->start mean/p50/p95 us");
+        uint32_t shown = 0;
+        for (uint32_t z = 0; z < c->n_zones && (int)shown < top_n; z++, shown++) {
+            const zone_acc *x = &c->zones[z];
+            if (!x->count)
+                continue;
+            fprintf(out, "    %-28.28s %8" PRIu64 " %10.2f %10.2f %10.2f %10.2f   %.1f / %.1f / %.1f\n",
+                    x->name, x->count, x->dur_sum / (double)x->count / 1e3,
+                    (double)mprof_hist_quantile(&x->dur, 0.5) / 1e3,
+                    (double)mprof_hist_quantile(&x->dur, 0.95) / 1e3, (double)x->dur.max / 1e3,
+                    lat_mean(x) / 1e3, (double)mprof_hist_quantile(&x->lat, 0.5) / 1e3,
+                    (double)mprof_hist_quantile(&x->lat, 0.95) / 1e3);
+        }
+        frame_stats f = frames_of(s, c);
+        if (f.frames) {
+            fprintf(out, "    frames %u: GPU busy share mean %.1f %%, p50 %.1f %%, p95 %.1f %%, "
+                         "max %.1f %%; GPU-bound frames %u%s\n",
+                    f.frames, 100 * f.share_mean, 100 * f.share_p50, 100 * f.share_p95,
+                    100 * f.share_max, f.gpu_bound,
+                    f.gpu_bound ? "  <-- GPU time exceeded the frame's CPU time" : "");
+        } else {
+            fprintf(out, "    no main frame marks: per-frame GPU share not computed\n");
+        }
+        free(f.share);
+    }
+    if (!any)
+        fprintf(out, "  no GPU contexts in this capture\n");
+    fprintf(out, "  GPU queries lost: %" PRIu64 "%s\n", s->queries_lost,
+            s->queries_lost ? "  <-- zones dropped: collect more often or use more queries" : "");
+}
+
+static void json_hist(mprof_json *j, const char *key, double mean, const mprof_hist *h)
+{
+    mprof_json_obj_begin(j, key);
+    mprof_json_f64(j, "mean", mean);
+    mprof_json_u64(j, "p50", mprof_hist_quantile(h, 0.5));
+    mprof_json_u64(j, "p95", mprof_hist_quantile(h, 0.95));
+    mprof_json_u64(j, "max", h->max);
+    mprof_json_obj_end(j);
+}
+
+static void gpu_print_json(void *p, mprof_analysis *a, mprof_json *j)
+{
+    (void)a;
+    gpu_state *s = p;
+    mprof_json_obj_begin(j, "gpu");
+    mprof_json_u64(j, "queries_lost", s->queries_lost);
+    mprof_json_arr_begin(j, "contexts");
+    for (int i = 0; i < MAX_CTX; i++) {
+        gctx *c = s->ctx[i];
+        if (!c || !c->seen)
+            continue;
+        mprof_json_obj_begin(j, NULL);
+        mprof_json_u64(j, "id", c->id);
+        mprof_json_str(j, "name", c->name);
+        mprof_json_str(j, "api", api_name(c->api));
+        mprof_json_f64(j, "period_ns", c->period_ns);
+        mprof_json_u64(j, "calibrations", c->n_cal);
+        mprof_json_u64(j, "zones_complete", c->complete);
+        mprof_json_u64(j, "zones_incomplete", c->incomplete);
+        mprof_json_arr_begin(j, "zones");
+        for (uint32_t z = 0; z < c->n_zones; z++) {
+            const zone_acc *x = &c->zones[z];
+            if (!x->count)
+                continue;
+            mprof_json_obj_begin(j, NULL);
+            mprof_json_str(j, "name", x->name);
+            mprof_json_u64(j, "count", x->count);
+            json_hist(j, "gpu_ns", x->dur_sum / (double)x->count, &x->dur);
+            json_hist(j, "submit_to_start_ns", lat_mean(x), &x->lat);
+            mprof_json_obj_end(j);
+        }
+        mprof_json_arr_end(j);
+        frame_stats f = frames_of(s, c);
+        mprof_json_obj_begin(j, "frames");
+        mprof_json_u64(j, "count", f.frames);
+        mprof_json_u64(j, "gpu_bound", f.gpu_bound);
+        mprof_json_f64(j, "busy_share_mean", f.share_mean);
+        mprof_json_f64(j, "busy_share_p50", f.share_p50);
+        mprof_json_f64(j, "busy_share_p95", f.share_p95);
+        mprof_json_f64(j, "busy_share_max", f.share_max);
+        mprof_json_arr_begin(j, "busy_share");
+        for (uint32_t k = 0; k < f.frames; k++)
+            mprof_json_f64(j, NULL, round(f.share[k] * 1e4) / 1e4);
+        mprof_json_arr_end(j);
+        mprof_json_arr_begin(j, "gpu_bound_frames");
+        for (uint32_t k = 0; k < f.frames; k++)
+            if (f.share[k] > 1.0)
+                mprof_json_u64(j, NULL, k + 1);
+        mprof_json_arr_end(j);
+        mprof_json_obj_end(j);
+        free(f.share);
+        mprof_json_obj_end(j);
+    }
+    mprof_json_arr_end(j);
+    mprof_json_obj_end(j);
+}
+
+const mprof_pass_vtbl mprof__pass_gpu = {
+    .name = "gpu",
+    .always = false,
+    .create = gpu_create,
+    .event = gpu_event,
+    .finish = gpu_finish,
+    .print_text = gpu_print_text,
+    .print_json = gpu_print_json,
+    .destroy = gpu_destroy,
+};

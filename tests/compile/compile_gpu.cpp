@@ -1,0 +1,1 @@
+#include "compile_gpu.c"
