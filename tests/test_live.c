@@ -30,6 +30,39 @@ extern char **environ;
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
+/* Temporary paths, removed after each test (with the automation's directories). */
+static char *tmps[64];
+static int n_tmps;
+
+static const char *tmp(const char *stem)
+{
+    const char *p = tu_temp_path(stem);
+    if (n_tmps < 64)
+        tmps[n_tmps++] = strdup(p);
+    return n_tmps <= 64 ? tmps[n_tmps - 1] : p;
+}
+
+static int cleanup(void **state)
+{
+    (void)state;
+    for (int i = 0; i < n_tmps; i++) {
+        unlink(tmps[i]);
+        char log[600];
+        snprintf(log, sizeof log, "%s.log", tmps[i]);
+        unlink(log);
+        /* tmp("auto/dir/capture.mprof"): remove the directories it created. */
+        char *slash;
+        while ((slash = strrchr(tmps[i], '/')) && strstr(tmps[i], "-auto")) {
+            *slash = 0;
+            if (rmdir(tmps[i]) != 0)
+                break;
+        }
+        free(tmps[i]);
+    }
+    n_tmps = 0;
+    return 0;
+}
+
 static const char *game_bin(void)
 {
     const char *g = getenv("LIVE_GAME");
@@ -143,9 +176,9 @@ static void game_start(game *g, const char *history_env, char *const extra[])
 {
     g->port = free_port();
     snprintf(g->port_env, sizeof g->port_env, "MPROF_PORT=%u", g->port);
-    snprintf(g->out, sizeof g->out, "%s", tu_temp_path("game.out"));
-    snprintf(g->until, sizeof g->until, "%s", tu_temp_path("until"));
-    snprintf(g->ready, sizeof g->ready, "%s", tu_temp_path("ready"));
+    snprintf(g->out, sizeof g->out, "%s", tmp("game.out"));
+    snprintf(g->until, sizeof g->until, "%s", tmp("until"));
+    snprintf(g->ready, sizeof g->ready, "%s", tmp("ready"));
     char *argv[32];
     int n = 0;
     argv[n++] = (char *)game_bin();
@@ -233,15 +266,15 @@ static uint64_t zone_count(const char *path, const char *name, int *unresolved, 
 static void live_counts_equal_in_process(void **state)
 {
     (void)state;
-    const char *inproc = tu_temp_path("inproc.mprof");
-    const char *live = tu_temp_path("live.mprof");
-    const char *log = tu_temp_path("tool.log");
+    const char *inproc = tmp("inproc.mprof");
+    const char *live = tmp("live.mprof");
+    const char *log = tmp("tool.log");
     unsigned port = free_port();
     char portbuf[16], port_env[32];
     snprintf(portbuf, sizeof portbuf, "%u", port);
     snprintf(port_env, sizeof port_env, "MPROF_PORT=%u", port);
     pid_t tool = tool_start(port, live, log, (char *[]){"--history", "600", "--wait", "10", NULL});
-    const char *gout = tu_temp_path("game.out");
+    const char *gout = tmp("game.out");
     char *gargv[] = {(char *)game_bin(), "--frames", "150", "--capture", (char *)inproc, NULL};
     pid_t g = spawn(gargv, port_env, "MPROF_HISTORY_SECONDS=600", gout);
     assert_int_equal(wait_exit(g, 20000), 0);
@@ -272,8 +305,8 @@ static void late_connection_and_history(void **state)
                (char *[]){"--frames", "40", "--ready-after", "20", NULL});
     assert_int_equal(wait_for(g.ready, 0, 10000), 0);
     sleep_ms(100);
-    const char *late = tu_temp_path("late.mprof"), *hist = tu_temp_path("hist.mprof");
-    const char *log = tu_temp_path("tool.log");
+    const char *late = tmp("late.mprof"), *hist = tmp("hist.mprof");
+    const char *log = tmp("tool.log");
     assert_int_equal(wait_exit(tool_start(g.port, late, log, (char *[]){"-s", "0.4", NULL}), 10000),
                      0);
     assert_int_equal(
@@ -305,7 +338,7 @@ static void killed_tool_leaves_game_running_and_file_readable(void **state)
     (void)state;
     game g;
     game_start(&g, NULL, (char *[]){"--frames", "0", NULL});
-    const char *out = tu_temp_path("killed-tool.mprof"), *log = tu_temp_path("tool.log");
+    const char *out = tmp("killed-tool.mprof"), *log = tmp("tool.log");
     pid_t tool = tool_start(g.port, out, log, (char *[]){"--wait", "10", NULL});
     /* Header + INFO + the definitions chunk and some stream. */
     assert_int_equal(wait_for(out, 400, 10000), 0);
@@ -319,7 +352,7 @@ static void killed_tool_leaves_game_running_and_file_readable(void **state)
     assert_true(c.by_type[MPROF_EV_ZONE_BEGIN] > 0);
     assert_false(c.st.complete);
     /* The next tool can connect. */
-    const char *out2 = tu_temp_path("after.mprof");
+    const char *out2 = tmp("after.mprof");
     assert_int_equal(wait_exit(tool_start(g.port, out2, log, (char *[]){"-s", "0.3", NULL}), 10000),
                      0);
     assert_int_equal(tu_count_capture(out2, &c), 0);
@@ -333,7 +366,7 @@ static void killed_game_leaves_file_readable(void **state)
     (void)state;
     game g;
     game_start(&g, NULL, (char *[]){"--frames", "0", NULL});
-    const char *out = tu_temp_path("killed-game.mprof"), *log = tu_temp_path("tool.log");
+    const char *out = tmp("killed-game.mprof"), *log = tmp("tool.log");
     pid_t tool = tool_start(g.port, out, log, (char *[]){"--wait", "10", NULL});
     assert_int_equal(wait_for(out, 400, 10000), 0);
     sleep_ms(300);
@@ -357,7 +390,7 @@ static void slow_tool_drops_are_counted(void **state)
     (void)state;
     game g;
     game_start(&g, "MPROF_HISTORY_SECONDS=1", (char *[]){"--frames", "0", "--noise", "400", NULL});
-    const char *out = tu_temp_path("slow.mprof"), *log = tu_temp_path("tool.log");
+    const char *out = tmp("slow.mprof"), *log = tmp("tool.log");
     pid_t tool = tool_start(g.port, out, log,
                             (char *[]){"-m", "1", "--fail-on-lost", "--wait", "10", NULL});
     assert_int_equal(wait_for(out, 100000, 10000), 0);
@@ -383,7 +416,7 @@ static void slow_tool_drops_are_counted(void **state)
 static void existing_file_refused_without_f(void **state)
 {
     (void)state;
-    const char *out = tu_temp_path("exists.mprof"), *log = tu_temp_path("tool.log");
+    const char *out = tmp("exists.mprof"), *log = tmp("tool.log");
     FILE *f = fopen(out, "w");
     fputs("keep me", f);
     fclose(f);
@@ -477,7 +510,7 @@ static void protocol_mismatch_tool_exit_code(void **state)
     getsockname(lfd, (struct sockaddr *)&a, &l);
     pthread_t t;
     pthread_create(&t, NULL, fake_process, &lfd);
-    const char *out = tu_temp_path("mismatch.mprof"), *log = tu_temp_path("tool.log");
+    const char *out = tmp("mismatch.mprof"), *log = tmp("tool.log");
     assert_int_equal(
         wait_exit(tool_start(ntohs(a.sin_port), out, log, (char *[]){"--wait", "5", NULL}), 10000),
         5);
@@ -492,8 +525,8 @@ static void second_tool_refused_busy(void **state)
     (void)state;
     game g;
     game_start(&g, NULL, (char *[]){"--frames", "0", NULL});
-    const char *out = tu_temp_path("first.mprof"), *out2 = tu_temp_path("second.mprof");
-    const char *log = tu_temp_path("tool.log"), *log2 = tu_temp_path("tool2.log");
+    const char *out = tmp("first.mprof"), *out2 = tmp("second.mprof");
+    const char *log = tmp("tool.log"), *log2 = tmp("tool2.log");
     pid_t first = tool_start(g.port, out, log, (char *[]){"--wait", "10", NULL});
     assert_int_equal(wait_for(out, 400, 10000), 0);
     assert_int_equal(wait_exit(tool_start(g.port, out2, log2, (char *[]){"--wait", "2", NULL}), 10000),
@@ -511,7 +544,7 @@ static void second_tool_refused_busy(void **state)
 static void automation(const char *kind, const char *tool, const char *expect)
 {
     game g;
-    const char *out = tu_temp_path("auto/dir/capture.mprof");
+    const char *out = tmp("auto/dir/capture.mprof");
     game_start(&g, NULL,
                (char *[]){"--frames", "40", "--automation", (char *)kind, "--tool", (char *)tool,
                           "--auto-out", (char *)out, NULL});
@@ -556,19 +589,19 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(live_counts_equal_in_process),
-        cmocka_unit_test(late_connection_and_history),
-        cmocka_unit_test(killed_tool_leaves_game_running_and_file_readable),
-        cmocka_unit_test(killed_game_leaves_file_readable),
-        cmocka_unit_test(slow_tool_drops_are_counted),
-        cmocka_unit_test(existing_file_refused_without_f),
-        cmocka_unit_test(protocol_mismatch_refused_by_game),
-        cmocka_unit_test(protocol_mismatch_tool_exit_code),
-        cmocka_unit_test(second_tool_refused_busy),
-        cmocka_unit_test(automation_manual_saved),
-        cmocka_unit_test(automation_frame_saved),
-        cmocka_unit_test(automation_named_saved),
-        cmocka_unit_test(automation_missing_tool_failed),
+        cmocka_unit_test_teardown(live_counts_equal_in_process, cleanup),
+        cmocka_unit_test_teardown(late_connection_and_history, cleanup),
+        cmocka_unit_test_teardown(killed_tool_leaves_game_running_and_file_readable, cleanup),
+        cmocka_unit_test_teardown(killed_game_leaves_file_readable, cleanup),
+        cmocka_unit_test_teardown(slow_tool_drops_are_counted, cleanup),
+        cmocka_unit_test_teardown(existing_file_refused_without_f, cleanup),
+        cmocka_unit_test_teardown(protocol_mismatch_refused_by_game, cleanup),
+        cmocka_unit_test_teardown(protocol_mismatch_tool_exit_code, cleanup),
+        cmocka_unit_test_teardown(second_tool_refused_busy, cleanup),
+        cmocka_unit_test_teardown(automation_manual_saved, cleanup),
+        cmocka_unit_test_teardown(automation_frame_saved, cleanup),
+        cmocka_unit_test_teardown(automation_named_saved, cleanup),
+        cmocka_unit_test_teardown(automation_missing_tool_failed, cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

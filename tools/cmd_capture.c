@@ -191,7 +191,7 @@ static void progress(const capture *c, uint64_t t0, int final)
     char lim[32] = "";
     if (c->seconds > 0)
         snprintf(lim, sizeof lim, " / %.0f s", c->seconds);
-    fprintf(stderr, "\r%6.1f s%s | %" PRIu64 " events | %.1f MB | %.1f MB/s | %u threads | %" PRIu64
+    fprintf(stderr, "\r%6.1f s%s | %" PRIu64 " events | %.2f MB | %.2f MB/s | %u threads | %" PRIu64
                     " frames%s",
             el, lim, c->st.counts.events, mb, el > 0 ? mb / el : 0.0, c->st.counts.max_thread,
             c->st.counts.frames, final ? "\n" : "   ");
