@@ -413,6 +413,48 @@ static void slow_tool_drops_are_counted(void **state)
     assert_non_null(strstr(slurp(log), "events were lost"));
 }
 
+/* The listener binds loopback only by default; a second process on the same port logs once and
+ * runs on without listening. */
+static void loopback_by_default_and_port_in_use(void **state)
+{
+    (void)state;
+    game a, b;
+    game_start(&a, NULL, (char *[]){"--frames", "0", NULL});
+    assert_int_equal(wait_for(a.ready, 0, 10000), 0);
+    /* /proc/net/tcp: local address 127.0.0.1 (0100007F) on our port, state LISTEN (0A). */
+    char want[32], line[512];
+    snprintf(want, sizeof want, "0100007F:%04X 00000000:0000 0A", a.port);
+    int found = 0, any_addr = 0;
+    char anyw[32];
+    snprintf(anyw, sizeof anyw, "00000000:%04X 00000000:0000 0A", a.port);
+    FILE *f = fopen("/proc/net/tcp", "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f)) {
+        found |= strstr(line, want) != NULL;
+        any_addr |= strstr(line, anyw) != NULL;
+    }
+    fclose(f);
+    assert_true(found);
+    assert_false(any_addr);
+    /* Same port: b runs, says why it is not listening, once. */
+    b = a;
+    snprintf(b.out, sizeof b.out, "%s", tmp("game-b.out"));
+    snprintf(b.until, sizeof b.until, "%s", tmp("until-b"));
+    snprintf(b.ready, sizeof b.ready, "%s", tmp("ready-b"));
+    char *argv[] = {(char *)game_bin(), "--frames", "30", "--ready", b.ready, NULL};
+    b.pid = spawn(argv, a.port_env, NULL, b.out);
+    assert_int_equal(wait_exit(b.pid, 20000), 0);
+    const char *text = slurp(b.out);
+    const char *first = strstr(text, "cannot listen");
+    assert_non_null(first);
+    assert_null(strstr(first + 1, "cannot listen"));
+    /* a is still the one being captured. */
+    const char *out = tmp("a.mprof"), *log = tmp("tool.log");
+    assert_int_equal(wait_exit(tool_start(a.port, out, log, (char *[]){"-s", "0.2", NULL}), 10000), 0);
+    assert_non_null(strstr(slurp(log), "pid"));
+    assert_int_equal(game_finish(&a), 0);
+}
+
 static void existing_file_refused_without_f(void **state)
 {
     (void)state;
@@ -594,6 +636,7 @@ int main(void)
         cmocka_unit_test_teardown(killed_tool_leaves_game_running_and_file_readable, cleanup),
         cmocka_unit_test_teardown(killed_game_leaves_file_readable, cleanup),
         cmocka_unit_test_teardown(slow_tool_drops_are_counted, cleanup),
+        cmocka_unit_test_teardown(loopback_by_default_and_port_in_use, cleanup),
         cmocka_unit_test_teardown(existing_file_refused_without_f, cleanup),
         cmocka_unit_test_teardown(protocol_mismatch_refused_by_game, cleanup),
         cmocka_unit_test_teardown(protocol_mismatch_tool_exit_code, cleanup),
