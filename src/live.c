@@ -74,7 +74,6 @@ typedef struct session {
 
 static struct {
     pthread_mutex_t m;
-    pthread_cond_t cv;
     int enabled;  /* listening */
     int has_file; /* a file sink exists (the process records regardless of sessions) */
     int listen_fd;
@@ -91,7 +90,7 @@ static struct {
     mprof_buf build, framed;
     uint8_t *ts_done;
     uint32_t ts_done_cap;
-} L = {.m = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .listen_fd = -1,
+} L = {.m = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1,
        .wake = {-1, -1}};
 
 /* ---- blobs and the history ring ----------------------------------------------------------- */
@@ -269,6 +268,9 @@ static blob *defs_blob(uint64_t ts_ticks, uint64_t lost)
 
 /* ---- session queue (under L.m) ------------------------------------------------------------- */
 
+/* The sender polls its socket every 20 ms while the queue is empty, so it needs no wake-up: a
+ * chunk waits at most that long, and the collector never signals anything. */
+
 static int enqueue_locked(session *s, blob *b)
 {
     qitem *q = malloc(sizeof *q);
@@ -283,7 +285,6 @@ static int enqueue_locked(session *s, blob *b)
         s->head = q;
     s->tail = q;
     s->queued_bytes += b->len;
-    pthread_cond_broadcast(&L.cv);
     return 0;
 }
 
@@ -362,14 +363,14 @@ void mprof__live_attach(void)
     pthread_mutex_lock(&L.m);
     s = L.active;
     if (s && s->id == id) {
-        if (d)
-            enqueue_locked(s, d);
+        if (!d || enqueue_locked(s, d) != 0)
+            s->need_defs = 1; /* out of memory: the next delivered chunk carries them */
         for (hnode *h = first; h && n_hist; h = h->next, n_hist--)
-            enqueue_locked(s, h->b);
+            if (enqueue_locked(s, h->b) != 0)
+                s->dropped_chunks++;
         s->lost_at_attach = atomic_load(&mprof__g.events_lost);
         s->attached = 1;
-        pthread_cond_broadcast(&L.cv);
-    }
+        }
     pthread_mutex_unlock(&L.m);
     blob_unref(d);
     if (!always_recording())
@@ -381,8 +382,21 @@ void mprof__live_chunk(const mprof_buf *raw, const mprof_buf *framed)
     if (!L.enabled)
         return;
     blob *b = blob_new(framed->data, framed->len);
-    if (!b)
+    if (!b) {
+        /* Out of memory: a connected tool misses this chunk, which is counted as a drop. */
+        mprof_wire_counts c = {0};
+        mprof_wire_scan_events(raw->data, raw->len, &c, NULL, 0);
+        pthread_mutex_lock(&L.m);
+        session *s = L.active;
+        if (s && s->attached && !s->closing) {
+            s->dropped_chunks++;
+            s->dropped_events += c.events;
+            s->unannounced_lost += c.events;
+            s->need_defs = 1;
+        }
+        pthread_mutex_unlock(&L.m);
         return;
+    }
     if (L.history_s > 0)
         hist_push(b);
     /* The session may end at any time on its sender thread: it is looked up again by id under
@@ -391,7 +405,8 @@ void mprof__live_chunk(const mprof_buf *raw, const mprof_buf *framed)
     session *s = L.active;
     int live = s && s->attached && !s->closing;
     uint64_t id = live ? s->id : 0, lost = live ? s->unannounced_lost : 0;
-    int fits = live && s->queued_bytes + b->len <= s->limit_bytes;
+    /* An empty queue takes any chunk, so a limit below one chunk's size still delivers. */
+    int fits = live && (s->queued_bytes == 0 || s->queued_bytes + b->len <= s->limit_bytes);
     int need_defs = live && s->need_defs;
     pthread_mutex_unlock(&L.m);
     if (!live) {
@@ -415,12 +430,19 @@ void mprof__live_chunk(const mprof_buf *raw, const mprof_buf *framed)
             s->unannounced_lost += c.events;
             s->need_defs = 1;
         } else {
-            if (d) {
-                enqueue_locked(s, d);
+            int defs_ok = !d || enqueue_locked(s, d) == 0;
+            if (d && defs_ok) {
                 s->need_defs = 0;
                 s->unannounced_lost -= lost;
             }
-            enqueue_locked(s, b);
+            if (!defs_ok || enqueue_locked(s, b) != 0) {
+                /* Out of memory for a queue entry: the same as a drop. */
+                mprof_wire_scan_events(raw->data, raw->len, &c, NULL, 0);
+                s->dropped_chunks++;
+                s->dropped_events += c.events;
+                s->unannounced_lost += c.events;
+                s->need_defs = 1;
+            }
         }
     }
     pthread_mutex_unlock(&L.m);
@@ -820,8 +842,7 @@ void mprof__live_stop(void)
     if (s) {
         atomic_store(&s->shutdown, 1);
         s->closing = 1;
-        pthread_cond_broadcast(&L.cv);
-    }
+        }
     pthread_mutex_unlock(&L.m);
     if (s) {
         pthread_join(s->thread, NULL);
