@@ -703,7 +703,10 @@ static void handshake(int fd)
     s->fd = fd;
     s->hello = hello;
     atomic_init(&s->shutdown, 0);
+    /* The tool's -m, but never more than this process's own memory cap. */
     s->limit_bytes = (size_t)(hello.queue_mib ? hello.queue_mib : DEFAULT_QUEUE_MIB) << 20;
+    if (s->limit_bytes > mprof__g.cfg.memory_limit_bytes)
+        s->limit_bytes = mprof__g.cfg.memory_limit_bytes;
     mprof_buf info = {0};
     mprof__collector_info(&info);
     char v[64];
