@@ -221,7 +221,8 @@ int main(int argc, char **argv)
         int whole = step(rate, 1, &got);
         if (!whole)
             break;
-        best = got * 2;
+        if (got * 2 > best)
+            best = got * 2;
         if (got < rate * 0.9)
             break; /* the producers cannot go faster: this is the machine's limit */
     }
