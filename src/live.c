@@ -41,6 +41,7 @@
 typedef struct blob {
     _Atomic int refs;
     uint64_t mono_ns; /* when it was produced */
+    uint64_t ticks;   /* the same moment in timer ticks */
     size_t len;
     unsigned char data[];
 } blob;
@@ -84,6 +85,7 @@ static struct {
     /* Collector thread only. */
     hnode *hist_head, *hist_tail;
     size_t hist_bytes, hist_cap_bytes;
+    uint64_t hist_start_ticks; /* produced time of the chunk before the oldest one kept */
     double history_s;
     mprof_buf defs;   /* process-context definition records, compact form */
     mprof_buf sticky; /* [u32 thread][u64 ticks][u8 has_ts][u32 len][len bytes: tag + fields] */
@@ -102,6 +104,7 @@ static blob *blob_new(const void *data, size_t len)
         return NULL;
     atomic_init(&b->refs, 1);
     b->mono_ns = mprof__mono_ns();
+    b->ticks = mprof__ticks();
     b->len = len;
     memcpy(b->data, data, len);
     return b;
@@ -119,6 +122,7 @@ static void hist_drop_head(void)
     L.hist_head = h->next;
     if (!L.hist_head)
         L.hist_tail = NULL;
+    L.hist_start_ticks = h->b->ticks;
     L.hist_bytes -= h->b->len;
     blob_unref(h->b);
     free(h);
@@ -207,7 +211,8 @@ void mprof__live_keep_event(uint32_t thread, uint64_t ticks, const unsigned char
 }
 
 /* Builds the definitions chunk into L.build: every definition so far, the sticky events with
- * their timestamps set to ts_ticks, and a LOST record when lost > 0. */
+ * their timestamps set to ts_ticks (no later than the first event the tool will receive, so the
+ * capture does not appear to start earlier or run backwards), and a LOST record when lost > 0. */
 static int build_defs(uint64_t ts_ticks, uint64_t lost)
 {
     L.build.len = 0;
@@ -337,7 +342,7 @@ void mprof__live_attach(void)
         return;
     /* History is chosen newest-first within half the tool's limit, then sent oldest-first. */
     size_t n_hist = 0;
-    hnode *first = NULL;
+    hnode *first = NULL, *before_first = NULL;
     if ((hello.flags & MPROF_WIRE_F_HISTORY) && hello.history_ms) {
         uint64_t now = mprof__mono_ns();
         uint64_t span = (uint64_t)hello.history_ms * 1000000u;
@@ -347,11 +352,12 @@ void mprof__live_attach(void)
                 total += h->b->len;
                 count++;
             }
-        for (hnode *h = L.hist_head; h && count; h = h->next) {
+        for (hnode *h = L.hist_head, *prev = NULL; h && count; prev = h, h = h->next) {
             if (now - h->b->mono_ns > span)
                 continue;
             if (total <= limit / 2) {
                 first = h;
+                before_first = prev;
                 n_hist = count;
                 break;
             }
@@ -359,7 +365,12 @@ void mprof__live_attach(void)
             count--;
         }
     }
-    blob *d = defs_blob(mprof__ticks(), 0);
+    /* Sticky events are stamped with the start of what the tool receives: the production time
+     * of the chunk before the first history chunk sent, or now without history. */
+    uint64_t ts = mprof__ticks();
+    if (first)
+        ts = before_first ? before_first->b->ticks : L.hist_start_ticks;
+    blob *d = defs_blob(ts, 0);
     pthread_mutex_lock(&L.m);
     s = L.active;
     if (s && s->id == id) {
@@ -805,6 +816,7 @@ int mprof__live_start(int has_file)
     L.has_file = has_file;
     L.defs.len = L.sticky.len = 0;
     hist_clear();
+    L.hist_start_ticks = mprof__ticks();
     if (!want)
         return 0;
     L.history_s = c->history_seconds > 0 ? c->history_seconds : 0;

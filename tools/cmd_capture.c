@@ -41,7 +41,7 @@ static const char *const help =
     "Ctrl-C stops the capture cleanly and finalises the file.\n"
     "\n"
     "Options:\n"
-    "  -o FILE           output file (required)\n"
+    "  -o FILE           output file (required; parent directories are created)\n"
     "  -a ADDRESS        address of the process (default 127.0.0.1)\n"
     "  -p PORT           port of the process (default 8086)\n"
     "  -f                overwrite FILE if it exists (refused otherwise)\n"
@@ -134,6 +134,27 @@ static int connect_once(const capture *c, char *why, size_t n)
     }
     freeaddrinfo(res);
     return fd;
+}
+
+/* Creates the parent directories of path (like the in-process capture). 0 or -1 (errno). */
+static int mkdirs_for(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return 0;
 }
 
 static int write_all(int fd, const void *data, size_t len)
@@ -363,6 +384,13 @@ int cmd_capture(int argc, char **argv)
     mprof_wire_kv_get(rep.payload, rep.payload_len, "pid", c.pid, sizeof c.pid);
 
     /* The output file: header, then INFO from the handshake. */
+    if (mkdirs_for(c.out_path) != 0) {
+        int e = errno;
+        close(c.sock);
+        mprof_buf_free(&in);
+        return tool_error("capture", EXIT_IO, "cannot create the directories for %s: %s",
+                          c.out_path, strerror(e));
+    }
     c.fd = open(c.out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (c.force ? 0 : O_EXCL), 0644);
     if (c.fd < 0) {
         int e = errno;
