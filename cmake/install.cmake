@@ -1,7 +1,7 @@
 # Installs the library, headers, the mprof command, a CMake package (mprof::mprof) and a
 # pkg-config file.
 include(CMakePackageConfigHelpers)
-install(TARGETS mprof mprof_static EXPORT mprofTargets
+install(TARGETS mprof mprof_static mprof_alloc EXPORT mprofTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -11,6 +11,7 @@
  * every other event is translated by walking its field list in the event table.
  */
 #include "core.h"
+#include "callstack.h"
 #include "live.h"
 
 #include <errno.h>
@@ -244,6 +245,11 @@ static uint32_t intern_stack(const unsigned char *frames, unsigned depth)
     uint32_t id = map_get(&C.stacks, h);
     if (id)
         return id;
+    if (C.next_stack == 0) {
+        size_t before = C.chunk.len;
+        mprof__modules_emit(&C.chunk); /* the module map precedes the session's first stack */
+        mprof__live_keep_def(C.chunk.data + before, C.chunk.data + C.chunk.len);
+    }
     id = ++C.next_stack;
     map_put(&C.stacks, h, id);
     unsigned char *o = out_reserve(16 + (size_t)depth * 10), *rec = o;

@@ -91,7 +91,7 @@ void mprof__timer_init(mprof_toggle check, bool verbose)
 #endif
     if (ok) {
         /* 5 ms between two tight pairs bounds the rate error to ~10 ppm. */
-        uint64_t t0, n0, t1, n1;
+        uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0;
         pair(&t0, &n0);
         struct timespec d = {0, 5 * 1000 * 1000};
         nanosleep(&d, NULL);

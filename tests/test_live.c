@@ -262,29 +262,28 @@ static uint64_t zone_count(const char *path, const char *name, int *unresolved, 
 
 /* ---- tests --------------------------------------------------------------------------------- */
 
-/* Both sinks at once: the in-process file and a live tool that asked for all the history. */
+/* Both sinks at once: the in-process file and a live tool that asked for all the history, so
+ * the live capture holds the whole run however late the tool connected. */
 static void live_counts_equal_in_process(void **state)
 {
     (void)state;
     const char *inproc = tmp("inproc.mprof");
     const char *live = tmp("live.mprof");
     const char *log = tmp("tool.log");
-    unsigned port = free_port();
-    char portbuf[16], port_env[32];
-    snprintf(portbuf, sizeof portbuf, "%u", port);
-    snprintf(port_env, sizeof port_env, "MPROF_PORT=%u", port);
-    pid_t tool = tool_start(port, live, log, (char *[]){"--history", "600", "--wait", "10", NULL});
-    const char *gout = tmp("game.out");
-    char *gargv[] = {(char *)game_bin(), "--frames", "150", "--capture", (char *)inproc, NULL};
-    pid_t g = spawn(gargv, port_env, "MPROF_HISTORY_SECONDS=600", gout);
-    assert_int_equal(wait_exit(g, 20000), 0);
+    game g;
+    game_start(&g, "MPROF_HISTORY_SECONDS=600",
+               (char *[]){"--frames", "150", "--capture", (char *)inproc, NULL});
+    assert_int_equal(wait_for(g.ready, 0, 10000), 0);
+    pid_t tool = tool_start(g.port, live, log, (char *[]){"--history", "600", "--wait", "10", NULL});
+    assert_int_equal(wait_for(live, 400, 10000), 0); /* connected, the stream has begun */
+    assert_int_equal(game_finish(&g), 0);
     assert_int_equal(wait_exit(tool, 10000), 0);
     tu_counts a, b;
     assert_int_equal(tu_count_capture(inproc, &a), 0);
     assert_int_equal(tu_count_capture(live, &b), 0);
     assert_true(a.st.complete);
     assert_true(b.st.complete);
-    assert_int_equal(a.by_type[MPROF_EV_FRAME_MARK], 150);
+    assert_true(a.by_type[MPROF_EV_FRAME_MARK] >= 150);
     assert_true(a.by_type[MPROF_EV_ZONE_BEGIN] > 600);
     assert_int_equal(b.by_type[MPROF_EV_ZONE_BEGIN], a.by_type[MPROF_EV_ZONE_BEGIN]);
     assert_int_equal(b.by_type[MPROF_EV_ZONE_END], a.by_type[MPROF_EV_ZONE_END]);
@@ -351,10 +350,18 @@ static void killed_tool_leaves_game_running_and_file_readable(void **state)
     assert_int_equal(tu_count_capture(out, &c), 0);
     assert_true(c.by_type[MPROF_EV_ZONE_BEGIN] > 0);
     assert_false(c.st.complete);
-    /* The next tool can connect. */
+    /* The next tool can connect (once the game has noticed the first one is gone: on a loaded
+     * machine that can take a moment, and a tool that arrives earlier is told BUSY, exit 4). */
     const char *out2 = tmp("after.mprof");
-    assert_int_equal(wait_exit(tool_start(g.port, out2, log, (char *[]){"-s", "0.3", NULL}), 10000),
-                     0);
+    int rc = -1;
+    for (int attempt = 0; attempt < 20 && rc != 0; attempt++) {
+        rc = wait_exit(tool_start(g.port, out2, log, (char *[]){"-f", "-s", "0.3", NULL}), 10000);
+        if (rc == 4)
+            sleep_ms(250);
+        else
+            break;
+    }
+    assert_int_equal(rc, 0);
     assert_int_equal(tu_count_capture(out2, &c), 0);
     assert_true(c.st.complete);
     assert_int_equal(game_finish(&g), 0);

@@ -30,5 +30,8 @@ int tool_parse_uint(const char *cmd, const char *flag, const char *value, unsign
 
 int cmd_report(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
+int cmd_view(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 #endif

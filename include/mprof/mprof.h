@@ -246,9 +246,17 @@ MPROF_API void mprof__messagef(int level, const char *fmt, ...)
     ;
 MPROF_API void mprof__thread_name(const char *name);
 MPROF_API void mprof__app_info(const char *text, size_t len);
-/* Memory (implemented in src/memory.c). pool NULL = the default heap; depth 0 = no callstack. */
-MPROF_API void mprof__alloc(const void *ptr, size_t size, const char *pool, int depth);
-MPROF_API void mprof__free(const void *ptr, const char *pool, int depth);
+/* Memory (implemented in src/memory.c). pool NULL = the default heap; depth 0 = no callstack.
+ * ptr is only recorded, never read: access(none) stops GCC warning that fresh, uninitialised
+ * memory is passed to a const pointer parameter. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 10
+#define MPROF__NO_ACCESS(i) __attribute__((access(none, i)))
+#else
+#define MPROF__NO_ACCESS(i)
+#endif
+MPROF_API void mprof__alloc(const void *ptr, size_t size, const char *pool, int depth)
+    MPROF__NO_ACCESS(1);
+MPROF_API void mprof__free(const void *ptr, const char *pool, int depth) MPROF__NO_ACCESS(1);
 MPROF_API void mprof__pool_discard(const char *pool);
 /* Fibers (src/fiber.c). */
 MPROF_API void mprof__fiber_enter(const char *name);

@@ -18,6 +18,9 @@
 extern const mprof_pass_vtbl mprof__pass_gpu;
 static const mprof_pass_vtbl *const pass_table[] = {
     &mprof__pass_gpu,
+    &mprof__memory_pass,
+    &mprof__locks_pass,
+    &mprof__fibers_pass,
     NULL,
 };
 
@@ -33,6 +36,7 @@ typedef struct thread_acc {
     uint64_t events, zones;
     uint64_t unmatched_ends, lost_open;
     int seen;
+    int in_fiber; /* between FIBER_ENTER and FIBER_LEAVE: zones go to the fibers pass */
 } thread_acc;
 
 typedef struct zone_acc {
@@ -236,10 +240,21 @@ static void core_event(mprof_analysis *a, const mprof_event *ev)
     }
     switch (ev->type) {
     case MPROF_EV_ZONE_BEGIN:
-        zone_begin(a, t, tid, (uint32_t)ev->u[0], ev->ts_ns);
+        if (!t->in_fiber)
+            zone_begin(a, t, tid, (uint32_t)ev->u[0], ev->ts_ns);
         break;
     case MPROF_EV_ZONE_END:
-        zone_end(a, t, tid, ev->ts_ns);
+        if (!t->in_fiber)
+            zone_end(a, t, tid, ev->ts_ns);
+        break;
+    /* Fiber zones are matched by the fibers pass, which orders a fiber's runs across threads
+     * and reports each zone back through mprof__analysis_fiber_zone. */
+    case MPROF_EV_FIBER_ENTER:
+        t->in_fiber = 1;
+        break;
+    case MPROF_EV_FIBER_LEAVE:
+    case MPROF_EV_THREAD_EXIT:
+        t->in_fiber = 0;
         break;
     case MPROF_EV_LOST:
         a->lost += ev->u[0];
@@ -389,6 +404,24 @@ void mprof_analysis_free(mprof_analysis *a)
     free(a->plots);
     mprof_reader_close(a->r);
     free(a);
+}
+
+/* ---- hooks for the fibers pass ------------------------------------------------------------ */
+
+void mprof__analysis_fiber_zone(mprof_analysis *a, uint32_t loc, int64_t dur, int64_t self)
+{
+    if (!loc || GROW(a->zones, a->n_zones, loc) != 0)
+        return;
+    zone_acc *z = &a->zones[loc];
+    z->count++;
+    z->total += dur;
+    z->self += self;
+    mprof_hist_add(&z->hist, (uint64_t)dur);
+}
+
+int mprof__analysis_wants(const mprof_analysis *a, const char *name)
+{
+    return pass_wanted(a->opts.passes, name);
 }
 
 const mprof_reader *mprof_analysis_reader(const mprof_analysis *a)

@@ -47,6 +47,17 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out);
 /* For passes: the reader (names of srclocs, strings, threads) and the core pass's results. */
 const mprof_reader *mprof_analysis_reader(const mprof_analysis *a);
 void *mprof_analysis_pass_state(const mprof_analysis *a, const char *name);
+
+/* Passes in their own modules (src/analysis/memory.c, locks.c, fibers.c). */
+extern const mprof_pass_vtbl mprof__memory_pass;
+extern const mprof_pass_vtbl mprof__locks_pass;
+extern const mprof_pass_vtbl mprof__fibers_pass;
+/* Fiber hook: the core pass ignores zone events recorded inside a fiber (between FIBER_ENTER
+ * and FIBER_LEAVE on a thread); the fibers pass matches them on the fiber's track, across
+ * threads, and adds each completed zone to the zone table through this function. */
+void mprof__analysis_fiber_zone(mprof_analysis *a, uint32_t loc, int64_t dur, int64_t self);
+/* Non-zero when the pass called name was asked for (--name or --all). */
+int mprof__analysis_wants(const mprof_analysis *a, const char *name);
 /* Share (0..1) of main-thread frame time covered by top-level zones. */
 double mprof_analysis_coverage(const mprof_analysis *a);
 

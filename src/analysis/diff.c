@@ -1,0 +1,271 @@
+/*
+ * diff.c - the comparison of two captures (see diff.h).
+ *
+ * Each capture is reduced to its per-source-location statistics (export.h), then zones are
+ * matched by name, file and line (ids differ between captures). The impact of a zone is the
+ * change in its total time per frame, (total_b / frames_b) - (total_a / frames_a): a zone that
+ * got slower per call but runs less often can have no impact, and the sort shows first what
+ * moved the frame time most. Captures without frames compare total time per second instead.
+ */
+#include "analysis/diff.h"
+#include "analysis/export.h"
+#include "analysis/hist.h"
+#include "analysis/json_out.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct diff_row {
+    const mprof_zstat *a, *b; /* NULL when only on the other side */
+    double impact_ns;
+} diff_row;
+
+struct mprof_diff {
+    char *path_a, *path_b;
+    mprof_zstats a, b;
+    diff_row *rows;
+    size_t n_rows;
+    int per_frame; /* impact per frame (both have frames) or per second */
+};
+
+static char *dup_s(const char *s)
+{
+    size_t n = strlen(s);
+    char *p = malloc(n + 1);
+    if (p)
+        memcpy(p, s, n + 1);
+    return p;
+}
+
+/* Time per frame (or per second without frames) of a zone. */
+static double rate(const mprof_diff *d, const mprof_zstats *s, const mprof_zstat *z)
+{
+    if (!z)
+        return 0.0;
+    if (d->per_frame)
+        return (double)z->total_ns / (double)s->n_frames;
+    return s->duration_ns > 0 ? (double)z->total_ns / ((double)s->duration_ns / 1e9) : 0.0;
+}
+
+static int cmp_rows(const void *x, const void *y)
+{
+    const diff_row *a = x, *b = y;
+    double ia = fabs(a->impact_ns), ib = fabs(b->impact_ns);
+    if (ia != ib)
+        return ia > ib ? -1 : 1;
+    const mprof_zstat *za = a->a ? a->a : a->b, *zb = b->a ? b->a : b->b;
+    return strcmp(za->name, zb->name);
+}
+
+static int same(const mprof_zstat *x, const mprof_zstat *y)
+{
+    return x->line == y->line && strcmp(x->name, y->name) == 0 && strcmp(x->file, y->file) == 0;
+}
+
+mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, size_t errlen)
+{
+    mprof_diff *d = calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    d->path_a = dup_s(path_a);
+    d->path_b = dup_s(path_b);
+    if (!d->path_a || !d->path_b || mprof__zstats_collect(path_a, &d->a, err, errlen) != 0 ||
+        mprof__zstats_collect(path_b, &d->b, err, errlen) != 0) {
+        if (!d->path_a || !d->path_b)
+            snprintf(err, errlen, "out of memory");
+        mprof__diff_free(d);
+        return NULL;
+    }
+    d->per_frame = d->a.n_frames > 0 && d->b.n_frames > 0;
+    size_t cap = 0;
+    for (uint32_t i = 0; i < d->a.n; i++)
+        cap += d->a.z[i].count > 0;
+    for (uint32_t i = 0; i < d->b.n; i++)
+        cap += d->b.z[i].count > 0;
+    d->rows = calloc(cap + 1, sizeof *d->rows);
+    if (!d->rows) {
+        snprintf(err, errlen, "out of memory");
+        mprof__diff_free(d);
+        return NULL;
+    }
+    char *matched = calloc((size_t)d->b.n + 1, 1);
+    if (!matched) {
+        snprintf(err, errlen, "out of memory");
+        mprof__diff_free(d);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < d->a.n; i++) {
+        const mprof_zstat *za = &d->a.z[i];
+        if (!za->count)
+            continue;
+        diff_row *row = &d->rows[d->n_rows++];
+        row->a = za;
+        for (uint32_t k = 0; k < d->b.n; k++)
+            if (d->b.z[k].count && !matched[k] && same(za, &d->b.z[k])) {
+                row->b = &d->b.z[k];
+                matched[k] = 1;
+                break;
+            }
+    }
+    for (uint32_t k = 0; k < d->b.n; k++)
+        if (d->b.z[k].count && !matched[k])
+            d->rows[d->n_rows++].b = &d->b.z[k];
+    free(matched);
+    for (size_t i = 0; i < d->n_rows; i++)
+        d->rows[i].impact_ns = rate(d, &d->b, d->rows[i].b) - rate(d, &d->a, d->rows[i].a);
+    qsort(d->rows, d->n_rows, sizeof *d->rows, cmp_rows);
+    return d;
+}
+
+void mprof__diff_free(mprof_diff *d)
+{
+    if (!d)
+        return;
+    mprof__zstats_free(&d->a);
+    mprof__zstats_free(&d->b);
+    free(d->rows);
+    free(d->path_a);
+    free(d->path_b);
+    free(d);
+}
+
+typedef struct fstats {
+    uint64_t n;
+    double mean, p50, p90, p95, p99, max;
+} fstats;
+
+static fstats frame_stats(const mprof_zstats *s)
+{
+    fstats f = {0};
+    f.n = s->n_frames;
+    if (!f.n)
+        return f;
+    double sum = 0;
+    for (uint64_t i = 0; i < f.n; i++)
+        sum += s->frame_ns[i];
+    f.mean = sum / (double)f.n;
+    f.p50 = mprof_quantile_sorted(s->frame_ns, f.n, 0.50);
+    f.p90 = mprof_quantile_sorted(s->frame_ns, f.n, 0.90);
+    f.p95 = mprof_quantile_sorted(s->frame_ns, f.n, 0.95);
+    f.p99 = mprof_quantile_sorted(s->frame_ns, f.n, 0.99);
+    f.max = s->frame_ns[f.n - 1];
+    return f;
+}
+
+static void ms_cell(FILE *o, double ns)
+{
+    fprintf(o, " %10.3f", ns / 1e6);
+}
+
+static void delta_cell(FILE *o, double a, double b)
+{
+    fprintf(o, " %+10.3f", (b - a) / 1e6);
+    if (a > 0)
+        fprintf(o, " %+7.1f %%", 100.0 * (b - a) / a);
+    else
+        fprintf(o, " %9s", "");
+}
+
+void mprof__diff_print_text(const mprof_diff *d, FILE *o, int top_n)
+{
+    fstats fa = frame_stats(&d->a), fb = frame_stats(&d->b);
+    fprintf(o, "mprof diff\n  A: %s\n  B: %s\n  (deltas are B - A; positive is slower in B)\n\n",
+            d->path_a, d->path_b);
+    fprintf(o, "Frames (ms)            A          B      B - A   change\n");
+    fprintf(o, "  %-8s %12" PRIu64 " %10" PRIu64 " %+10" PRId64 "\n", "count", fa.n, fb.n,
+            (int64_t)fb.n - (int64_t)fa.n);
+    const char *names[] = {"mean", "p50", "p90", "p95", "p99", "max"};
+    double va[] = {fa.mean, fa.p50, fa.p90, fa.p95, fa.p99, fa.max};
+    double vb[] = {fb.mean, fb.p50, fb.p90, fb.p95, fb.p99, fb.max};
+    if (fa.n && fb.n)
+        for (int i = 0; i < 6; i++) {
+            fprintf(o, "  %-8s  ", names[i]);
+            ms_cell(o, va[i]);
+            ms_cell(o, vb[i]);
+            delta_cell(o, va[i], vb[i]);
+            fputc('\n', o);
+        }
+    else
+        fprintf(o, "  (%s has no frames: zone impact is per second of capture)\n",
+                fa.n ? "B" : fb.n ? "A" : "neither capture");
+    fprintf(o, "\nZones by impact (change of total time per %s, us)\n", d->per_frame ? "frame" : "second");
+    fprintf(o, "  %-28s %9s %9s %10s %10s %10s %10s %12s  %s\n", "zone", "count A", "count B",
+            "mean A us", "mean B us", "p95 A us", "p95 B us", "impact us", "location");
+    size_t n = top_n > 0 && (size_t)top_n < d->n_rows ? (size_t)top_n : d->n_rows;
+    for (size_t i = 0; i < n; i++) {
+        const diff_row *r = &d->rows[i];
+        const mprof_zstat *z = r->a ? r->a : r->b;
+        char name[64];
+        snprintf(name, sizeof name, "%s%s", z->name, !r->a ? " (B only)" : !r->b ? " (A only)" : "");
+        fprintf(o, "  %-28.28s %9" PRIu64 " %9" PRIu64 " %10.2f %10.2f %10.2f %10.2f %+12.2f  %s:%" PRIu32 "\n",
+                name, r->a ? r->a->count : 0, r->b ? r->b->count : 0,
+                r->a ? mprof_hist_mean(&r->a->hist) / 1e3 : 0.0,
+                r->b ? mprof_hist_mean(&r->b->hist) / 1e3 : 0.0,
+                r->a ? (double)mprof_hist_quantile(&r->a->hist, 0.95) / 1e3 : 0.0,
+                r->b ? (double)mprof_hist_quantile(&r->b->hist, 0.95) / 1e3 : 0.0,
+                r->impact_ns / 1e3, z->file, z->line);
+    }
+    if (n < d->n_rows)
+        fprintf(o, "  ... %zu more (use --top 0 for all)\n", d->n_rows - n);
+    size_t only_a = 0, only_b = 0;
+    for (size_t i = 0; i < d->n_rows; i++) {
+        only_a += !d->rows[i].b;
+        only_b += !d->rows[i].a;
+    }
+    fprintf(o, "\n%zu zones compared: %zu in both, %zu only in A, %zu only in B\n", d->n_rows,
+            d->n_rows - only_a - only_b, only_a, only_b);
+}
+
+void mprof__diff_print_json(const mprof_diff *d, FILE *o, int top_n)
+{
+    mprof_json j;
+    mprof_json_init(&j, o, 0);
+    mprof_json_obj_begin(&j, NULL);
+    const mprof_zstats *sides[2] = {&d->a, &d->b};
+    const char *paths[2] = {d->path_a, d->path_b};
+    for (int s = 0; s < 2; s++) {
+        fstats f = frame_stats(sides[s]);
+        mprof_json_obj_begin(&j, s ? "b" : "a");
+        mprof_json_str(&j, "file", paths[s]);
+        mprof_json_u64(&j, "frames", f.n);
+        mprof_json_f64(&j, "mean_ns", f.mean);
+        mprof_json_f64(&j, "p50_ns", f.p50);
+        mprof_json_f64(&j, "p90_ns", f.p90);
+        mprof_json_f64(&j, "p95_ns", f.p95);
+        mprof_json_f64(&j, "p99_ns", f.p99);
+        mprof_json_f64(&j, "max_ns", f.max);
+        mprof_json_u64(&j, "zones", sides[s]->zones);
+        mprof_json_obj_end(&j);
+    }
+    mprof_json_str(&j, "impact_per", d->per_frame ? "frame" : "second");
+    mprof_json_arr_begin(&j, "zones");
+    size_t n = top_n > 0 && (size_t)top_n < d->n_rows ? (size_t)top_n : d->n_rows;
+    for (size_t i = 0; i < n; i++) {
+        const diff_row *r = &d->rows[i];
+        const mprof_zstat *z = r->a ? r->a : r->b;
+        mprof_json_obj_begin(&j, NULL);
+        mprof_json_str(&j, "name", z->name);
+        mprof_json_str(&j, "file", z->file);
+        mprof_json_u64(&j, "line", z->line);
+        mprof_json_str(&j, "status", !r->a ? "only_b" : !r->b ? "only_a" : "both");
+        mprof_json_u64(&j, "a_count", r->a ? r->a->count : 0);
+        mprof_json_u64(&j, "b_count", r->b ? r->b->count : 0);
+        mprof_json_f64(&j, "a_mean_ns", r->a ? mprof_hist_mean(&r->a->hist) : 0.0);
+        mprof_json_f64(&j, "b_mean_ns", r->b ? mprof_hist_mean(&r->b->hist) : 0.0);
+        mprof_json_u64(&j, "a_p50_ns", r->a ? mprof_hist_quantile(&r->a->hist, 0.50) : 0);
+        mprof_json_u64(&j, "b_p50_ns", r->b ? mprof_hist_quantile(&r->b->hist, 0.50) : 0);
+        mprof_json_u64(&j, "a_p95_ns", r->a ? mprof_hist_quantile(&r->a->hist, 0.95) : 0);
+        mprof_json_u64(&j, "b_p95_ns", r->b ? mprof_hist_quantile(&r->b->hist, 0.95) : 0);
+        mprof_json_i64(&j, "a_total_ns", r->a ? r->a->total_ns : 0);
+        mprof_json_i64(&j, "b_total_ns", r->b ? r->b->total_ns : 0);
+        mprof_json_f64(&j, "impact_ns", r->impact_ns);
+        mprof_json_obj_end(&j);
+    }
+    mprof_json_arr_end(&j);
+    mprof_json_obj_end(&j);
+    fputc('\n', o);
+}

@@ -1,0 +1,44 @@
+/*
+ * export.h - captures to other tools' formats, streamed: each writer reads the capture once,
+ * event by event, and writes what completes as it completes, so a capture larger than memory
+ * exports. Only open state (zone stacks, per-source-location statistics) is held.
+ *
+ *   Chrome Trace Event JSON (Perfetto, chrome://tracing, Tracy's importer): docs/EXPORT.md.
+ *   CSV: zone statistics per source location, or one row per zone.
+ */
+#ifndef MPROF_EXPORT_H
+#define MPROF_EXPORT_H
+
+#include "analysis/hist.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Each returns 0, or -1 with a message in err (the capture's name included). What was written
+ * before an error stays written. */
+int mprof__export_chrome(const char *capture_path, FILE *out, char *err, size_t errlen);
+int mprof__export_csv_stats(const char *capture_path, FILE *out, char *err, size_t errlen);
+int mprof__export_csv_zones(const char *capture_path, FILE *out, char *err, size_t errlen);
+
+/* Zone statistics of a capture, per source location (also used by mprof diff). */
+typedef struct mprof_zstat {
+    char *name, *function, *file; /* owned */
+    uint32_t line, color;
+    uint64_t count;
+    int64_t total_ns, self_ns;
+    mprof_hist hist; /* durations */
+} mprof_zstat;
+
+typedef struct mprof_zstats {
+    mprof_zstat *z; /* indexed by the capture's srcloc id; count 0 = unused */
+    uint32_t n;
+    double *frame_ns; /* durations of the main frame set, sorted */
+    uint64_t n_frames;
+    int64_t duration_ns;
+    uint64_t zones;
+} mprof_zstats;
+
+int mprof__zstats_collect(const char *capture_path, mprof_zstats *out, char *err, size_t errlen);
+void mprof__zstats_free(mprof_zstats *s);
+
+#endif

@@ -1,0 +1,481 @@
+/*
+ * fibers.c - the fibers pass: zones on fiber tracks, run time, resumes and scheduling gaps
+ * (`mprof report --fibers`, JSON key "fibers").
+ *
+ * While a thread runs a fiber (between FIBER_ENTER and FIBER_LEAVE on that thread) its zones
+ * belong to the fiber. A fiber can leave thread A with zones open and resume on thread B, which
+ * closes them; in the file, B's part may come before A's, because the collector drains threads
+ * one after the other. So each run of a fiber is buffered as a segment (enter, leave and the
+ * zone begins/ends inside it) and segments are replayed per fiber in enter-time order, onto the
+ * fiber's own zone stack. A closed segment is replayed once the newest timestamp read is
+ * REORDER_WINDOW_NS past its enter time (far more than the collector's drain interval, so no
+ * earlier run of that fiber can still be unread, even on a thread not seen yet), or at the end.
+ * Memory is bounded by the fiber runs of that window.
+ *
+ * The core pass skips zone events inside fibers (analysis.c); this pass feeds each completed
+ * fiber zone back into the zone table with mprof__analysis_fiber_zone, so `mprof report` zone
+ * statistics include them. A zone's duration is wall time from begin to end, time suspended
+ * included. A scheduling gap is the time from a fiber's leave to its next enter.
+ */
+#include "analysis/analysis.h"
+#include "analysis/passes.h"
+#include "analysis/umap.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REORDER_WINDOW_NS 200000000ll /* 200 ms, as in the memory pass */
+#define DRAIN_STEP_NS 10000000ll      /* 10 ms */
+
+typedef struct zop {
+    int64_t ts;
+    uint32_t loc; /* 0 = end */
+} zop;
+
+typedef struct segment {
+    uint32_t fiber, thread;
+    int64_t enter, leave;
+    int closed;
+    zop *ops;
+    uint32_t n_ops, cap_ops;
+} segment;
+
+typedef struct open_zone {
+    uint32_t loc;
+    int64_t start, child;
+} open_zone;
+
+typedef struct fzone {
+    uint32_t loc;
+    uint64_t count;
+    int64_t total, self;
+} fzone;
+
+typedef struct fiber_acc {
+    uint32_t name;
+    segment **pending; /* sorted by enter time */
+    uint32_t n_pending, cap_pending;
+    open_zone *stack;
+    uint32_t depth, cap_stack;
+    uint64_t runs, migrations, unmatched_ends;
+    int64_t run_total, last_leave;
+    uint32_t last_thread;
+    mprof_hist gaps;
+    fzone *zones;
+    uint32_t n_zones;
+} fiber_acc;
+
+typedef struct fthread {
+    segment *cur;
+    int64_t last_ts;
+} fthread;
+
+typedef struct fibers_state {
+    fiber_acc *fibers;
+    uint32_t n_fibers, cap_fibers;
+    mprof_umap by_name;
+    fthread *threads;
+    uint32_t n_threads;
+    uint64_t segments;
+    int64_t newest;     /* latest timestamp read */
+    int64_t next_drain; /* the next sweep happens once the watermark passes this */
+} fibers_state;
+
+static fthread *get_thread(fibers_state *s, uint32_t idx)
+{
+    if (idx >= s->n_threads) {
+        uint32_t nn = s->n_threads ? s->n_threads : 8;
+        while (nn <= idx)
+            nn *= 2;
+        fthread *n = realloc(s->threads, nn * sizeof *n);
+        if (!n)
+            return NULL;
+        memset(n + s->n_threads, 0, (nn - s->n_threads) * sizeof *n);
+        s->threads = n;
+        s->n_threads = nn;
+    }
+    return &s->threads[idx];
+}
+
+static int get_fiber(fibers_state *s, uint32_t name, uint32_t *out)
+{
+    uint32_t *p = mprof_umap_get(&s->by_name, (uint64_t)name + 1);
+    if (p) {
+        *out = *p;
+        return 0;
+    }
+    if (mprof_array_reserve((void **)&s->fibers, &s->cap_fibers, s->n_fibers + 1,
+                            sizeof *s->fibers))
+        return -1;
+    if (mprof_umap_put(&s->by_name, (uint64_t)name + 1, s->n_fibers) != 0)
+        return -1;
+    memset(&s->fibers[s->n_fibers], 0, sizeof *s->fibers);
+    s->fibers[s->n_fibers].name = name;
+    *out = s->n_fibers++;
+    return 0;
+}
+
+static void seg_free(segment *g)
+{
+    if (g) {
+        free(g->ops);
+        free(g);
+    }
+}
+
+static void fiber_zone_end(fiber_acc *f, mprof_analysis *a, int64_t ts)
+{
+    if (!f->depth) {
+        f->unmatched_ends++;
+        return;
+    }
+    open_zone z = f->stack[--f->depth];
+    int64_t dur = ts - z.start > 0 ? ts - z.start : 0;
+    int64_t self = dur - z.child > 0 ? dur - z.child : 0;
+    if (f->depth)
+        f->stack[f->depth - 1].child += dur;
+    fzone *fz = NULL;
+    for (uint32_t i = 0; i < f->n_zones; i++)
+        if (f->zones[i].loc == z.loc)
+            fz = &f->zones[i];
+    if (!fz) {
+        fzone *n = realloc(f->zones, (f->n_zones + 1) * sizeof *n);
+        if (n) {
+            f->zones = n;
+            fz = &f->zones[f->n_zones++];
+            *fz = (fzone){z.loc, 0, 0, 0};
+        }
+    }
+    if (fz) {
+        fz->count++;
+        fz->total += dur;
+        fz->self += self;
+    }
+    mprof__analysis_fiber_zone(a, z.loc, dur, self);
+}
+
+static void replay(fiber_acc *f, mprof_analysis *a, segment *g)
+{
+    if (f->runs) {
+        int64_t gap = g->enter - f->last_leave;
+        mprof_hist_add(&f->gaps, (uint64_t)(gap > 0 ? gap : 0));
+        if (g->thread != f->last_thread)
+            f->migrations++;
+    }
+    f->runs++;
+    f->run_total += g->leave > g->enter ? g->leave - g->enter : 0;
+    f->last_leave = g->leave;
+    f->last_thread = g->thread;
+    for (uint32_t i = 0; i < g->n_ops; i++) {
+        zop *o = &g->ops[i];
+        if (!o->loc) {
+            fiber_zone_end(f, a, o->ts);
+            continue;
+        }
+        if (f->depth == f->cap_stack) {
+            uint32_t nc = f->cap_stack ? f->cap_stack * 2 : 16;
+            open_zone *n = realloc(f->stack, nc * sizeof *n);
+            if (!n)
+                continue;
+            f->stack = n;
+            f->cap_stack = nc;
+        }
+        f->stack[f->depth++] = (open_zone){o->loc == UINT32_MAX ? 0 : o->loc, o->ts, 0};
+    }
+}
+
+/* Replays every fiber's closed segments that can no longer be preceded by an unread one. */
+static void drain(fibers_state *s, mprof_analysis *a, int all)
+{
+    int64_t wm = s->newest - REORDER_WINDOW_NS;
+    /* Sweep every fiber at most once per DRAIN_STEP_NS of capture time, not on every switch:
+     * job systems have thousands of fibers. */
+    if (!all) {
+        if (wm < s->next_drain)
+            return;
+        s->next_drain = wm + DRAIN_STEP_NS;
+    }
+    for (uint32_t fi = 0; fi < s->n_fibers; fi++) {
+        fiber_acc *f = &s->fibers[fi];
+        uint32_t k = 0;
+        while (k < f->n_pending && f->pending[k]->closed && (all || f->pending[k]->enter <= wm)) {
+            replay(f, a, f->pending[k]);
+            seg_free(f->pending[k]);
+            k++;
+        }
+        if (k) {
+            memmove(f->pending, f->pending + k, (f->n_pending - k) * sizeof *f->pending);
+            f->n_pending -= k;
+        }
+    }
+}
+
+static void close_segment(fibers_state *s, mprof_analysis *a, fthread *t, int64_t ts)
+{
+    if (!t->cur)
+        return;
+    t->cur->leave = ts;
+    t->cur->closed = 1;
+    t->cur = NULL;
+    drain(s, a, 0);
+}
+
+static void open_segment(fibers_state *s, fthread *t, uint32_t thread, uint32_t name, int64_t ts)
+{
+    uint32_t fi;
+    if (get_fiber(s, name, &fi) != 0)
+        return;
+    fiber_acc *f = &s->fibers[fi];
+    if (f->n_pending == f->cap_pending) {
+        uint32_t nc = f->cap_pending ? f->cap_pending * 2 : 8;
+        segment **n = realloc(f->pending, nc * sizeof *n);
+        if (!n)
+            return;
+        f->pending = n;
+        f->cap_pending = nc;
+    }
+    segment *g = calloc(1, sizeof *g);
+    if (!g)
+        return;
+    g->fiber = fi;
+    g->thread = thread;
+    g->enter = g->leave = ts;
+    uint32_t at = f->n_pending;
+    while (at > 0 && f->pending[at - 1]->enter > ts)
+        at--;
+    memmove(f->pending + at + 1, f->pending + at, (f->n_pending - at) * sizeof *f->pending);
+    f->pending[at] = g;
+    f->n_pending++;
+    s->segments++;
+    t->cur = g;
+}
+
+static void add_op(segment *g, int64_t ts, uint32_t loc)
+{
+    if (g->n_ops == g->cap_ops) {
+        uint32_t nc = g->cap_ops ? g->cap_ops * 2 : 16;
+        zop *n = realloc(g->ops, nc * sizeof *n);
+        if (!n)
+            return;
+        g->ops = n;
+        g->cap_ops = nc;
+    }
+    g->ops[g->n_ops++] = (zop){ts, loc};
+}
+
+static void *fibers_create(mprof_analysis *a)
+{
+    (void)a;
+    return calloc(1, sizeof(fibers_state));
+}
+
+static void fibers_event(void *state, mprof_analysis *a, const mprof_event *ev)
+{
+    fibers_state *s = state;
+    if (ev->type < 0x10 && ev->type != MPROF_EV_THREAD_EXIT)
+        return;
+    fthread *t = get_thread(s, ev->thread);
+    if (!t)
+        return;
+    if (mprof_event_desc_get(ev->type)->has_ts) {
+        t->last_ts = ev->ts_ns;
+        if (ev->ts_ns > s->newest)
+            s->newest = ev->ts_ns;
+    }
+    switch (ev->type) {
+    case MPROF_EV_FIBER_ENTER:
+        /* Entering a fiber while in another implies leaving the first. */
+        close_segment(s, a, t, ev->ts_ns);
+        open_segment(s, t, ev->thread, (uint32_t)ev->u[0], ev->ts_ns);
+        break;
+    case MPROF_EV_FIBER_LEAVE:
+        close_segment(s, a, t, ev->ts_ns);
+        break;
+    case MPROF_EV_ZONE_BEGIN:
+        if (t->cur)
+            add_op(t->cur, ev->ts_ns, ev->u[0] ? (uint32_t)ev->u[0] : UINT32_MAX);
+        break;
+    case MPROF_EV_ZONE_END:
+        if (t->cur)
+            add_op(t->cur, ev->ts_ns, 0);
+        break;
+    case MPROF_EV_THREAD_EXIT:
+        close_segment(s, a, t, ev->ts_ns);
+        break;
+    default:
+        break;
+    }
+}
+
+static void fibers_finish(void *state, mprof_analysis *a)
+{
+    fibers_state *s = state;
+    for (uint32_t i = 0; i < s->n_threads; i++)
+        if (s->threads[i].cur)
+            close_segment(s, a, &s->threads[i], s->threads[i].last_ts);
+    drain(s, a, 1);
+}
+
+static void fibers_destroy(void *state)
+{
+    fibers_state *s = state;
+    if (!s)
+        return;
+    for (uint32_t i = 0; i < s->n_fibers; i++) {
+        fiber_acc *f = &s->fibers[i];
+        for (uint32_t k = 0; k < f->n_pending; k++)
+            seg_free(f->pending[k]);
+        free(f->pending);
+        free(f->stack);
+        free(f->zones);
+        mprof_hist_free(&f->gaps);
+    }
+    free(s->fibers);
+    mprof_umap_free(&s->by_name);
+    free(s->threads);
+    free(s);
+}
+
+/* ---- output --------------------------------------------------------------------------------- */
+
+static const char *fiber_name(const mprof_analysis *a, const fiber_acc *f)
+{
+    const char *n = f->name ? mprof_reader_string(mprof_analysis_reader(a), f->name) : NULL;
+    return n ? n : "(unnamed fiber)";
+}
+
+static const char *zone_name(const mprof_analysis *a, uint32_t loc)
+{
+    const mprof_srcloc_def *d =
+        loc && loc != UINT32_MAX ? mprof_reader_srcloc(mprof_analysis_reader(a), loc) : NULL;
+    return d && d->name ? d->name : "?";
+}
+
+static int cmp_fzone(const void *x, const void *y)
+{
+    const fzone *a = x, *b = y;
+    return (a->total < b->total) - (a->total > b->total);
+}
+
+static void fibers_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
+{
+    fibers_state *s = state;
+    if (!mprof__analysis_wants(a, "fibers"))
+        return;
+    fprintf(out, "\nFibers\n");
+    if (!s->n_fibers) {
+        fprintf(out, "  no fiber events (MPROF_FIBER_ENTER/MPROF_FIBER_LEAVE)\n");
+        return;
+    }
+    fprintf(out, "  %-20s %8s %8s %10s %10s %10s %10s %10s\n", "fiber", "runs", "moved",
+            "run ms", "gap p50", "gap p95", "gap max", "open zones");
+    for (uint32_t i = 0; i < s->n_fibers && (int)i < top_n; i++) {
+        fiber_acc *f = &s->fibers[i];
+        fprintf(out, "  %-20s %8" PRIu64 " %8" PRIu64 " %10.3f %8.3fms %8.3fms %8.3fms %10u\n",
+                fiber_name(a, f), f->runs, f->migrations, (double)f->run_total / 1e6,
+                (double)mprof_hist_quantile(&f->gaps, 0.5) / 1e6,
+                (double)mprof_hist_quantile(&f->gaps, 0.95) / 1e6, (double)f->gaps.max / 1e6,
+                f->depth);
+        if (f->n_zones > 1)
+            qsort(f->zones, f->n_zones, sizeof *f->zones, cmp_fzone);
+        for (uint32_t k = 0; k < f->n_zones && k < 5; k++)
+            fprintf(out, "      %-30s %8" PRIu64 " x %10.3f ms\n", zone_name(a, f->zones[k].loc),
+                    f->zones[k].count, (double)f->zones[k].total / 1e6);
+    }
+}
+
+static void fibers_print_json(void *state, mprof_analysis *a, mprof_json *j)
+{
+    fibers_state *s = state;
+    if (!mprof__analysis_wants(a, "fibers"))
+        return;
+    mprof_json_arr_begin(j, "fibers");
+    for (uint32_t i = 0; i < s->n_fibers; i++) {
+        fiber_acc *f = &s->fibers[i];
+        mprof_json_obj_begin(j, NULL);
+        mprof_json_str(j, "name", fiber_name(a, f));
+        mprof_json_u64(j, "runs", f->runs);
+        mprof_json_u64(j, "resumes", f->runs ? f->runs - 1 : 0);
+        mprof_json_u64(j, "migrations", f->migrations);
+        mprof_json_f64(j, "run_ms", (double)f->run_total / 1e6);
+        mprof_json_obj_begin(j, "gap_ms");
+        mprof_json_u64(j, "count", f->gaps.n);
+        mprof_json_f64(j, "p50", (double)mprof_hist_quantile(&f->gaps, 0.5) / 1e6);
+        mprof_json_f64(j, "p95", (double)mprof_hist_quantile(&f->gaps, 0.95) / 1e6);
+        mprof_json_f64(j, "max", (double)f->gaps.max / 1e6);
+        mprof_json_f64(j, "mean", mprof_hist_mean(&f->gaps) / 1e6);
+        mprof_json_obj_end(j);
+        mprof_json_u64(j, "open_zones_at_end", f->depth);
+        mprof_json_u64(j, "unmatched_zone_ends", f->unmatched_ends);
+        if (f->n_zones > 1)
+            qsort(f->zones, f->n_zones, sizeof *f->zones, cmp_fzone);
+        mprof_json_arr_begin(j, "zones");
+        for (uint32_t k = 0; k < f->n_zones; k++) {
+            mprof_json_obj_begin(j, NULL);
+            mprof_json_str(j, "name", zone_name(a, f->zones[k].loc));
+            mprof_json_u64(j, "count", f->zones[k].count);
+            mprof_json_f64(j, "total_ms", (double)f->zones[k].total / 1e6);
+            mprof_json_f64(j, "self_ms", (double)f->zones[k].self / 1e6);
+            mprof_json_obj_end(j);
+        }
+        mprof_json_arr_end(j);
+        mprof_json_obj_end(j);
+    }
+    mprof_json_arr_end(j);
+}
+
+const mprof_pass_vtbl mprof__fibers_pass = {
+    .name = "fibers",
+    .always = true, /* fiber zones must reach the zone table even without --fibers */
+    .create = fibers_create,
+    .event = fibers_event,
+    .finish = fibers_finish,
+    .print_text = fibers_print_text,
+    .print_json = fibers_print_json,
+    .destroy = fibers_destroy,
+};
+
+/* ---- results for tests and tools (passes.h) ------------------------------------------------- */
+
+static fiber_acc *find_fiber(mprof_analysis *a, const char *name)
+{
+    fibers_state *s = mprof_analysis_pass_state(a, "fibers");
+    for (uint32_t i = 0; s && i < s->n_fibers; i++)
+        if (strcmp(fiber_name(a, &s->fibers[i]), name) == 0)
+            return &s->fibers[i];
+    return NULL;
+}
+
+int mprof__fibers_get(mprof_analysis *a, const char *name, mprof_fiber_result *out)
+{
+    fiber_acc *f = find_fiber(a, name);
+    if (!f)
+        return -1;
+    *out = (mprof_fiber_result){
+        .name = fiber_name(a, f),
+        .runs = f->runs,
+        .migrations = f->migrations,
+        .unmatched_zone_ends = f->unmatched_ends,
+        .open_zones = f->depth,
+        .run_ns = f->run_total,
+        .gap_count = f->gaps.n,
+        .gap_p50_ns = mprof_hist_quantile(&f->gaps, 0.5),
+        .gap_p95_ns = mprof_hist_quantile(&f->gaps, 0.95),
+        .gap_max_ns = f->gaps.max,
+    };
+    return 0;
+}
+
+int mprof__fibers_zone(mprof_analysis *a, const char *fiber, const char *zone,
+                       mprof_fiber_zone_result *out)
+{
+    fiber_acc *f = find_fiber(a, fiber);
+    for (uint32_t i = 0; f && i < f->n_zones; i++)
+        if (strcmp(zone_name(a, f->zones[i].loc), zone) == 0) {
+            *out = (mprof_fiber_zone_result){f->zones[i].count, f->zones[i].total,
+                                             f->zones[i].self};
+            return 0;
+        }
+    return -1;
+}

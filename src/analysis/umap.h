@@ -1,0 +1,138 @@
+/*
+ * umap.h - a small open-addressing map from nonzero 64-bit keys to 32-bit values, private to the
+ * memory, locks and fibers passes. Values are usually indices into the pass's own arrays.
+ * Deletion uses backward-shift, so lookups never see tombstones.
+ */
+#ifndef MPROF_ANALYSIS_UMAP_H
+#define MPROF_ANALYSIS_UMAP_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct mprof_umap {
+    uint64_t *keys; /* 0 = empty */
+    uint32_t *vals;
+    size_t cap, n;
+} mprof_umap;
+
+static inline size_t mprof_umap_slot(uint64_t k, size_t cap)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (size_t)k & (cap - 1);
+}
+
+/* Pointer to the value of k, or NULL. */
+static inline uint32_t *mprof_umap_get(const mprof_umap *m, uint64_t k)
+{
+    if (!m->cap)
+        return NULL;
+    for (size_t i = mprof_umap_slot(k, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == k)
+            return &m->vals[i];
+        if (!m->keys[i])
+            return NULL;
+    }
+}
+
+static inline int mprof_umap_grow(mprof_umap *m)
+{
+    size_t nc = m->cap ? m->cap * 2 : 64;
+    uint64_t *nk = calloc(nc, sizeof *nk);
+    uint32_t *nv = malloc(nc * sizeof *nv);
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i])
+            continue;
+        size_t j = mprof_umap_slot(m->keys[i], nc);
+        while (nk[j])
+            j = (j + 1) & (nc - 1);
+        nk[j] = m->keys[i];
+        nv[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = nk;
+    m->vals = nv;
+    m->cap = nc;
+    return 0;
+}
+
+/* Sets k (nonzero) to v. Returns 0, or -1 when out of memory (map unchanged). */
+static inline int mprof_umap_put(mprof_umap *m, uint64_t k, uint32_t v)
+{
+    uint32_t *p = mprof_umap_get(m, k);
+    if (p) {
+        *p = v;
+        return 0;
+    }
+    if ((m->n + 1) * 4 > m->cap * 3 && mprof_umap_grow(m) != 0)
+        return -1;
+    size_t i = mprof_umap_slot(k, m->cap);
+    while (m->keys[i])
+        i = (i + 1) & (m->cap - 1);
+    m->keys[i] = k;
+    m->vals[i] = v;
+    m->n++;
+    return 0;
+}
+
+static inline void mprof_umap_del(mprof_umap *m, uint64_t k)
+{
+    if (!m->cap)
+        return;
+    size_t i = mprof_umap_slot(k, m->cap);
+    while (m->keys[i] != k) {
+        if (!m->keys[i])
+            return;
+        i = (i + 1) & (m->cap - 1);
+    }
+    size_t mask = m->cap - 1;
+    for (size_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
+        size_t home = mprof_umap_slot(m->keys[j], m->cap);
+        /* Move j back to i when its home is not in (i, j]. */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            m->keys[i] = m->keys[j];
+            m->vals[i] = m->vals[j];
+            i = j;
+        }
+    }
+    m->keys[i] = 0;
+    m->n--;
+}
+
+static inline void mprof_umap_free(mprof_umap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    m->keys = NULL;
+    m->vals = NULL;
+    m->cap = m->n = 0;
+}
+
+/* Makes room for n elements of size es in *arr (capacity *cap, doubled as needed). Returns 0,
+ * or -1 when out of memory (array unchanged). */
+static inline int mprof_array_reserve(void **arr, uint32_t *cap, uint32_t n, size_t es)
+{
+    if (n <= *cap)
+        return 0;
+    uint32_t nc = *cap ? *cap : 16;
+    while (nc < n) {
+        if (nc > UINT32_MAX / 2)
+            return -1;
+        nc *= 2;
+    }
+    void *p = realloc(*arr, (size_t)nc * es);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = nc;
+    return 0;
+}
+
+#endif

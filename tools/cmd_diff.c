@@ -1,0 +1,61 @@
+/*
+ * cmd_diff.c - `mprof diff A B`: what changed between two captures.
+ */
+#include "analysis/diff.h"
+#include "mprof_tool.h"
+
+#include <string.h>
+
+static const char *const help =
+    "usage: mprof diff [options] A.mprof B.mprof\n"
+    "\n"
+    "Compares two captures: frame-time count, mean, p50, p90, p95, p99 and max side by side;\n"
+    "then every zone (matched by name, file and line) with its count, mean and p95 in A and B\n"
+    "and its impact, the change of its total time per frame (per second of capture when a\n"
+    "capture has no frames), sorted by the size of the impact; zones found in one capture only\n"
+    "are marked. Deltas are B - A: positive means slower in B.\n"
+    "\n"
+    "Options:\n"
+    "  --json          print one JSON object (docs/EXPORT.md) instead of text\n"
+    "  --top N         zone rows (default 30; 0 = all)\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "mprof view A.mprof B.mprof shows the same comparison in the page of B.\n"
+    "Exit status: 0 ok, 2 usage error, 3 a capture cannot be read.\n";
+
+int cmd_diff(int argc, char **argv)
+{
+    const char *paths[2] = {NULL, NULL};
+    int n = 0, json = 0;
+    unsigned long long top = 30;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (tool_is_help(a)) {
+            fputs(help, stdout);
+            return tool_finish("diff", EXIT_OK);
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+        } else if (strcmp(a, "--top") == 0) {
+            if (tool_parse_uint("diff", "--top", i + 1 < argc ? argv[++i] : NULL, 1000000, &top))
+                return EXIT_USAGE;
+        } else if (a[0] == '-' && a[1]) {
+            return tool_error("diff", EXIT_USAGE, "unknown option '%s' (see --help)", a);
+        } else if (n == 2) {
+            return tool_error("diff", EXIT_USAGE, "two captures only ('%s' is a third)", a);
+        } else {
+            paths[n++] = a;
+        }
+    }
+    if (n != 2)
+        return tool_error("diff", EXIT_USAGE, "give two captures: mprof diff A.mprof B.mprof");
+    char err[512];
+    mprof_diff *d = mprof__diff_run(paths[0], paths[1], err, sizeof err);
+    if (!d)
+        return tool_error("diff", EXIT_IO, "%s", err);
+    if (json)
+        mprof__diff_print_json(d, stdout, (int)top);
+    else
+        mprof__diff_print_text(d, stdout, (int)top);
+    mprof__diff_free(d);
+    return tool_finish("diff", EXIT_OK);
+}

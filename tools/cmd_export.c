@@ -1,0 +1,102 @@
+/*
+ * cmd_export.c - `mprof export`: a capture in another tool's format (Chrome Trace Event JSON,
+ * CSV), or the frame-time file of `--format frames`. Exports stream: see export.h.
+ */
+#include "analysis/export.h"
+#include "mprof_tool.h"
+#ifdef MPROF_HAVE_FRAMES_EXPORT
+#include "analysis/frames_export.h"
+#endif
+
+#include <errno.h>
+#include <string.h>
+
+static const char *const help =
+    "usage: mprof export --format FORMAT [options] FILE.mprof\n"
+    "\n"
+    "Formats:\n"
+    "  chrome   Chrome Trace Event JSON: opens in Perfetto (ui.perfetto.dev), chrome://tracing\n"
+    "           and Tracy's importer. Zones are complete events with thread names, GPU zones\n"
+    "           and lock spans have their own tracks, frames are events on a Frames track,\n"
+    "           messages are instant events, plots and memory are counters.\n"
+    "  csv      zone statistics, one row per source location: name, function, file, line,\n"
+    "           count, total, self, mean, min, max, stddev, p50, p90, p95, p99 (ns).\n"
+    "           With --per-zone: one row per zone with its track, start, duration and self time.\n"
+    "  frames   frame times for mprof gate (see docs/GATE.md)\n"
+    "\n"
+    "Options:\n"
+    "  -f, --format F  chrome, csv or frames (required)\n"
+    "  -o FILE         output file (default: standard output)\n"
+    "  --per-zone      csv: one row per zone occurrence\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "The capture is read once, as a stream: a capture larger than memory exports.\n"
+    "Exit status: 0 ok, 2 usage error, 3 the capture cannot be read or the output not written.\n";
+
+int cmd_export(int argc, char **argv)
+{
+    const char *path = NULL, *format = NULL, *out_path = NULL;
+    int per_zone = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (tool_is_help(a)) {
+            fputs(help, stdout);
+            return tool_finish("export", EXIT_OK);
+        } else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
+            if (i + 1 >= argc)
+                return tool_error("export", EXIT_USAGE, "%s needs a value: chrome, csv or frames", a);
+            format = argv[++i];
+        } else if (strncmp(a, "--format=", 9) == 0) {
+            format = a + 9;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (i + 1 >= argc)
+                return tool_error("export", EXIT_USAGE, "%s needs a file name", a);
+            out_path = argv[++i];
+        } else if (strcmp(a, "--per-zone") == 0) {
+            per_zone = 1;
+        } else if (a[0] == '-' && a[1]) {
+            return tool_error("export", EXIT_USAGE, "unknown option '%s' (see --help)", a);
+        } else if (path) {
+            return tool_error("export", EXIT_USAGE, "one capture at a time ('%s' and '%s')", path, a);
+        } else {
+            path = a;
+        }
+    }
+    if (!path)
+        return tool_error("export", EXIT_USAGE, "no capture file given (see --help)");
+    if (!format)
+        return tool_error("export", EXIT_USAGE, "--format is required: chrome, csv or frames");
+    int is_chrome = strcmp(format, "chrome") == 0, is_csv = strcmp(format, "csv") == 0;
+    if (strcmp(format, "frames") == 0) {
+        if (per_zone)
+            return tool_error("export", EXIT_USAGE, "--per-zone applies to --format csv");
+#ifdef MPROF_HAVE_FRAMES_EXPORT
+        char ferr[512];
+        if (mprof__export_frames(path, out_path ? out_path : "-", ferr, sizeof ferr) != 0)
+            return tool_error("export", EXIT_IO, "%s", ferr);
+        return out_path && strcmp(out_path, "-") != 0 ? EXIT_OK : tool_finish("export", EXIT_OK);
+#else
+        return tool_error("export", EXIT_USAGE, "frames export is not built in this mprof");
+#endif
+    }
+    if (!is_chrome && !is_csv)
+        return tool_error("export", EXIT_USAGE, "unknown format '%s': chrome, csv or frames", format);
+    if (per_zone && !is_csv)
+        return tool_error("export", EXIT_USAGE, "--per-zone applies to --format csv");
+    int to_stdout = !out_path || strcmp(out_path, "-") == 0;
+    FILE *out = to_stdout ? stdout : fopen(out_path, "wb");
+    if (!out)
+        return tool_error("export", EXIT_IO, "cannot write '%s': %s", out_path, strerror(errno));
+    char err[512];
+    int rc = is_chrome ? mprof__export_chrome(path, out, err, sizeof err)
+             : per_zone ? mprof__export_csv_zones(path, out, err, sizeof err)
+                        : mprof__export_csv_stats(path, out, err, sizeof err);
+    if (!to_stdout) {
+        int bad = ferror(out);
+        if (fclose(out) != 0 || bad)
+            return tool_error("export", EXIT_IO, "cannot write '%s'", out_path);
+    }
+    if (rc != 0)
+        return tool_error("export", EXIT_IO, "%s", err);
+    return to_stdout ? tool_finish("export", EXIT_OK) : EXIT_OK;
+}

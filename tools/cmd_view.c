@@ -1,0 +1,167 @@
+/*
+ * cmd_view.c - `mprof view`: one self-contained HTML page showing a capture (timeline, frame
+ * graph, statistics, flame graph, memory, locks), and a comparison when given two captures.
+ */
+#include "analysis/diff.h"
+#include "analysis/timeline.h"
+#include "mprof_tool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const help =
+    "usage: mprof view [options] FILE.mprof [NEW.mprof]\n"
+    "\n"
+    "Writes one HTML file that shows the capture in any browser, with no network access and\n"
+    "nothing to install: a frame-time graph with p50/p95/budget lines (click a frame to zoom),\n"
+    "a timeline with a track per thread, fiber, GPU context and lock, nested zones in their\n"
+    "colors, frame boundaries, messages and plots; tooltips; a sortable zone table; a flame\n"
+    "graph of the selected range; memory and lock views when the capture has those events.\n"
+    "Given two captures, the page shows the second one and a comparison with the first\n"
+    "(as mprof diff FILE NEW).\n"
+    "\n"
+    "Options:\n"
+    "  -o FILE         output file (default: the capture's name with .html)\n"
+    "  --frames A:B    embed frames A to B-1 (0-based, as in the frame graph)\n"
+    "  --max-zones N   embed at most about N zones (default 1000000); a larger capture embeds\n"
+    "                  the frames around its worst frame and the page says what was left out\n"
+    "  --budget MS     frame budget line in milliseconds (default 16.7)\n"
+    "  --json          write the page's data document (docs/VIEW.md) instead of HTML\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "Exit status: 0 ok, 2 usage error, 3 a capture cannot be read or the output not written.\n";
+
+static int parse_frames(const char *s, long long *a, long long *b)
+{
+    char *end;
+    errno = 0;
+    *a = strtoll(s, &end, 10);
+    if (errno || end == s || *end != ':' || *a < 0)
+        return -1;
+    const char *t = end + 1;
+    *b = strtoll(t, &end, 10);
+    if (errno || end == t || *end || *b <= *a)
+        return -1;
+    return 0;
+}
+
+/* The comparison document as a string (caller frees), or NULL with err set. */
+static char *diff_json(const char *a, const char *b, char *err, size_t errlen)
+{
+    mprof_diff *d = mprof__diff_run(a, b, err, errlen);
+    if (!d)
+        return NULL;
+    FILE *t = tmpfile();
+    char *s = NULL;
+    if (t) {
+        mprof__diff_print_json(d, t, 0);
+        long n = ftell(t);
+        if (n >= 0 && fseek(t, 0, SEEK_SET) == 0 && (s = malloc((size_t)n + 1)) != NULL) {
+            if (fread(s, 1, (size_t)n, t) != (size_t)n) {
+                free(s);
+                s = NULL;
+            } else
+                s[n] = 0;
+        }
+        fclose(t);
+    }
+    if (!s)
+        snprintf(err, errlen, "cannot hold the comparison (temporary file or memory)");
+    mprof__diff_free(d);
+    return s;
+}
+
+int cmd_view(int argc, char **argv)
+{
+    const char *paths[2] = {NULL, NULL};
+    int n_paths = 0, json = 0;
+    const char *out_path = NULL;
+    mprof_view_opts opts = {.first_frame = -1, .last_frame = -1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (tool_is_help(a)) {
+            fputs(help, stdout);
+            return tool_finish("view", EXIT_OK);
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (i + 1 >= argc)
+                return tool_error("view", EXIT_USAGE, "%s needs a file name", a);
+            out_path = argv[++i];
+        } else if (strcmp(a, "--frames") == 0) {
+            long long fa, fb;
+            if (i + 1 >= argc || parse_frames(argv[i + 1], &fa, &fb) != 0)
+                return tool_error("view", EXIT_USAGE, "--frames wants A:B with 0 <= A < B (got '%s')",
+                                  i + 1 < argc ? argv[i + 1] : "");
+            i++;
+            opts.first_frame = fa;
+            opts.last_frame = fb;
+        } else if (strcmp(a, "--max-zones") == 0) {
+            unsigned long long v;
+            if (tool_parse_uint("view", "--max-zones", i + 1 < argc ? argv[++i] : NULL, 1ull << 40, &v))
+                return EXIT_USAGE;
+            if (!v)
+                return tool_error("view", EXIT_USAGE, "--max-zones must be at least 1");
+            opts.max_zones = v;
+        } else if (strcmp(a, "--budget") == 0) {
+            char *end;
+            const char *v = i + 1 < argc ? argv[++i] : "";
+            opts.budget_ms = strtod(v, &end);
+            if (end == v || *end || !(opts.budget_ms > 0 && opts.budget_ms < 1e6))
+                return tool_error("view", EXIT_USAGE, "--budget wants milliseconds > 0 (got '%s')", v);
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+        } else if (a[0] == '-' && a[1]) {
+            return tool_error("view", EXIT_USAGE, "unknown option '%s' (see --help)", a);
+        } else if (n_paths == 2) {
+            return tool_error("view", EXIT_USAGE, "at most two captures ('%s' is a third)", a);
+        } else {
+            paths[n_paths++] = a;
+        }
+    }
+    if (!n_paths)
+        return tool_error("view", EXIT_USAGE, "no capture file given (see --help)");
+    const char *shown = paths[n_paths - 1];
+    char def_out[4096];
+    if (!out_path) {
+        size_t l = strlen(shown);
+        if (l > 6 && strcmp(shown + l - 6, ".mprof") == 0)
+            l -= 6;
+        if (l + 6 >= sizeof def_out)
+            return tool_error("view", EXIT_USAGE, "capture name too long; give -o");
+        snprintf(def_out, sizeof def_out, "%.*s.%s", (int)l, shown, json ? "json" : "html");
+        out_path = def_out;
+    }
+    char err[512];
+    char *diff = NULL;
+    if (n_paths == 2) {
+        diff = diff_json(paths[0], paths[1], err, sizeof err);
+        if (!diff)
+            return tool_error("view", EXIT_IO, "%s", err);
+        opts.diff_json = diff;
+    }
+    int to_stdout = strcmp(out_path, "-") == 0;
+    FILE *out = to_stdout ? stdout : fopen(out_path, "wb");
+    if (!out) {
+        free(diff);
+        return tool_error("view", EXIT_IO, "cannot write '%s': %s", out_path, strerror(errno));
+    }
+    int rc = json ? mprof__view_write(shown, &opts, out, err, sizeof err)
+                  : mprof__view_write_html(shown, &opts, out, err, sizeof err);
+    free(diff);
+    if (!to_stdout) {
+        int bad = ferror(out);
+        if (fclose(out) != 0 || bad) {
+            remove(out_path);
+            return tool_error("view", EXIT_IO, "cannot write '%s'", out_path);
+        }
+        if (rc != 0) {
+            remove(out_path);
+            return tool_error("view", strncmp(err, "--frames", 8) == 0 ? EXIT_USAGE : EXIT_IO, "%s", err);
+        }
+        fprintf(stderr, "mprof view: wrote %s\n", out_path);
+        return EXIT_OK;
+    }
+    if (rc != 0)
+        return tool_error("view", strncmp(err, "--frames", 8) == 0 ? EXIT_USAGE : EXIT_IO, "%s", err);
+    return tool_finish("view", EXIT_OK);
+}
