@@ -100,6 +100,10 @@ static void frame(int i, int early)
         spin_us(20);
     }
     noise_zones();
+    void *mem = malloc(64);
+    MPROF_ALLOC_CS(mem, 64, 8);
+    MPROF_FREE_CS(mem, 8);
+    free(mem);
     MPROF_PLOT_INT("frame_index", i);
     MPROF_PLOT("load", (double)(i % 10) / 10.0);
 }

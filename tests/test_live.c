@@ -240,6 +240,10 @@ static uint64_t zone_count(const char *path, const char *name, int *unresolved, 
                 (*unresolved)++;
             else if (strcmp(d->name, name) == 0)
                 n++;
+        } else if (ev.type == MPROF_EV_ALLOC || ev.type == MPROF_EV_FREE) {
+            uint32_t depth, cs = (uint32_t)ev.u[ev.type == MPROF_EV_ALLOC ? 3 : 2];
+            if (!cs || !mprof_reader_callstack(r, cs, &depth))
+                (*unresolved)++;
         } else if (ev.type == MPROF_EV_PLOT_I64 || ev.type == MPROF_EV_PLOT_F64) {
             const char *pn = mprof_reader_string(r, (uint32_t)ev.u[0]);
             if (!pn)
@@ -322,6 +326,12 @@ static void late_connection_and_history(void **state)
     assert_int_equal(named, 2);
     assert_true(zone_count(late, "late_zone", &unresolved, &named, &min_idx) > 10);
     assert_true(min_idx >= 20);
+    /* Callstacks and the module map were defined before the tool came; it has them. */
+    tu_counts lc;
+    assert_int_equal(tu_count_capture(late, &lc), 0);
+    assert_true(lc.by_type[MPROF_EV_ALLOC] > 10);
+    assert_true(lc.by_type[MPROF_EV_DEF_CALLSTACK] > 0);
+    assert_true(lc.by_type[MPROF_EV_DEF_MODULE] > 0);
     /* With history: the 20 early frames, from frame 0, all resolved. */
     assert_int_equal(zone_count(hist, "early_zone", &unresolved, &named, &min_idx), 20);
     assert_int_equal(unresolved, 0);
