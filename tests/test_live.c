@@ -541,6 +541,33 @@ static void protocol_mismatch_refused_by_game(void **state)
     char msg[512];
     snprintf(msg, sizeof msg, "%.*s", (int)rep.payload_len, (const char *)rep.payload);
     assert_non_null(strstr(msg, "version"));
+
+    /* Not an mprof tool at all: refused with BAD_HELLO, never garbage. */
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g.port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(send(fd, http, sizeof http - 1, 0), (ssize_t)sizeof http - 1);
+    got = 0;
+    for (;;) {
+        ssize_t n = recv(fd, buf + got, sizeof buf - got, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    assert_int_equal(mprof_wire_decode_reply(buf, got, &rep, &used, err, sizeof err),
+                     MPROF_WIRE_DONE);
+    assert_int_equal(rep.status, MPROF_WIRE_BAD_HELLO);
+
+    /* A peer that connects and says nothing does not keep a real tool out. */
+    int silent = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(silent, (struct sockaddr *)&a, sizeof a), 0);
+    const char *out = tmp("after-silent.mprof"), *log = tmp("tool.log");
+    assert_int_equal(wait_exit(tool_start(g.port, out, log, (char *[]){"-s", "0.2", NULL}), 10000),
+                     0);
+    close(silent);
     assert_int_equal(game_finish(&g), 0);
 }
 
