@@ -259,7 +259,7 @@ int cmd_capture(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        unsigned long long u;
+        unsigned long long u = 0;
         if (tool_is_help(a)) {
             fputs(help, stdout);
             return tool_finish("capture", EXIT_OK);
@@ -274,9 +274,10 @@ int cmd_capture(int argc, char **argv)
             c.address = v;
             i++;
         } else if (strcmp(a, "-p") == 0) {
-            if (tool_parse_uint("capture", "-p", v, 65535, &u) || u == 0)
-                return u == 0 && v ? tool_error("capture", EXIT_USAGE, "-p: port 0 is not valid")
-                                   : EXIT_USAGE;
+            if (tool_parse_uint("capture", "-p", v, 65535, &u))
+                return EXIT_USAGE;
+            if (u == 0)
+                return tool_error("capture", EXIT_USAGE, "-p: port 0 is not valid");
             c.port = (unsigned)u;
             i++;
         } else if (strcmp(a, "-f") == 0) {
@@ -309,6 +310,20 @@ int cmd_capture(int argc, char **argv)
     if (!c.force && stat(c.out_path, &st) == 0)
         return tool_error("capture", EXIT_IO, "%s already exists; use -f to overwrite it",
                           c.out_path);
+    /* Output problems are found now, not after waiting for the process: the directories are
+     * created and must be writable (the file itself is created only once the handshake is done,
+     * so a failed capture leaves an existing file untouched). */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", c.out_path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        dir[1] = 0;
+    else if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    if (mkdirs_for(c.out_path) != 0 || access(dir, W_OK) != 0)
+        return tool_error("capture", EXIT_IO, "cannot write %s: %s", c.out_path, strerror(errno));
     c.tty = isatty(2);
 
     struct sigaction sa = {0};
@@ -384,13 +399,6 @@ int cmd_capture(int argc, char **argv)
     mprof_wire_kv_get(rep.payload, rep.payload_len, "pid", c.pid, sizeof c.pid);
 
     /* The output file: header, then INFO from the handshake. */
-    if (mkdirs_for(c.out_path) != 0) {
-        int e = errno;
-        close(c.sock);
-        mprof_buf_free(&in);
-        return tool_error("capture", EXIT_IO, "cannot create the directories for %s: %s",
-                          c.out_path, strerror(e));
-    }
     c.fd = open(c.out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (c.force ? 0 : O_EXCL), 0644);
     if (c.fd < 0) {
         int e = errno;

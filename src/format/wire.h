@@ -19,7 +19,8 @@
  * The magic and version occupy the same first ten bytes in every version, so a process and a
  * tool of different versions always recognise each other and can refuse clearly. All integers
  * are little-endian. The decoders below take bytes and never trust a length: they are the
- * functions the fuzzer drives (fuzz/fuzz_wire.c).
+ * functions the fuzzer drives (fuzz/fuzz_wire.c). They touch only their arguments: any thread
+ * may call them, on distinct objects.
  */
 #ifndef MPROF_WIRE_H
 #define MPROF_WIRE_H
