@@ -681,6 +681,14 @@ static void automation_missing_tool_failed(void **state)
     automation("manual", "/nonexistent/mprof", "automation: failed: capture tool not found");
 }
 
+/* A tool that fails, and one that "succeeds" without writing anything: FAILED with the reason. */
+static void automation_tool_exit_code_and_no_file_failed(void **state)
+{
+    (void)state;
+    automation("manual", "/bin/false", "automation: failed: the capture tool exited with code 1");
+    automation("frame", "/bin/true", "automation: failed: the capture tool exited 0 but wrote no file");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -699,6 +707,7 @@ int main(void)
         cmocka_unit_test_teardown(automation_frame_saved, cleanup),
         cmocka_unit_test_teardown(automation_named_saved, cleanup),
         cmocka_unit_test_teardown(automation_missing_tool_failed, cleanup),
+        cmocka_unit_test_teardown(automation_tool_exit_code_and_no_file_failed, cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
