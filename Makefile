@@ -43,6 +43,7 @@ fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_BUILD_FUZZ=ON -DMPROF_BUILD_TESTS=OFF -DMPROF_BUILD_BENCH=OFF -DMPROF_BUILD_EXAMPLES=OFF
 	cmake --build build-fuzz -j $(JOBS)
 	./build-fuzz/fuzz/fuzz_reader -max_total_time=60 fuzz/corpus/reader
+	./build-fuzz/fuzz/fuzz_wire -max_total_time=60 fuzz/corpus/wire
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

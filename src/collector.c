@@ -12,6 +12,7 @@
  */
 #include "core.h"
 #include "callstack.h"
+#include "live.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -144,6 +145,8 @@ static void emit_framed(int kind, const mprof_buf *payload)
     }
     sink_write(C.framed.data, C.framed.len);
     atomic_fetch_add(&mprof__g.chunks_written, 1);
+    if (kind == MPROF_CHUNK_EVENTS)
+        mprof__live_chunk(payload, &C.framed);
 }
 
 /* Compresses and writes the chunk being built, then starts a new one. */
@@ -192,7 +195,7 @@ static uint32_t intern_loc(const mprof_srcloc *loc)
     const char *fn = loc->function ? loc->function : "";
     const char *file = loc->file ? loc->file : "";
     size_t a = strlen(name), b = strlen(fn), c = strlen(file);
-    unsigned char *o = out_reserve(a + b + c + 64);
+    unsigned char *o = out_reserve(a + b + c + 64), *rec = o;
     if (!o)
         return 0;
     *o++ = MPROF_EV_DEF_SRCLOC;
@@ -203,6 +206,7 @@ static uint32_t intern_loc(const mprof_srcloc *loc)
     o = put_str(o, fn, b);
     o = put_str(o, file, c);
     out_commit(o);
+    mprof__live_keep_def(rec, o);
     return id;
 }
 
@@ -219,13 +223,14 @@ static uint32_t intern_name(const char *s)
     id = map_get(&C.name_text, h);
     if (!id) {
         id = ++C.next_name;
-        unsigned char *o = out_reserve(len + 16);
+        unsigned char *o = out_reserve(len + 16), *rec = o;
         if (!o)
             return 0;
         *o++ = MPROF_EV_DEF_STRING;
         o = mprof_put_varint(o, id);
         o = put_str(o, s, len);
         out_commit(o);
+        mprof__live_keep_def(rec, o);
         map_put(&C.name_text, h, id);
     }
     map_put(&C.names, (uint64_t)(uintptr_t)s, id);
@@ -240,11 +245,14 @@ static uint32_t intern_stack(const unsigned char *frames, unsigned depth)
     uint32_t id = map_get(&C.stacks, h);
     if (id)
         return id;
-    if (C.next_stack == 0)
+    if (C.next_stack == 0) {
+        size_t before = C.chunk.len;
         mprof__modules_emit(&C.chunk); /* the module map precedes the session's first stack */
+        mprof__live_keep_def(C.chunk.data + before, C.chunk.data + C.chunk.len);
+    }
     id = ++C.next_stack;
     map_put(&C.stacks, h, id);
-    unsigned char *o = out_reserve(16 + (size_t)depth * 10);
+    unsigned char *o = out_reserve(16 + (size_t)depth * 10), *rec = o;
     if (!o)
         return 0;
     *o++ = MPROF_EV_DEF_CALLSTACK;
@@ -256,6 +264,7 @@ static uint32_t intern_stack(const unsigned char *frames, unsigned depth)
         o = mprof_put_varint(o, a);
     }
     out_commit(o);
+    mprof__live_keep_def(rec, o);
     return id;
 }
 
@@ -267,10 +276,12 @@ static void thread_context(mprof__thread *th)
     if (!o)
         return;
     if (!th->col_named) {
+        unsigned char *rec = o;
         *o++ = MPROF_EV_DEF_THREAD;
         o = mprof_put_varint(o, th->idx);
         o = mprof_put_varint(o, th->os_tid);
         th->col_named = 1;
+        mprof__live_keep_def(rec, o);
     }
     *o++ = MPROF_EV_THREAD;
     o = mprof_put_varint(o, th->idx);
@@ -355,7 +366,7 @@ static const unsigned char *translate_generic(mprof__thread *th, const unsigned 
         }
     }
     thread_context(th);
-    unsigned char *o = out_reserve(1 + (size_t)d->n_fields * 10 + extra + 8);
+    unsigned char *o = out_reserve(1 + (size_t)d->n_fields * 10 + extra + 8), *rec = o;
     if (!o)
         return NULL;
     *o++ = (unsigned char)tag;
@@ -383,6 +394,8 @@ static const unsigned char *translate_generic(mprof__thread *th, const unsigned 
         }
     }
     out_commit(o);
+    if (mprof__live_keeps(tag))
+        mprof__live_keep_event(th->idx, d->has_ts ? vals[0] : 0, rec, o);
     return q;
 }
 
@@ -598,9 +611,9 @@ static void cpu_model(char *out, size_t n)
     fclose(f);
 }
 
-static void write_info(void)
+void mprof__collector_info(mprof_buf *out)
 {
-    mprof_buf b = {0};
+    mprof_buf b = *out;
     struct utsname u;
     char buf[1024];
     kvf(&b, "format", "mprof %d.%d", MPROF_FMT_VERSION_MAJOR, MPROF_FMT_VERSION_MINOR);
@@ -627,6 +640,13 @@ static void write_info(void)
     if ((v = getenv("MPROF_BUILD_TYPE")) && *v)
         kvf(&b, "build_type", "%s", v);
     kvf(&b, "memory_limit_bytes", "%zu", mprof__g.cfg.memory_limit_bytes);
+    *out = b;
+}
+
+static void write_info(void)
+{
+    mprof_buf b = {0};
+    mprof__collector_info(&b);
     emit_framed(MPROF_CHUNK_INFO, &b);
     mprof_buf_free(&b);
 }
@@ -671,6 +691,16 @@ static void calibration_record(void)
     out_commit(o);
 }
 
+/* A tool finished its handshake: close the current chunk so its stream starts on a chunk
+ * boundary, then hand the session its definitions and history (live.c). */
+static void live_poll(void)
+{
+    if (mprof__live_pending()) {
+        emit_chunk();
+        mprof__live_attach();
+    }
+}
+
 static void *collector_main(void *arg)
 {
     (void)arg;
@@ -682,6 +712,7 @@ static void *collector_main(void *arg)
         pthread_mutex_unlock(&C.m);
 
         drain_all(0);
+        live_poll();
         uint64_t now = mprof__mono_ns();
         if (now - last_cal > 1000000000ull) {
             calibration_record();
@@ -762,21 +793,27 @@ int mprof__collector_start(void)
         sink_write(h, sizeof h);
         write_info();
     }
+    int live_recording = mprof__live_start(C.fd >= 0);
+    int recording = C.fd >= 0 || live_recording;
     C.stop = 0;
     C.flush_req = C.flush_done = 0;
+    /* The mode is set before the thread starts so that a capture session attached by the
+     * collector (which may switch IDLE to RECORDING) is never overwritten. */
+    __atomic_store_n(&mprof__mode, recording ? MPROF__MODE_RECORDING : MPROF__MODE_IDLE,
+                     __ATOMIC_RELEASE);
     if (pthread_create(&C.thread, NULL, collector_main, NULL) != 0) {
+        __atomic_store_n(&mprof__mode, MPROF__MODE_OFF, __ATOMIC_RELEASE);
+        mprof__live_stop();
         if (C.fd >= 0)
             close(C.fd);
         C.fd = -1;
         return MPROF_ERR_STATE;
     }
     C.running = 1;
-    int recording = C.fd >= 0;
     if (mprof__g.cfg.verbose == MPROF_TOGGLE_ON)
-        mprof__log("started%s%s", recording ? ", capturing to " : " (not recording)",
-                   recording ? path : "");
-    __atomic_store_n(&mprof__mode, recording ? MPROF__MODE_RECORDING : MPROF__MODE_IDLE,
-                     __ATOMIC_RELEASE);
+        mprof__log("started%s%s%s", C.fd >= 0 ? ", capturing to " : "", C.fd >= 0 ? path : "",
+                   live_recording ? ", keeping history for live capture"
+                                  : (recording ? "" : " (not recording)"));
     return MPROF_OK;
 }
 
@@ -797,6 +834,7 @@ void mprof__collector_stop(void)
             mprof__log("closing the capture failed: %s", strerror(errno));
         C.fd = -1;
     }
+    mprof__live_stop();
     if (lost)
         mprof__log("%" PRIu64 " events were dropped (memory cap %zu MiB reached); they are "
                    "counted in the capture",

@@ -72,6 +72,7 @@ typedef struct mprof__globals {
     _Atomic uint64_t chunks_written;
     _Atomic uint32_t sessions_dropped;
     _Atomic uint64_t gpu_queries_lost;
+    _Atomic uint64_t frames_marked; /* MPROF_FRAME_MARK() calls, recording or not (automation) */
     _Atomic uint32_t session;      /* bumps on every startup */
     int atexit_registered;
     /* timer calibration */

@@ -48,6 +48,8 @@ static void record_frame(int tag, const char *name)
 
 void mprof__frame_mark(const char *name)
 {
+    if (!name)
+        atomic_fetch_add_explicit(&mprof__g.frames_marked, 1, memory_order_relaxed);
     record_frame(MPROF_EV_FRAME_MARK, name);
 }
 

@@ -7,6 +7,7 @@
 
 static const mprof_cmd commands[] = {
     {"report", cmd_report, "print statistics of a capture (frames, zones, plots, messages)"},
+    {"capture", cmd_capture, "capture a running process over the network into a .mprof file"},
     {"view", cmd_view, "write a self-contained HTML timeline of a capture"},
     {"export", cmd_export, "export a capture as Chrome trace JSON or CSV"},
     {"diff", cmd_diff, "compare two captures: frame times and zones by impact"},

@@ -29,6 +29,7 @@ int tool_parse_uint(const char *cmd, const char *flag, const char *value, unsign
                     unsigned long long *out);
 
 int cmd_report(int argc, char **argv);
+int cmd_capture(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);

@@ -1,0 +1,880 @@
+/*
+ * live.c - live capture in the instrumented process: listener, history ring, definitions copy
+ * and the capture session (protocol in format/wire.h, guide in docs/CAPTURE.md).
+ *
+ * The idea: the collector already produces self-contained framed chunks for the file sink. Each
+ * one is also handed here (mprof__live_chunk), where it is shared, by reference count, between
+ * the history ring (the last history_seconds of chunks, at most half the memory cap) and the
+ * queue of the connected tool. A chunk is decodable on its own except for definitions, which are
+ * written once per process; so every definition record is also copied into a growing buffer,
+ * and a tool that connects late first receives one EVENTS chunk holding all of them (plus the
+ * thread names, plot configs and other "sticky" events), then the history it asked for, then
+ * the live stream, which starts on a chunk boundary because the collector closes its chunk
+ * before attaching the session.
+ *
+ * Threads: the collector thread produces (never blocking: when the queue is over the tool's
+ * limit the chunk is dropped, counted, announced with a LOST record and the definitions are
+ * re-sent before the next delivered chunk); one listener thread accepts and does handshakes;
+ * one sender thread per session writes the queue to a non-blocking socket with MSG_NOSIGNAL,
+ * so a vanished or stalled tool costs the game nothing but the dropped chunks.
+ */
+#include "live.h"
+#include "format/wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define HANDSHAKE_MS 2000
+#define SHUTDOWN_FLUSH_MS 2000
+#define DEFAULT_QUEUE_MIB 64
+
+/* A framed chunk shared by the history ring and session queues. */
+typedef struct blob {
+    _Atomic int refs;
+    uint64_t mono_ns; /* when it was produced */
+    uint64_t ticks;   /* the same moment in timer ticks */
+    size_t len;
+    unsigned char data[];
+} blob;
+
+typedef struct qitem {
+    blob *b;
+    struct qitem *next;
+} qitem;
+
+typedef struct hnode {
+    blob *b;
+    struct hnode *next;
+} hnode;
+
+typedef struct session {
+    int fd;
+    pthread_t thread;
+    mprof_wire_hello hello;
+    size_t limit_bytes;
+    /* Under L.m. */
+    qitem *head, *tail;
+    size_t queued_bytes;
+    int attached, closing;
+    _Atomic int shutdown;
+    uint64_t id;
+    uint64_t dropped_chunks, dropped_events;
+    uint64_t lost_at_attach; /* mprof__g.events_lost when the stream began */
+    int need_defs;            /* re-send definitions before the next delivered chunk */
+    uint64_t unannounced_lost; /* dropped events not yet written as a LOST record */
+} session;
+
+static struct {
+    pthread_mutex_t m;
+    int enabled;  /* listening */
+    int has_file; /* a file sink exists (the process records regardless of sessions) */
+    int listen_fd;
+    int wake[2];
+    pthread_t listener;
+    session *pending, *active, *reap; /* under m */
+    uint64_t next_session_id;         /* under m */
+    /* Collector thread only. */
+    hnode *hist_head, *hist_tail;
+    size_t hist_bytes, hist_cap_bytes;
+    uint64_t hist_start_ticks; /* produced time of the chunk before the oldest one kept */
+    double history_s;
+    mprof_buf defs;   /* process-context definition records, compact form */
+    mprof_buf sticky; /* [u32 thread][u64 ticks][u8 has_ts][u32 len][len bytes: tag + fields] */
+    mprof_buf build, framed;
+    uint8_t *ts_done;
+    uint32_t ts_done_cap;
+} L = {.m = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1,
+       .wake = {-1, -1}};
+
+/* ---- blobs and the history ring ----------------------------------------------------------- */
+
+static blob *blob_new(const void *data, size_t len)
+{
+    blob *b = malloc(sizeof *b + len);
+    if (!b)
+        return NULL;
+    atomic_init(&b->refs, 1);
+    b->mono_ns = mprof__mono_ns();
+    b->ticks = mprof__ticks();
+    b->len = len;
+    memcpy(b->data, data, len);
+    return b;
+}
+
+static void blob_unref(blob *b)
+{
+    if (b && atomic_fetch_sub(&b->refs, 1) == 1)
+        free(b);
+}
+
+static void hist_drop_head(void)
+{
+    hnode *h = L.hist_head;
+    L.hist_head = h->next;
+    if (!L.hist_head)
+        L.hist_tail = NULL;
+    L.hist_start_ticks = h->b->ticks;
+    L.hist_bytes -= h->b->len;
+    blob_unref(h->b);
+    free(h);
+}
+
+static void hist_push(blob *b)
+{
+    hnode *h = malloc(sizeof *h);
+    if (!h)
+        return;
+    atomic_fetch_add(&b->refs, 1);
+    h->b = b;
+    h->next = NULL;
+    if (L.hist_tail)
+        L.hist_tail->next = h;
+    else
+        L.hist_head = h;
+    L.hist_tail = h;
+    L.hist_bytes += b->len;
+    uint64_t keep_ns = (uint64_t)(L.history_s * 1e9);
+    while (L.hist_head && L.hist_head != L.hist_tail &&
+           (L.hist_bytes > L.hist_cap_bytes || b->mono_ns - L.hist_head->b->mono_ns > keep_ns))
+        hist_drop_head();
+}
+
+static void hist_clear(void)
+{
+    while (L.hist_head)
+        hist_drop_head();
+}
+
+/* ---- definitions copy ---------------------------------------------------------------------- */
+
+void mprof__live_keep_def(const unsigned char *rec, const unsigned char *end)
+{
+    if (!L.enabled || end <= rec)
+        return;
+    size_t n = (size_t)(end - rec);
+    if (mprof_buf_reserve(&L.defs, n) != 0)
+        return;
+    memcpy(L.defs.data + L.defs.len, rec, n);
+    L.defs.len += n;
+}
+
+int mprof__live_keeps(int tag)
+{
+    if (!L.enabled)
+        return 0;
+    switch (tag) {
+    case MPROF_EV_THREAD_NAME:
+    case MPROF_EV_APP_INFO:
+    case MPROF_EV_PLOT_CONFIG:
+    case MPROF_EV_LOCK_ANNOUNCE:
+    case MPROF_EV_GPU_CONTEXT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void mprof__live_keep_event(uint32_t thread, uint64_t ticks, const unsigned char *rec,
+                            const unsigned char *end)
+{
+    if (!L.enabled || end <= rec)
+        return;
+    const mprof_event_desc *d = mprof_event_desc_get(rec[0]);
+    if (!d)
+        return;
+    /* Keep the tag and the fields after the timestamp: the timestamp is re-encoded when the
+     * definitions chunk is built, since deltas are relative to the chunk. */
+    const unsigned char *body = rec + 1;
+    uint64_t skip;
+    if (d->has_ts && mprof_get_varint(&body, end, &skip) != 0)
+        return;
+    size_t blen = 1 + (size_t)(end - body);
+    if (mprof_buf_reserve(&L.sticky, 17 + blen) != 0)
+        return;
+    unsigned char *o = L.sticky.data + L.sticky.len;
+    mprof_wr_u32(o, thread);
+    mprof_wr_u64(o + 4, d->has_ts ? ticks : 0);
+    o[12] = d->has_ts ? 1 : 0;
+    mprof_wr_u32(o + 13, (uint32_t)blen);
+    o[17] = rec[0];
+    memcpy(o + 18, body, blen - 1);
+    L.sticky.len += 17 + blen;
+}
+
+/* Builds the definitions chunk into L.build: every definition so far, the sticky events with
+ * their timestamps set to ts_ticks (no later than the first event the tool will receive, so the
+ * capture does not appear to start earlier or run backwards), and a LOST record when lost > 0. */
+static int build_defs(uint64_t ts_ticks, uint64_t lost)
+{
+    L.build.len = 0;
+    if (mprof_buf_reserve(&L.build, L.defs.len + L.sticky.len + 64) != 0)
+        return -1;
+    memcpy(L.build.data, L.defs.data, L.defs.len);
+    unsigned char *o = L.build.data + L.defs.len;
+    uint32_t cur = 0;
+    if (lost) {
+        /* In the process context (thread 0), whose timestamp chain starts in this chunk. */
+        *o++ = MPROF_EV_LOST;
+        o = mprof_put_varint(o, mprof_zigzag((int64_t)ts_ticks));
+        o = mprof_put_varint(o, lost);
+    }
+    if (L.ts_done)
+        memset(L.ts_done, 0, L.ts_done_cap);
+    for (size_t i = 0; i + 17 <= L.sticky.len;) {
+        const unsigned char *s = L.sticky.data + i;
+        uint32_t th = mprof_rd_u32(s), blen = mprof_rd_u32(s + 13);
+        int has_ts = s[12];
+        if (th != cur) {
+            *o++ = MPROF_EV_THREAD;
+            o = mprof_put_varint(o, th);
+            cur = th;
+        }
+        *o++ = s[17];
+        if (has_ts) {
+            if (th >= L.ts_done_cap) {
+                uint32_t nc = th * 2 + 16;
+                uint8_t *nd = realloc(L.ts_done, nc);
+                if (!nd)
+                    return -1;
+                memset(nd + L.ts_done_cap, 0, nc - L.ts_done_cap);
+                L.ts_done = nd;
+                L.ts_done_cap = nc;
+            }
+            o = mprof_put_varint(o, mprof_zigzag(L.ts_done[th] ? 0 : (int64_t)ts_ticks));
+            L.ts_done[th] = 1;
+        }
+        memcpy(o, s + 18, blen - 1);
+        o += blen - 1;
+        i += 17 + blen;
+    }
+    L.build.len = (size_t)(o - L.build.data);
+    return 0;
+}
+
+static blob *defs_blob(uint64_t ts_ticks, uint64_t lost)
+{
+    if (build_defs(ts_ticks, lost) != 0)
+        return NULL;
+    L.framed.len = 0;
+    if (mprof_fmt_chunk(&L.framed, MPROF_CHUNK_EVENTS, L.build.data, L.build.len,
+                        mprof__g.cfg.compression_level, NULL) != 0)
+        return NULL;
+    return blob_new(L.framed.data, L.framed.len);
+}
+
+/* ---- session queue (under L.m) ------------------------------------------------------------- */
+
+/* The sender polls its socket every 20 ms while the queue is empty, so it needs no wake-up: a
+ * chunk waits at most that long, and the collector never signals anything. */
+
+static int enqueue_locked(session *s, blob *b)
+{
+    qitem *q = malloc(sizeof *q);
+    if (!q)
+        return -1;
+    atomic_fetch_add(&b->refs, 1);
+    q->b = b;
+    q->next = NULL;
+    if (s->tail)
+        s->tail->next = q;
+    else
+        s->head = q;
+    s->tail = q;
+    s->queued_bytes += b->len;
+    return 0;
+}
+
+static void queue_clear_locked(session *s)
+{
+    while (s->head) {
+        qitem *q = s->head;
+        s->head = q->next;
+        blob_unref(q->b);
+        free(q);
+    }
+    s->tail = NULL;
+    s->queued_bytes = 0;
+}
+
+/* ---- collector hooks ----------------------------------------------------------------------- */
+
+static void set_recording(int on)
+{
+    int from = on ? MPROF__MODE_IDLE : MPROF__MODE_RECORDING;
+    int to = on ? MPROF__MODE_RECORDING : MPROF__MODE_IDLE;
+    __atomic_compare_exchange_n(&mprof__mode, &from, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static int always_recording(void)
+{
+    return L.has_file || L.history_s > 0;
+}
+
+int mprof__live_pending(void)
+{
+    if (!L.enabled)
+        return 0;
+    pthread_mutex_lock(&L.m);
+    int p = L.pending != NULL;
+    pthread_mutex_unlock(&L.m);
+    return p;
+}
+
+void mprof__live_attach(void)
+{
+    pthread_mutex_lock(&L.m);
+    session *s = L.pending;
+    L.pending = NULL;
+    mprof_wire_hello hello = s ? s->hello : (mprof_wire_hello){0};
+    uint64_t id = s ? s->id : 0;
+    size_t limit = s ? s->limit_bytes : 0;
+    pthread_mutex_unlock(&L.m);
+    if (!s)
+        return;
+    /* History is chosen newest-first within half the tool's limit, then sent oldest-first. */
+    size_t n_hist = 0;
+    hnode *first = NULL, *before_first = NULL;
+    if ((hello.flags & MPROF_WIRE_F_HISTORY) && hello.history_ms) {
+        uint64_t now = mprof__mono_ns();
+        uint64_t span = (uint64_t)hello.history_ms * 1000000u;
+        size_t total = 0, count = 0;
+        for (hnode *h = L.hist_head; h; h = h->next)
+            if (now - h->b->mono_ns <= span) {
+                total += h->b->len;
+                count++;
+            }
+        for (hnode *h = L.hist_head, *prev = NULL; h && count; prev = h, h = h->next) {
+            if (now - h->b->mono_ns > span)
+                continue;
+            if (total <= limit / 2) {
+                first = h;
+                before_first = prev;
+                n_hist = count;
+                break;
+            }
+            total -= h->b->len;
+            count--;
+        }
+    }
+    /* Sticky events are stamped with the start of what the tool receives: the production time
+     * of the chunk before the first history chunk sent, or now without history. */
+    uint64_t ts = mprof__ticks();
+    if (first)
+        ts = before_first ? before_first->b->ticks : L.hist_start_ticks;
+    blob *d = defs_blob(ts, 0);
+    pthread_mutex_lock(&L.m);
+    s = L.active;
+    if (s && s->id == id) {
+        if (!d || enqueue_locked(s, d) != 0)
+            s->need_defs = 1; /* out of memory: the next delivered chunk carries them */
+        for (hnode *h = first; h && n_hist; h = h->next, n_hist--)
+            if (enqueue_locked(s, h->b) != 0)
+                s->dropped_chunks++;
+        s->lost_at_attach = atomic_load(&mprof__g.events_lost);
+        s->attached = 1;
+        }
+    pthread_mutex_unlock(&L.m);
+    blob_unref(d);
+    if (!always_recording())
+        set_recording(1);
+}
+
+void mprof__live_chunk(const mprof_buf *raw, const mprof_buf *framed)
+{
+    if (!L.enabled)
+        return;
+    blob *b = blob_new(framed->data, framed->len);
+    if (!b) {
+        /* Out of memory: a connected tool misses this chunk, which is counted as a drop. */
+        mprof_wire_counts c = {0};
+        mprof_wire_scan_events(raw->data, raw->len, &c, NULL, 0);
+        pthread_mutex_lock(&L.m);
+        session *s = L.active;
+        if (s && s->attached && !s->closing) {
+            s->dropped_chunks++;
+            s->dropped_events += c.events;
+            s->unannounced_lost += c.events;
+            s->need_defs = 1;
+        }
+        pthread_mutex_unlock(&L.m);
+        return;
+    }
+    if (L.history_s > 0)
+        hist_push(b);
+    /* The session may end at any time on its sender thread: it is looked up again by id under
+     * the lock before anything is applied to it. The slow parts run outside the lock. */
+    pthread_mutex_lock(&L.m);
+    session *s = L.active;
+    int live = s && s->attached && !s->closing;
+    uint64_t id = live ? s->id : 0, lost = live ? s->unannounced_lost : 0;
+    /* An empty queue takes any chunk, so a limit below one chunk's size still delivers. */
+    int fits = live && (s->queued_bytes == 0 || s->queued_bytes + b->len <= s->limit_bytes);
+    int need_defs = live && s->need_defs;
+    pthread_mutex_unlock(&L.m);
+    if (!live) {
+        blob_unref(b);
+        return;
+    }
+    mprof_wire_counts c = {0};
+    blob *d = NULL;
+    if (fits && need_defs && !(d = defs_blob(mprof__ticks(), lost)))
+        fits = 0; /* out of memory: the chunk cannot be delivered decodable, so drop it */
+    if (!fits)
+        mprof_wire_scan_events(raw->data, raw->len, &c, NULL, 0);
+    pthread_mutex_lock(&L.m);
+    s = L.active;
+    if (s && s->id == id && !s->closing) {
+        if (!fits) {
+            /* The tool cannot keep up: drop this chunk, count its events, and re-send the
+             * definitions it may have carried before the next chunk that is delivered. */
+            s->dropped_chunks++;
+            s->dropped_events += c.events;
+            s->unannounced_lost += c.events;
+            s->need_defs = 1;
+        } else {
+            int defs_ok = !d || enqueue_locked(s, d) == 0;
+            if (d && defs_ok) {
+                s->need_defs = 0;
+                s->unannounced_lost -= lost;
+            }
+            if (!defs_ok || enqueue_locked(s, b) != 0) {
+                /* Out of memory for a queue entry: the same as a drop. */
+                mprof_wire_scan_events(raw->data, raw->len, &c, NULL, 0);
+                s->dropped_chunks++;
+                s->dropped_events += c.events;
+                s->unannounced_lost += c.events;
+                s->need_defs = 1;
+            }
+        }
+    }
+    pthread_mutex_unlock(&L.m);
+    blob_unref(d);
+    blob_unref(b);
+}
+
+/* ---- the sender ---------------------------------------------------------------------------- */
+
+/* Sends len bytes. Returns 0, or -1 when the peer is gone or (give_up_ns != 0) time ran out.
+ * While waiting it reads what the tool sends: a STOP byte sets *stop; EOF means gone. */
+static int send_all(session *s, const unsigned char *p, size_t len, uint64_t give_up_ns,
+                    int *stop)
+{
+    while (len) {
+        ssize_t n = send(s->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return -1;
+        if (!give_up_ns && atomic_load(&s->shutdown))
+            give_up_ns = mprof__mono_ns() + (uint64_t)SHUTDOWN_FLUSH_MS * 1000000u;
+        if (give_up_ns && mprof__mono_ns() > give_up_ns)
+            return -1;
+        struct pollfd pf = {.fd = s->fd, .events = POLLOUT | POLLIN};
+        if (poll(&pf, 1, 100) > 0 && (pf.revents & (POLLIN | POLLHUP | POLLERR))) {
+            unsigned char c[64];
+            ssize_t r = recv(s->fd, c, sizeof c, MSG_DONTWAIT);
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+                return -1;
+            for (ssize_t i = 0; i < r; i++)
+                if (c[i] == MPROF_WIRE_STOP)
+                    *stop = 1;
+        }
+    }
+    return 0;
+}
+
+static blob *end_blob(session *s, const char *why)
+{
+    mprof_buf kv = {0}, fr = {0};
+    char v[64];
+    pthread_mutex_lock(&L.m);
+    uint64_t dropped = s->dropped_events, dchunks = s->dropped_chunks;
+    pthread_mutex_unlock(&L.m);
+    uint64_t lost = atomic_load(&mprof__g.events_lost) - s->lost_at_attach + dropped;
+    snprintf(v, sizeof v, "%" PRIu64, lost);
+    mprof_fmt_kv(&kv, "events_lost", v);
+    snprintf(v, sizeof v, "%" PRIu64, dropped);
+    mprof_fmt_kv(&kv, "live_events_dropped", v);
+    snprintf(v, sizeof v, "%" PRIu64, dchunks);
+    mprof_fmt_kv(&kv, "live_chunks_dropped", v);
+    snprintf(v, sizeof v, "%" PRIu64, mprof__ticks());
+    mprof_fmt_kv(&kv, "end_ticks", v);
+    mprof_fmt_kv(&kv, "ended_by", why);
+    blob *b = NULL;
+    if (mprof_fmt_chunk(&fr, MPROF_CHUNK_END, kv.data, kv.len, 0, NULL) == 0)
+        b = blob_new(fr.data, fr.len);
+    mprof_buf_free(&kv);
+    mprof_buf_free(&fr);
+    return b;
+}
+
+static void *sender_main(void *arg)
+{
+    session *s = arg;
+    mprof__set_os_thread_name("mprof-sender");
+    int stop = 0, gone = 0;
+    uint64_t deadline = 0;
+    for (;;) {
+        pthread_mutex_lock(&L.m);
+        if (stop && !s->closing)
+            s->closing = 1; /* the collector stops handing chunks; the queue is flushed */
+        if (atomic_load(&s->shutdown) && !deadline)
+            deadline = mprof__mono_ns() + (uint64_t)SHUTDOWN_FLUSH_MS * 1000000u;
+        qitem *q = s->head;
+        if (q) {
+            s->head = q->next;
+            if (!s->head)
+                s->tail = NULL;
+        }
+        int closing = s->closing;
+        pthread_mutex_unlock(&L.m);
+        if (!q) {
+            if (closing)
+                break;
+            /* Nothing to send: watch the socket for STOP or EOF for a little while. */
+            struct pollfd pf = {.fd = s->fd, .events = POLLIN};
+            if (poll(&pf, 1, 20) > 0) {
+                unsigned char c[64];
+                ssize_t r = recv(s->fd, c, sizeof c, MSG_DONTWAIT);
+                if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+                    gone = 1;
+                    break;
+                }
+                for (ssize_t i = 0; i < r; i++)
+                    if (c[i] == MPROF_WIRE_STOP)
+                        stop = 1;
+            }
+            continue;
+        }
+        int rc = send_all(s, q->b->data, q->b->len, deadline, &stop);
+        pthread_mutex_lock(&L.m);
+        s->queued_bytes -= q->b->len;
+        pthread_mutex_unlock(&L.m);
+        blob_unref(q->b);
+        free(q);
+        if (rc != 0) {
+            gone = 1;
+            break;
+        }
+    }
+    pthread_mutex_lock(&L.m);
+    s->closing = 1;
+    queue_clear_locked(s);
+    pthread_mutex_unlock(&L.m);
+    if (!gone) {
+        blob *e = end_blob(s, atomic_load(&s->shutdown) ? "process-exit" : "tool-stop");
+        if (e && send_all(s, e->data, e->len,
+                          mprof__mono_ns() + (uint64_t)SHUTDOWN_FLUSH_MS * 1000000u, &stop) != 0)
+            gone = 1;
+        blob_unref(e);
+        /* Let the tool read everything before the socket goes away. */
+        shutdown(s->fd, SHUT_WR);
+        uint64_t until = mprof__mono_ns() + 1000000000ull;
+        while (!gone && mprof__mono_ns() < until) {
+            struct pollfd pf = {.fd = s->fd, .events = POLLIN};
+            if (poll(&pf, 1, 50) > 0) {
+                unsigned char c[64];
+                ssize_t r = recv(s->fd, c, sizeof c, MSG_DONTWAIT);
+                if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+                    break;
+            }
+        }
+    }
+    if (gone) {
+        atomic_fetch_add(&mprof__g.sessions_dropped, 1);
+        if (mprof__g.cfg.verbose == MPROF_TOGGLE_ON)
+            mprof__log("the capture tool went away; the session is closed");
+    }
+    close(s->fd);
+    s->fd = -1;
+    pthread_mutex_lock(&L.m);
+    if (L.active == s)
+        L.active = NULL;
+    L.reap = s;
+    pthread_mutex_unlock(&L.m);
+    if (!always_recording())
+        set_recording(0);
+    return NULL;
+}
+
+static void reap_locked_join(void)
+{
+    pthread_mutex_lock(&L.m);
+    session *r = L.reap;
+    L.reap = NULL;
+    pthread_mutex_unlock(&L.m);
+    if (r) {
+        pthread_join(r->thread, NULL);
+        free(r);
+    }
+}
+
+/* ---- listener and handshake ---------------------------------------------------------------- */
+
+static int recv_deadline(int fd, unsigned char *p, size_t want, uint64_t until)
+{
+    size_t got = 0;
+    while (got < want) {
+        uint64_t now = mprof__mono_ns();
+        if (now >= until)
+            return -1;
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pf, 1, (int)((until - now) / 1000000u) + 1);
+        if (pr <= 0)
+            continue;
+        ssize_t n = recv(fd, p + got, want - got, MSG_DONTWAIT);
+        if (n == 0)
+            return -1;
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+static void reply(int fd, int status, const void *payload, size_t len)
+{
+    mprof_buf b = {0};
+    if (mprof_wire_encode_reply(&b, (uint16_t)status, payload, len) == 0) {
+        session tmp = {.fd = fd};
+        int stop = 0;
+        send_all(&tmp, b.data, b.len, mprof__mono_ns() + (uint64_t)HANDSHAKE_MS * 1000000u, &stop);
+    }
+    mprof_buf_free(&b);
+}
+
+static void refuse(int fd, int status, const char *msg)
+{
+    reply(fd, status, msg, strlen(msg));
+    shutdown(fd, SHUT_WR);
+    close(fd);
+}
+
+static void handshake(int fd)
+{
+    uint64_t until = mprof__mono_ns() + (uint64_t)HANDSHAKE_MS * 1000000u;
+    unsigned char h[MPROF_WIRE_HELLO_BYTES];
+    mprof_wire_hello hello;
+    char err[160], msg[256];
+    if (recv_deadline(fd, h, 10, until) != 0) {
+        close(fd);
+        return;
+    }
+    int rc = mprof_wire_decode_hello(h, 10, &hello, err, sizeof err);
+    if (rc == MPROF_WIRE_NEED_MORE) {
+        if (recv_deadline(fd, h + 10, sizeof h - 10, until) != 0) {
+            close(fd);
+            return;
+        }
+        rc = mprof_wire_decode_hello(h, sizeof h, &hello, err, sizeof err);
+    }
+    if (rc != MPROF_WIRE_DONE) {
+        refuse(fd, MPROF_WIRE_BAD_HELLO, err);
+        return;
+    }
+    if (hello.version != MPROF_WIRE_VERSION) {
+        snprintf(msg, sizeof msg,
+                 "protocol version mismatch: this process (pid %ld) speaks mprof capture protocol "
+                 "%d, the tool speaks %u; use the mprof tool that matches the library",
+                 (long)getpid(), MPROF_WIRE_VERSION, (unsigned)hello.version);
+        refuse(fd, MPROF_WIRE_VERSION_MISMATCH, msg);
+        return;
+    }
+    pthread_mutex_lock(&L.m);
+    int busy = L.active != NULL;
+    pthread_mutex_unlock(&L.m);
+    if (busy) {
+        snprintf(msg, sizeof msg,
+                 "busy: another capture of this process (pid %ld) is in progress; one capture "
+                 "session at a time",
+                 (long)getpid());
+        refuse(fd, MPROF_WIRE_BUSY, msg);
+        return;
+    }
+    session *s = calloc(1, sizeof *s);
+    if (!s) {
+        refuse(fd, MPROF_WIRE_BUSY, "out of memory");
+        return;
+    }
+    s->fd = fd;
+    s->hello = hello;
+    atomic_init(&s->shutdown, 0);
+    /* The tool's -m, but never more than this process's own memory cap. */
+    s->limit_bytes = (size_t)(hello.queue_mib ? hello.queue_mib : DEFAULT_QUEUE_MIB) << 20;
+    if (s->limit_bytes > mprof__g.cfg.memory_limit_bytes)
+        s->limit_bytes = mprof__g.cfg.memory_limit_bytes;
+    mprof_buf info = {0};
+    mprof__collector_info(&info);
+    char v[64];
+    mprof_fmt_kv(&info, "capture", "live");
+    snprintf(v, sizeof v, "%g", L.history_s > 0 ? L.history_s : 0.0);
+    mprof_fmt_kv(&info, "history_seconds", v);
+    reply(fd, MPROF_WIRE_OK, info.data, info.len);
+    mprof_buf_free(&info);
+    pthread_mutex_lock(&L.m);
+    s->id = ++L.next_session_id;
+    L.active = s;
+    L.pending = s;
+    pthread_mutex_unlock(&L.m);
+    if (pthread_create(&s->thread, NULL, sender_main, s) != 0) {
+        pthread_mutex_lock(&L.m);
+        L.active = NULL;
+        if (L.pending == s)
+            L.pending = NULL;
+        pthread_mutex_unlock(&L.m);
+        /* The collector may have queued chunks meanwhile (it reaches a session only through
+         * L.active under the lock, which is cleared now): free them. */
+        pthread_mutex_lock(&L.m);
+        queue_clear_locked(s);
+        pthread_mutex_unlock(&L.m);
+        close(fd);
+        free(s);
+    }
+}
+
+static void *listener_main(void *arg)
+{
+    (void)arg;
+    mprof__set_os_thread_name("mprof-listener");
+    for (;;) {
+        struct pollfd pf[2] = {{.fd = L.listen_fd, .events = POLLIN}, {.fd = L.wake[0], .events = POLLIN}};
+        int n = poll(pf, 2, 200);
+        reap_locked_join();
+        if (n < 0 && errno != EINTR)
+            break;
+        if (pf[1].revents)
+            break;
+        if (n <= 0 || !(pf[0].revents & POLLIN))
+            continue;
+        int fd = accept4(L.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            continue;
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        handshake(fd);
+    }
+    return NULL;
+}
+
+static int open_listener(void)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%u", (unsigned)mprof__g.cfg.listen_port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(mprof__g.cfg.listen_address, port, &hints, &res);
+    if (gai != 0) {
+        mprof__log("live capture disabled: cannot resolve listen address %s: %s",
+                   mprof__g.cfg.listen_address, gai_strerror(gai));
+        return -1;
+    }
+    int fd = -1, err = 0;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 4) == 0)
+            break;
+        err = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        mprof__log("live capture disabled: cannot listen on %s:%s: %s", mprof__g.cfg.listen_address,
+                   port, strerror(err));
+    return fd;
+}
+
+/* ---- start and stop ------------------------------------------------------------------------ */
+
+int mprof__live_start(int has_file)
+{
+    const mprof_config *c = &mprof__g.cfg;
+    int want = c->listen == MPROF_TOGGLE_ON || (c->listen == MPROF_TOGGLE_DEFAULT && !c->capture_path);
+    L.enabled = 0;
+    L.has_file = has_file;
+    L.defs.len = L.sticky.len = 0;
+    hist_clear();
+    L.hist_start_ticks = mprof__ticks();
+    if (!want)
+        return 0;
+    L.history_s = c->history_seconds > 0 ? c->history_seconds : 0;
+    L.hist_cap_bytes = c->memory_limit_bytes / 2;
+    L.listen_fd = open_listener();
+    if (L.listen_fd < 0)
+        return 0;
+    if (pipe2(L.wake, O_CLOEXEC) != 0 ||
+        pthread_create(&L.listener, NULL, listener_main, NULL) != 0) {
+        mprof__log("live capture disabled: cannot start the listener thread");
+        close(L.listen_fd);
+        L.listen_fd = -1;
+        return 0;
+    }
+    L.enabled = 1;
+    if (c->verbose == MPROF_TOGGLE_ON)
+        mprof__log("listening for mprof capture on %s:%u (history %g s)", c->listen_address,
+                   (unsigned)c->listen_port, L.history_s);
+    return L.history_s > 0;
+}
+
+void mprof__live_stop(void)
+{
+    if (!L.enabled)
+        return;
+    if (write(L.wake[1], "x", 1) < 0)
+        mprof__log("cannot wake the listener: %s", strerror(errno));
+    pthread_join(L.listener, NULL);
+    close(L.listen_fd);
+    close(L.wake[0]);
+    close(L.wake[1]);
+    L.listen_fd = L.wake[0] = L.wake[1] = -1;
+    /* A session that finished its handshake but was not attached yet still gets its stream. */
+    if (mprof__live_pending())
+        mprof__live_attach();
+    pthread_mutex_lock(&L.m);
+    session *s = L.active;
+    if (s) {
+        atomic_store(&s->shutdown, 1);
+        s->closing = 1;
+        }
+    pthread_mutex_unlock(&L.m);
+    if (s) {
+        pthread_join(s->thread, NULL);
+        pthread_mutex_lock(&L.m);
+        if (L.reap == s)
+            L.reap = NULL;
+        pthread_mutex_unlock(&L.m);
+        free(s);
+    }
+    reap_locked_join();
+    L.enabled = 0;
+    hist_clear();
+    mprof_buf_free(&L.defs);
+    mprof_buf_free(&L.sticky);
+    mprof_buf_free(&L.build);
+    mprof_buf_free(&L.framed);
+    free(L.ts_done);
+    L.ts_done = NULL;
+    L.ts_done_cap = 0;
+}
