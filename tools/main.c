@@ -12,6 +12,7 @@ static const mprof_cmd commands[] = {
     {"export", cmd_export, "export a capture as Chrome trace JSON or CSV"},
     {"diff", cmd_diff, "compare two captures: frame times and zones by impact"},
     {"gate", cmd_gate, "decide whether frame times regressed against a baseline (statistical)"},
+    {"ci", cmd_ci, "run a test command under capture, export, gate and write a CI report"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

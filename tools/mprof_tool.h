@@ -34,5 +34,8 @@ int cmd_view(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
+int cmd_ci(int argc, char **argv);
+/* The instrumented workload of `mprof ci --self-test` (tools/ci_workload.c). */
+int mprof__ci_workload(long frames, double slow_pct);
 
 #endif

@@ -1,0 +1,70 @@
+#!/bin/sh
+# ci_cli.sh MPROF WORKDIR - `mprof ci` end to end with the real binary: the built-in workload as
+# the test command over a live capture, the default layout (baseline/, current/, ci-report.json),
+# a failing command, a command that never connects (missing artifact), usage errors.
+set -u
+MPROF=$1
+W=$2
+rm -rf "$W" && mkdir -p "$W" || exit 1
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+has() { grep -q -- "$2" "$1" || fail "$1 lacks '$2'"; }
+# A port of our own, so that parallel tests do not meet on 8086.
+PORT=$((20000 + $$ % 30000))
+
+# run EXPECTED NAME ARGS...
+run() {
+    want=$1; name=$2; shift 2
+    "$MPROF" ci "$@" > "$W/$name.out" 2> "$W/$name.err"
+    got=$?
+    [ "$got" -eq "$want" ] || fail "$name: exit $got, expected $want: $(cat "$W/$name.out" "$W/$name.err")"
+}
+
+D="$W/Saved/Profiling/mprofCI"
+# 1. No baseline yet: capture, export, report; verdict no-baseline.
+run 0 first --output-dir "$D" --port "$PORT" -- "$MPROF" ci --self-test-workload --frames 2000
+has "$D/ci-report.json" '"schema":	"mprof.ciReport.v1"'
+has "$D/ci-report.json" '"verdict":	"no-baseline"'
+has "$D/ci-report.json" '"frameCount":	2000'
+has "$D/ci-report.json" '"eventsLost":	0'
+has "$D/ci-report.json" '"commandExitCode":	0'
+has "$D/ci-report.json" '"valid":	true'
+[ -s "$D/ci-capture.mprof" ] || fail "no capture artifact at the default path"
+has "$D/current/frames.json" '"schema": "mprof.frames.v1"'
+
+# 2. The default layout: DIR/baseline is used when it holds exports.
+mkdir -p "$D/baseline" && cp "$D/current/frames.json" "$D/baseline/run1.json"
+run 0 second --output-dir "$D" --port "$PORT" --skip-frames 10 -- "$MPROF" ci --self-test-workload --frames 2000
+has "$D/ci-report.json" '"verdict":	"pass"'
+has "$D/ci-report.json" '"baselineP95FrameTimeMs"'
+[ -s "$D/gate-report.md" ] || fail "no Markdown gate report"
+
+# 3. A slower build is a regression naming the zone (exit 1).
+run 1 slowed --output-dir "$D" --port "$PORT" --skip-frames 10 -- "$MPROF" ci --self-test-workload --frames 2000 --slow 40
+has "$D/ci-report.json" '"verdict":	"regression"'
+has "$D/ci-report.json" '"topZone":	"Physics"'
+
+# 4. The command fails: exit 1 with the reason, the capture still checked and kept.
+run 1 cmdfail --output-dir "$W/fail" --port "$PORT" --required-artifact "$W/fail/art/run.mprof" -- "$MPROF" ci --self-test-workload --frames 200 --exit 3
+has "$W/fail/ci-report.json" '"verdict":	"failed"'
+has "$W/fail/ci-report.json" 'the command failed with exit code 3'
+has "$W/fail/ci-report.json" '"commandExitCode":	3'
+[ -s "$W/fail/art/run.mprof" ] || fail "--required-artifact path not used"
+
+# 5. A command that never connects: the artifact is missing (exit 3).
+run 3 noart --output-dir "$W/noart" --port "$PORT" --drain-seconds 0.5 -- true
+has "$W/noart/ci-report.json" '"verdict":	"failed"'
+has "$W/noart/ci-report.json" 'is missing'
+
+# 6. Usage errors.
+run 2 nocmd --output-dir "$W/x"
+has "$W/nocmd.err" "no command to run"
+run 2 badport --port 70000 -- true
+run 0 help --help
+has "$W/help.out" "mprof.ciReport.v1"
+
+if [ "$failures" -ne 0 ]; then
+    echo "$failures check(s) failed"
+    exit 1
+fi
+echo "ci_cli: all checks passed"

@@ -1,0 +1,876 @@
+/*
+ * cmd_ci.c - `mprof ci`: wrap a test command with a live capture, export its frames, gate them
+ * against a baseline and write one CI report (mprof.ciReport.v1).
+ *
+ * The command runs as a child with MPROF_LISTEN=1 and the chosen address and port in its
+ * environment; `mprof capture` (this same binary) runs beside it with --history, so the frames
+ * from before the tool connected are in the capture too. When the command ends, the process
+ * hands the session its last chunks and END, and the capture tool exits by itself; if it does
+ * not within --drain-seconds (the process never connected, say), it is stopped with SIGINT, which
+ * finalises whatever it wrote. Then the artifact is checked by reading it whole, its frames are
+ * exported into DIR/current/, the gate runs when there is a baseline, and the report is written
+ * whatever happened, with the reasons for a failure in it. docs/GATE.md describes it.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "analysis/frames_export.h"
+#include "analysis/gate.h"
+#include "format/format.h"
+#include "mprof_tool.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const help =
+    "usage: mprof ci [options] -- COMMAND [ARGS...]\n"
+    "       mprof ci --self-test [--output-dir DIR]\n"
+    "\n"
+    "Runs COMMAND (an instrumented test program) under a live capture, requires the capture,\n"
+    "exports its frames into DIR/current/, gates them against the baseline when there is one,\n"
+    "and writes DIR/ci-report.json (schema mprof.ciReport.v1): git SHA, command and exit code,\n"
+    "capture path and size, events lost, frame count and percentiles, baseline p95, threshold,\n"
+    "verdict, reasons and timings.\n"
+    "\n"
+    "Options:\n"
+    "  --output-dir DIR          where everything goes (default Saved/Profiling/mprofCI)\n"
+    "  --required-artifact PATH  the capture file (default DIR/ci-capture.mprof)\n"
+    "  --baseline DIR            frame exports to gate against (default DIR/baseline when it\n"
+    "                            holds any *.json; no baseline: no gate, verdict no-baseline)\n"
+    "  --threshold PCT           the gate's magnitude threshold (default 10)\n"
+    "  --skip-frames N           warm-up frames the gate drops (default 0)\n"
+    "  --address A               address the command listens on (default 127.0.0.1)\n"
+    "  --port P                  port (default 8086)\n"
+    "  --seconds S               stop the capture after S seconds (default: when the command ends)\n"
+    "  --max-lost N              events that may be lost before the run fails (default 0)\n"
+    "  --drain-seconds S         how long the capture may take to finish after the command\n"
+    "                            ends before it is stopped (default 10)\n"
+    "  --fail-on-inconclusive    exit 1 when the gate is inconclusive (default: exit 0, noted)\n"
+    "  --self-test               check this installation: run a built-in instrumented workload\n"
+    "                            against its own baseline (must pass) and with Physics made 30 %\n"
+    "                            slower (must be a regression naming Physics)\n"
+    "  -h, --help                show this help\n"
+    "\n"
+    "The environment of COMMAND gets MPROF_LISTEN=1, MPROF_ADDRESS, MPROF_PORT, MPROF_GIT_SHA\n"
+    "(from the environment, else `git rev-parse HEAD`) and MPROF_CAPTURE=DIR/inprocess-capture.mprof:\n"
+    "when the live capture misses the run (a command shorter than the tool's 100 ms retry), the\n"
+    "in-process file becomes the artifact and the report says so (capture.source).\n"
+    "\n"
+    "Exit status: 0 pass (also no baseline, or inconclusive without --fail-on-inconclusive);\n"
+    "1 regression, the command failed, or too many events were lost; 2 usage error; 3 the\n"
+    "artifact is missing or invalid, or an output cannot be written.\n";
+
+#define DEFAULT_DIR "Saved/Profiling/mprofCI"
+
+typedef struct ci_opts {
+    const char *dir, *artifact, *baseline, *address;
+    double threshold;
+    int skip_frames;
+    unsigned port;
+    double seconds, drain_seconds;
+    unsigned long long max_lost;
+    int fail_on_inconclusive;
+    char **command;
+    int n_command;
+    int quiet; /* self-test: one line per step instead of the command's output */
+} ci_opts;
+
+typedef struct ci_result {
+    char verdict[32];
+    int exit_code;
+    char reasons[8][512];
+    int n_reasons;
+    char git_sha[128];
+    int cmd_exit, cmd_signal, cmd_ran;
+    int capture_exit;
+    long long artifact_bytes;
+    int artifact_valid, artifact_complete;
+    long long events_lost;
+    long frames;
+    double p50, p90, p95, p99;
+    int have_baseline;
+    double base_p95;
+    char gate_verdict[32], gate_reason[1024], top_zone[256];
+    char export_path[1300], gate_json[1024], gate_md[1024], capture_log[1024];
+    double t_command, t_drain, t_export, t_gate, t_total;
+    char source[16];  /* "live" or "in-process": where the artifact came from */
+    char note[1200];  /* what is worth knowing but not a failure */
+} ci_result;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void reason(ci_result *r, const char *fmt, ...)
+{
+    if (r->n_reasons >= 8)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->reasons[r->n_reasons++], sizeof r->reasons[0], fmt, ap);
+    va_end(ap);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* mkdir -p; returns 0 or -1 (errno set). */
+static int make_dirs(const char *path)
+{
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static void git_sha(char *out, size_t n)
+{
+    out[0] = '\0';
+    const char *v = getenv("MPROF_GIT_SHA");
+    if (v && *v) {
+        snprintf(out, n, "%s", v);
+        return;
+    }
+    FILE *p = popen("git rev-parse HEAD 2>/dev/null", "r");
+    if (!p)
+        return;
+    char line[128] = "";
+    char *got = fgets(line, sizeof line, p);
+    if (pclose(p) != 0 || !got)
+        return;
+    line[strcspn(line, "\r\n")] = '\0';
+    if (strlen(line) >= 7 && strspn(line, "0123456789abcdef") == strlen(line))
+        snprintf(out, n, "%s", line);
+}
+
+/* The path of this executable, to run `mprof capture` and the self-test workload. */
+static int self_path(char *out, size_t n)
+{
+    ssize_t len = readlink("/proc/self/exe", out, n - 1);
+    if (len <= 0)
+        return -1;
+    out[len] = '\0';
+    return 0;
+}
+
+/* Waits for pid until deadline (monotonic seconds; <0 = forever). Returns 1 and the status when
+ * it exited, 0 when still running at the deadline. */
+static int wait_until(pid_t pid, double deadline, int *status)
+{
+    for (;;) {
+        pid_t w = waitpid(pid, status, deadline < 0 ? 0 : WNOHANG);
+        if (w == pid)
+            return 1;
+        if (w < 0 && errno != EINTR) {
+            *status = 0;
+            return 1;
+        }
+        if (deadline >= 0 && now_s() >= deadline)
+            return 0;
+        if (deadline >= 0) {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static pid_t spawn_capture(const ci_opts *o, const char *self, const char *log)
+{
+    char port[16], secs[32];
+    snprintf(port, sizeof port, "%u", o->port);
+    snprintf(secs, sizeof secs, "%g", o->seconds);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    FILE *f = freopen(log, "w", stdout);
+    if (f)
+        dup2(fileno(stdout), 2);
+    const char *argv[20];
+    int k = 0;
+    argv[k++] = self;
+    argv[k++] = "capture";
+    argv[k++] = "-o";
+    argv[k++] = o->artifact;
+    argv[k++] = "-f";
+    argv[k++] = "-a";
+    argv[k++] = o->address;
+    argv[k++] = "-p";
+    argv[k++] = port;
+    argv[k++] = "--history";
+    argv[k++] = "60";
+    if (o->seconds > 0) {
+        argv[k++] = "-s";
+        argv[k++] = secs;
+    }
+    argv[k] = NULL;
+    execv(self, (char *const *)argv);
+    _exit(127);
+}
+
+static pid_t spawn_command(const ci_opts *o, const char *sha, const char *inprocess)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%u", o->port);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    setenv("MPROF_LISTEN", "1", 1);
+    setenv("MPROF_ADDRESS", o->address, 1);
+    setenv("MPROF_PORT", port, 1);
+    /* Both sinks: the live session, and an in-process file in case the command ends before the
+     * tool has connected (a run shorter than the tool's 100 ms retry). */
+    setenv("MPROF_CAPTURE", inprocess, 1);
+    if (sha[0])
+        setenv("MPROF_GIT_SHA", sha, 1);
+    if (o->quiet) {
+        FILE *f = freopen("/dev/null", "w", stdout);
+        (void)f;
+    }
+    execvp(o->command[0], o->command);
+    fprintf(stderr, "mprof ci: cannot run '%s': %s\n", o->command[0], strerror(errno));
+    _exit(127);
+}
+
+/* True when the file at path contains needle (the capture tool's log). */
+static int log_says(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[1024];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* Reads the artifact whole: valid when every chunk and event decodes. */
+static void check_artifact(const char *path, ci_result *r)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        reason(r, "the capture artifact %s is missing", path);
+        return;
+    }
+    r->artifact_bytes = (long long)st.st_size;
+    char err[512];
+    mprof_reader *rd = mprof_reader_open(path, err, sizeof err);
+    if (!rd) {
+        reason(r, "the capture artifact is invalid: %s", err);
+        return;
+    }
+    mprof_event ev;
+    int rc;
+    while ((rc = mprof_reader_next(rd, &ev)) == 1)
+        ;
+    if (rc < 0) {
+        reason(r, "the capture artifact is invalid: %s: %s", path, mprof_reader_error(rd));
+        mprof_reader_close(rd);
+        return;
+    }
+    mprof_reader_stats rs;
+    mprof_reader_get_stats(rd, &rs);
+    r->artifact_valid = 1;
+    r->artifact_complete = rs.complete;
+    const char *lost = mprof_reader_end_info(rd, "events_lost");
+    r->events_lost = lost ? strtoll(lost, NULL, 10) : 0;
+    const char *dropped = mprof_reader_end_info(rd, "live_events_dropped");
+    if (dropped)
+        r->events_lost += strtoll(dropped, NULL, 10);
+    mprof_reader_close(rd);
+}
+
+static double jnum(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0.0;
+}
+
+/* Frame figures from the export just written. */
+static void read_export(const char *path, ci_result *r)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n > 0 ? malloc((size_t)n) : NULL;
+    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
+    fclose(f);
+    cJSON *j = buf ? cJSON_ParseWithLength(buf, got) : NULL;
+    free(buf);
+    if (!j)
+        return;
+    r->frames = (long)jnum(j, "frameCount");
+    r->p50 = jnum(j, "p50FrameTimeMs");
+    r->p90 = jnum(j, "p90FrameTimeMs");
+    r->p95 = jnum(j, "p95FrameTimeMs");
+    r->p99 = jnum(j, "p99FrameTimeMs");
+    cJSON_Delete(j);
+}
+
+static int has_json(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        found = e->d_name[0] != '.' && l > 5 && strcmp(e->d_name + l - 5, ".json") == 0;
+    }
+    closedir(d);
+    return found;
+}
+
+static int write_file_with(const char *path, const mprof_gate_result *g,
+                           int (*fn)(const mprof_gate_result *, FILE *))
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int rc = fn(g, f);
+    if (fclose(f) != 0)
+        rc = -1;
+    return rc;
+}
+
+static void run_gate(const ci_opts *o, ci_result *r)
+{
+    char err[1024];
+    mprof_gate_side *b = mprof__gate_load(o->baseline, o->skip_frames, err, sizeof err);
+    mprof_gate_side *c = b ? mprof__gate_load(r->export_path, o->skip_frames, err, sizeof err)
+                           : NULL;
+    mprof_gate_opts go = {0};
+    go.threshold_pct = o->threshold > 0 ? o->threshold : (o->threshold == 0 ? -1 : 10);
+    go.skip_frames = o->skip_frames;
+    mprof_gate_result *g = (b && c) ? mprof__gate_compare(b, c, &go, err, sizeof err) : NULL;
+    mprof__gate_side_free(b);
+    mprof__gate_side_free(c);
+    if (!g) {
+        snprintf(r->gate_verdict, sizeof r->gate_verdict, "bad-input");
+        snprintf(r->gate_reason, sizeof r->gate_reason, "%s", err);
+        reason(r, "the gate could not compare: %s", err);
+        return;
+    }
+    r->have_baseline = 1;
+    r->base_p95 = g->base.p95_ms;
+    snprintf(r->gate_verdict, sizeof r->gate_verdict, "%s", mprof__gate_verdict_name(g->verdict));
+    snprintf(r->gate_reason, sizeof r->gate_reason, "%s", g->reason);
+    if (g->n_zones > 0)
+        snprintf(r->top_zone, sizeof r->top_zone, "%s", g->zones[0].name);
+    snprintf(r->gate_json, sizeof r->gate_json, "%s/gate-report.json", o->dir);
+    snprintf(r->gate_md, sizeof r->gate_md, "%s/gate-report.md", o->dir);
+    if (write_file_with(r->gate_json, g, mprof__gate_write_json) ||
+        write_file_with(r->gate_md, g, mprof__gate_write_markdown))
+        reason(r, "cannot write the gate reports in %s", o->dir);
+    if (!o->quiet)
+        mprof__gate_print_text(g, stdout);
+    if (g->verdict == MPROF_GATE_REGRESSION)
+        reason(r, "regression: %s", g->reason);
+    else if (g->verdict == MPROF_GATE_BAD_INPUT)
+        reason(r, "the gate refused: %s", g->reason);
+    mprof__gate_result_free(g);
+}
+
+static void add_num_or_null(cJSON *o, const char *k, int have, double v)
+{
+    if (have)
+        cJSON_AddNumberToObject(o, k, v);
+    else
+        cJSON_AddNullToObject(o, k);
+}
+
+static int write_report(const ci_opts *o, const ci_result *r, const char *path)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return -1;
+    cJSON_AddStringToObject(j, "schema", "mprof.ciReport.v1");
+    cJSON_AddStringToObject(j, "verdict", r->verdict);
+    cJSON_AddNumberToObject(j, "exitCode", r->exit_code);
+    cJSON *rs = cJSON_AddArrayToObject(j, "reasons");
+    for (int i = 0; rs && i < r->n_reasons; i++)
+        cJSON_AddItemToArray(rs, cJSON_CreateString(r->reasons[i]));
+    if (r->git_sha[0])
+        cJSON_AddStringToObject(j, "gitSha", r->git_sha);
+    else
+        cJSON_AddNullToObject(j, "gitSha");
+    cJSON *cmd = cJSON_AddArrayToObject(j, "command");
+    for (int i = 0; cmd && i < o->n_command; i++)
+        cJSON_AddItemToArray(cmd, cJSON_CreateString(o->command[i]));
+    add_num_or_null(j, "commandExitCode", r->cmd_ran && !r->cmd_signal, r->cmd_exit);
+    add_num_or_null(j, "commandSignal", r->cmd_signal != 0, r->cmd_signal);
+    cJSON *cap = cJSON_AddObjectToObject(j, "capture");
+    if (cap) {
+        cJSON_AddStringToObject(cap, "path", o->artifact);
+        if (r->source[0])
+            cJSON_AddStringToObject(cap, "source", r->source);
+        else
+            cJSON_AddNullToObject(cap, "source");
+        if (r->note[0])
+            cJSON_AddStringToObject(cap, "note", r->note);
+        add_num_or_null(cap, "bytes", r->artifact_bytes >= 0, (double)r->artifact_bytes);
+        cJSON_AddBoolToObject(cap, "valid", r->artifact_valid);
+        cJSON_AddBoolToObject(cap, "complete", r->artifact_complete);
+        cJSON_AddNumberToObject(cap, "toolExitCode", r->capture_exit);
+        cJSON_AddStringToObject(cap, "log", r->capture_log);
+        cJSON_AddStringToObject(cap, "address", o->address);
+        cJSON_AddNumberToObject(cap, "port", o->port);
+    }
+    add_num_or_null(j, "eventsLost", r->artifact_valid, (double)r->events_lost);
+    cJSON_AddNumberToObject(j, "maxEventsLost", (double)o->max_lost);
+    int have_frames = r->export_path[0] && r->frames >= 0;
+    add_num_or_null(j, "frameCount", have_frames, (double)r->frames);
+    add_num_or_null(j, "p50FrameTimeMs", have_frames, r->p50);
+    add_num_or_null(j, "p90FrameTimeMs", have_frames, r->p90);
+    add_num_or_null(j, "p95FrameTimeMs", have_frames, r->p95);
+    add_num_or_null(j, "p99FrameTimeMs", have_frames, r->p99);
+    if (o->baseline)
+        cJSON_AddStringToObject(j, "baseline", o->baseline);
+    else
+        cJSON_AddNullToObject(j, "baseline");
+    add_num_or_null(j, "baselineP95FrameTimeMs", r->have_baseline, r->base_p95);
+    cJSON_AddNumberToObject(j, "thresholdPct", o->threshold >= 0 ? o->threshold : 10);
+    if (r->gate_verdict[0]) {
+        cJSON *g = cJSON_AddObjectToObject(j, "gate");
+        if (g) {
+            cJSON_AddStringToObject(g, "verdict", r->gate_verdict);
+            cJSON_AddStringToObject(g, "reason", r->gate_reason);
+            if (r->top_zone[0])
+                cJSON_AddStringToObject(g, "topZone", r->top_zone);
+            if (r->gate_json[0])
+                cJSON_AddStringToObject(g, "report", r->gate_json);
+            if (r->gate_md[0])
+                cJSON_AddStringToObject(g, "markdown", r->gate_md);
+        }
+    } else {
+        cJSON_AddNullToObject(j, "gate");
+    }
+    if (r->export_path[0])
+        cJSON_AddStringToObject(j, "frameExport", r->export_path);
+    else
+        cJSON_AddNullToObject(j, "frameExport");
+    cJSON *t = cJSON_AddObjectToObject(j, "timings");
+    if (t) {
+        cJSON_AddNumberToObject(t, "commandSeconds", round(r->t_command * 1000) / 1000);
+        cJSON_AddNumberToObject(t, "captureDrainSeconds", round(r->t_drain * 1000) / 1000);
+        cJSON_AddNumberToObject(t, "exportSeconds", round(r->t_export * 1000) / 1000);
+        cJSON_AddNumberToObject(t, "gateSeconds", round(r->t_gate * 1000) / 1000);
+        cJSON_AddNumberToObject(t, "totalSeconds", round(r->t_total * 1000) / 1000);
+    }
+    char *text = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!text)
+        return -1;
+    FILE *f = fopen(path, "w");
+    int rc = -1;
+    if (f) {
+        fprintf(f, "%s\n", text);
+        rc = fclose(f) == 0 ? 0 : -1;
+    }
+    free(text);
+    return rc;
+}
+
+/* One CI run. Fills r; returns the exit code. */
+static int ci_run(const ci_opts *o, ci_result *r)
+{
+    double t0 = now_s();
+    memset(r, 0, sizeof *r);
+    r->artifact_bytes = -1;
+    r->frames = -1;
+    r->capture_exit = -1;
+    int io_failure = 0, failed = 0;
+    git_sha(r->git_sha, sizeof r->git_sha);
+    char self[1024];
+    char report_path[1200], current_dir[1200];
+    snprintf(report_path, sizeof report_path, "%s/ci-report.json", o->dir);
+    snprintf(current_dir, sizeof current_dir, "%s/current", o->dir);
+    snprintf(r->capture_log, sizeof r->capture_log, "%s/capture.log", o->dir);
+
+    char art_dir[1024];
+    snprintf(art_dir, sizeof art_dir, "%s", o->artifact);
+    char *slash = strrchr(art_dir, '/');
+    if (slash)
+        *slash = '\0';
+    if (make_dirs(o->dir) || make_dirs(current_dir) || (slash && make_dirs(art_dir))) {
+        reason(r, "cannot create %s: %s", o->dir, strerror(errno));
+        io_failure = 1;
+        goto report;
+    }
+    if (self_path(self, sizeof self)) {
+        reason(r, "cannot find the mprof executable (/proc/self/exe)");
+        io_failure = 1;
+        goto report;
+    }
+    remove(o->artifact);
+
+    fflush(stdout);
+    fflush(stderr);
+    pid_t cap = spawn_capture(o, self, r->capture_log);
+    if (cap < 0) {
+        reason(r, "cannot start mprof capture: %s", strerror(errno));
+        io_failure = 1;
+        goto report;
+    }
+    double tc = now_s();
+    char inprocess[1100];
+    snprintf(inprocess, sizeof inprocess, "%.1000s/inprocess-capture.mprof", o->dir);
+    remove(inprocess);
+    pid_t cmd = spawn_command(o, r->git_sha, inprocess);
+    int status = 0;
+    if (cmd < 0) {
+        reason(r, "cannot start the command: %s", strerror(errno));
+        failed = 1;
+    } else {
+        wait_until(cmd, -1, &status);
+        r->cmd_ran = 1;
+        if (WIFEXITED(status)) {
+            r->cmd_exit = WEXITSTATUS(status);
+            if (r->cmd_exit == 127)
+                reason(r, "the command could not be run (exit 127)");
+            else if (r->cmd_exit != 0)
+                reason(r, "the command failed with exit code %d", r->cmd_exit);
+        } else if (WIFSIGNALED(status)) {
+            r->cmd_signal = WTERMSIG(status);
+            reason(r, "the command was killed by signal %d", r->cmd_signal);
+        }
+        failed = r->cmd_exit != 0 || r->cmd_signal != 0;
+    }
+    r->t_command = now_s() - tc;
+
+    /* Let the capture finish on its own (the process sends END at exit), then stop it. A tool
+     * that never connected gets one second, not the whole drain time. */
+    double td = now_s();
+    int cst = 0;
+    int exited = wait_until(cap, now_s() + (o->drain_seconds < 1.0 ? o->drain_seconds : 1.0), &cst);
+    if (!exited && log_says(r->capture_log, "capturing"))
+        exited = wait_until(cap, td + o->drain_seconds, &cst);
+    if (!exited) {
+        kill(cap, SIGINT);
+        if (!wait_until(cap, now_s() + 5.0, &cst)) {
+            kill(cap, SIGKILL);
+            wait_until(cap, -1, &cst);
+        }
+    }
+    r->capture_exit = WIFEXITED(cst) ? WEXITSTATUS(cst) : 128 + (WIFSIGNALED(cst) ? WTERMSIG(cst) : 0);
+    r->t_drain = now_s() - td;
+
+    check_artifact(o->artifact, r);
+    if (r->artifact_valid) {
+        snprintf(r->source, sizeof r->source, "live");
+        remove(inprocess);
+    } else {
+        /* The live capture is missing or unusable: fall back to the in-process file. */
+        ci_result tmp;
+        memset(&tmp, 0, sizeof tmp);
+        check_artifact(inprocess, &tmp);
+        if (tmp.artifact_valid && rename(inprocess, o->artifact) == 0) {
+            check_artifact(o->artifact, r);
+            r->n_reasons = 0;
+            snprintf(r->source, sizeof r->source, "in-process");
+            snprintf(r->note, sizeof r->note,
+                     "mprof capture did not get the run (tool exit %d, see %s); the command's "
+                     "in-process capture is the artifact",
+                     r->capture_exit, r->capture_log);
+            if (r->cmd_ran && r->cmd_exit != 0)
+                reason(r, "the command failed with exit code %d", r->cmd_exit);
+            if (r->cmd_signal)
+                reason(r, "the command was killed by signal %d", r->cmd_signal);
+        } else if (r->capture_exit != 0 && r->capture_exit != 1) {
+            reason(r, "mprof capture exited %d (see %s)", r->capture_exit, r->capture_log);
+        }
+    }
+    if (!r->artifact_valid) {
+        io_failure = 1;
+        goto report;
+    }
+    if ((unsigned long long)r->events_lost > o->max_lost) {
+        reason(r, "%lld events were lost (at most %llu allowed, --max-lost)", r->events_lost,
+               o->max_lost);
+        failed = 1;
+    }
+
+    double te = now_s();
+    snprintf(r->export_path, sizeof r->export_path, "%s/frames.json", current_dir);
+    char err[1024];
+    if (mprof__export_frames(o->artifact, r->export_path, err, sizeof err) != 0) {
+        reason(r, "the frame export failed: %s", err);
+        r->export_path[0] = '\0';
+        io_failure = 1;
+        goto report;
+    }
+    read_export(r->export_path, r);
+    r->t_export = now_s() - te;
+
+    if (o->baseline) {
+        double tg = now_s();
+        run_gate(o, r);
+        r->t_gate = now_s() - tg;
+    }
+
+report:
+    if (io_failure) {
+        snprintf(r->verdict, sizeof r->verdict, "failed");
+        r->exit_code = EXIT_IO;
+    } else if (failed || strcmp(r->gate_verdict, "regression") == 0 ||
+               strcmp(r->gate_verdict, "bad-input") == 0) {
+        snprintf(r->verdict, sizeof r->verdict, "%s",
+                 strcmp(r->gate_verdict, "regression") == 0 && !failed ? "regression" : "failed");
+        r->exit_code = EXIT_VERDICT;
+    } else if (strcmp(r->gate_verdict, "inconclusive") == 0) {
+        snprintf(r->verdict, sizeof r->verdict, "inconclusive");
+        r->exit_code = o->fail_on_inconclusive ? EXIT_VERDICT : EXIT_OK;
+        reason(r, "the gate was inconclusive: %s", r->gate_reason);
+    } else if (!o->baseline) {
+        snprintf(r->verdict, sizeof r->verdict, "no-baseline");
+        r->exit_code = EXIT_OK;
+    } else {
+        snprintf(r->verdict, sizeof r->verdict, "pass");
+        r->exit_code = EXIT_OK;
+    }
+    r->t_total = now_s() - t0;
+    if (write_report(o, r, report_path) != 0) {
+        tool_error("ci", EXIT_IO, "%s: cannot write the report: %s", report_path, strerror(errno));
+        r->exit_code = EXIT_IO;
+    }
+    if (!o->quiet) {
+        printf("mprof ci: %s (exit %d): %s\n", r->verdict, r->exit_code, report_path);
+        for (int i = 0; i < r->n_reasons; i++)
+            printf("  %s\n", r->reasons[i]);
+    }
+    return r->exit_code;
+}
+
+/* A free TCP port on the loopback interface (the kernel's pick), or 0. */
+static unsigned free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0)
+        return 0;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    unsigned port = 0;
+    if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(s, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(s);
+    return port;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
+    int rc = a && b ? 0 : -1;
+    char buf[65536];
+    size_t n;
+    while (rc == 0 && (n = fread(buf, 1, sizeof buf, a)) > 0)
+        if (fwrite(buf, 1, n, b) != n)
+            rc = -1;
+    if (a)
+        fclose(a);
+    if (b && fclose(b) != 0)
+        rc = -1;
+    return rc;
+}
+
+/* --self-test: baseline, unchanged (must pass), slowed (must be a regression naming Physics). */
+static int self_test(const char *dir)
+{
+    char self[1024];
+    if (strlen(dir) > 900)
+        return tool_error("ci", EXIT_USAGE, "--output-dir is too long");
+    if (self_path(self, sizeof self))
+        return tool_error("ci", EXIT_IO, "cannot find the mprof executable");
+    char base_dir[1000], steps[3][1000], art[3][1100];
+    snprintf(base_dir, sizeof base_dir, "%.900s/baseline", dir);
+    const char *names[3] = {"record-baseline", "unchanged", "slowed"};
+    const char *slow[3] = {"0", "0", "30"};
+    int ok = 1;
+    printf("mprof ci --self-test in %s\n", dir);
+    for (int i = 0; i < 3; i++) {
+        snprintf(steps[i], sizeof steps[i], "%.900s/%s", dir, names[i]);
+        snprintf(art[i], sizeof art[i], "%.950s/ci-capture.mprof", steps[i]);
+        char *cmd[] = {self, (char *)"ci", (char *)"--self-test-workload", (char *)"--slow",
+                       (char *)slow[i], NULL};
+        unsigned port = free_port();
+        ci_opts o = {.dir = steps[i], .artifact = art[i], .baseline = i ? base_dir : NULL,
+                     .address = "127.0.0.1", .threshold = 10, .skip_frames = 10,
+                     .port = port ? port : 8086, .drain_seconds = 10, .command = cmd,
+                     .n_command = 5, .quiet = 1};
+        ci_result r;
+        int code = ci_run(&o, &r);
+        const char *want = i == 0 ? "no-baseline" : (i == 1 ? "pass" : "regression");
+        int good = strcmp(r.verdict, want) == 0 && (i < 2 || strcmp(r.top_zone, "Physics") == 0);
+        printf("  %-16s %-13s exit %d, %ld frames, p95 %.4f ms%s%s%s  [%s]\n", names[i], r.verdict,
+               code, r.frames, r.p95, r.top_zone[0] ? ", top zone " : "", r.top_zone,
+               i ? "" : " (baseline)", good ? "ok" : "UNEXPECTED");
+        for (int k = 0; !good && k < r.n_reasons; k++)
+            printf("    %s\n", r.reasons[k]);
+        ok &= good;
+        if (i == 0 && good) {
+            char to[1200];
+            if (make_dirs(base_dir) == 0)
+                snprintf(to, sizeof to, "%s/run1.json", base_dir);
+            if (make_dirs(base_dir) != 0 || copy_file(r.export_path, to) != 0) {
+                printf("  cannot copy the baseline export into %s\n", base_dir);
+                ok = 0;
+            }
+        }
+        if (!ok)
+            break;
+    }
+    printf("mprof ci --self-test: %s\n", ok ? "PASS" : "FAIL");
+    return tool_finish("ci", ok ? EXIT_OK : EXIT_VERDICT);
+}
+
+static int parse_double(const char *flag, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = v ? strtod(v, &end) : 0;
+    if (!v || !*v || errno || *end || !isfinite(d) || d < lo || d > hi) {
+        tool_error("ci", EXIT_USAGE, "%s needs a number from %g to %g", flag, lo, hi);
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+int cmd_ci(int argc, char **argv)
+{
+    ci_opts o = {.dir = DEFAULT_DIR, .address = "127.0.0.1", .threshold = 10, .port = 8086,
+                 .drain_seconds = 10};
+    int self = 0;
+    double slow = 0, frames = 10000, exit_with = 0;
+    int workload = 0;
+    unsigned long long u;
+    char art_default[1200], base_default[1200];
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        } else if (tool_is_help(a)) {
+            fputs(help, stdout);
+            return tool_finish("ci", EXIT_OK);
+        } else if (strcmp(a, "--self-test") == 0) {
+            self = 1;
+        } else if (strcmp(a, "--self-test-workload") == 0) {
+            workload = 1; /* internal: the instrumented workload the self-test runs */
+        } else if (strcmp(a, "--slow") == 0 || strcmp(a, "--frames") == 0 ||
+                   strcmp(a, "--exit") == 0) {
+            /* internal, with --self-test-workload: the slowdown, frames and exit code */
+            if (parse_double(a, v, 0, 1e7, a[2] == 's' ? &slow : (a[2] == 'f' ? &frames : &exit_with)))
+                return EXIT_USAGE;
+            i++;
+        } else if (strcmp(a, "--output-dir") == 0 || strcmp(a, "--required-artifact") == 0 ||
+                   strcmp(a, "--baseline") == 0 || strcmp(a, "--address") == 0) {
+            if (!v || !*v)
+                return tool_error("ci", EXIT_USAGE, "%s needs a value", a);
+            if (a[2] == 'o')
+                o.dir = v;
+            else if (a[2] == 'r')
+                o.artifact = v;
+            else if (a[2] == 'b')
+                o.baseline = v;
+            else
+                o.address = v;
+            i++;
+        } else if (strcmp(a, "--threshold") == 0) {
+            if (parse_double(a, v, 0, 10000, &o.threshold))
+                return EXIT_USAGE;
+            i++;
+        } else if (strcmp(a, "--seconds") == 0 || strcmp(a, "--drain-seconds") == 0) {
+            if (parse_double(a, v, 0, 1e6, a[2] == 's' ? &o.seconds : &o.drain_seconds))
+                return EXIT_USAGE;
+            i++;
+        } else if (strcmp(a, "--port") == 0) {
+            if (tool_parse_uint("ci", a, v, 65535, &u))
+                return EXIT_USAGE;
+            o.port = (unsigned)u;
+            i++;
+        } else if (strcmp(a, "--skip-frames") == 0) {
+            if (tool_parse_uint("ci", a, v, 100000000, &u))
+                return EXIT_USAGE;
+            o.skip_frames = (int)u;
+            i++;
+        } else if (strcmp(a, "--max-lost") == 0) {
+            if (tool_parse_uint("ci", a, v, ~0ull, &o.max_lost))
+                return EXIT_USAGE;
+            i++;
+        } else if (strcmp(a, "--fail-on-inconclusive") == 0) {
+            o.fail_on_inconclusive = 1;
+        } else if (a[0] == '-') {
+            return tool_error("ci", EXIT_USAGE, "unknown option '%s' (see --help)", a);
+        } else {
+            break; /* the command starts here (the -- is optional) */
+        }
+    }
+    if (workload) {
+        mprof__ci_workload((long)frames, slow);
+        return (int)exit_with & 255;
+    }
+    if (self) {
+        if (i < argc)
+            return tool_error("ci", EXIT_USAGE, "--self-test runs its own workload; no COMMAND");
+        char dir[1100];
+        if (strcmp(o.dir, DEFAULT_DIR) == 0)
+            snprintf(dir, sizeof dir, "%s/self-test", DEFAULT_DIR);
+        else
+            snprintf(dir, sizeof dir, "%s", o.dir);
+        return self_test(dir);
+    }
+    if (i >= argc)
+        return tool_error("ci", EXIT_USAGE, "no command to run (mprof ci [options] -- COMMAND)");
+    o.command = argv + i;
+    o.n_command = argc - i;
+    if (!o.artifact) {
+        snprintf(art_default, sizeof art_default, "%s/ci-capture.mprof", o.dir);
+        o.artifact = art_default;
+    }
+    if (!o.baseline) {
+        snprintf(base_default, sizeof base_default, "%s/baseline", o.dir);
+        if (has_json(base_default))
+            o.baseline = base_default;
+    }
+    ci_result r;
+    int code = ci_run(&o, &r);
+    return tool_finish("ci", code);
+}
