@@ -32,15 +32,18 @@ has "$D/ci-report.json" '"valid":	true'
 [ -s "$D/ci-capture.mprof" ] || fail "no capture artifact at the default path"
 has "$D/current/frames.json" '"schema": "mprof.frames.v1"'
 
-# 2. The default layout: DIR/baseline is used when it holds exports.
+# 2. The default layout: DIR/baseline is used when it holds exports. (This checks the plumbing,
+#    so the verdicts are made robust to sanitizer builds on a busy machine: a loose threshold
+#    here, a doubled zone below; the statistics have their own proofs, gate_noise and
+#    contract_ci_integration.)
 mkdir -p "$D/baseline" && cp "$D/current/frames.json" "$D/baseline/run1.json"
-run 0 second --output-dir "$D" --port "$PORT" --skip-frames 10 -- "$MPROF" ci --self-test-workload --frames 2000
+run 0 second --output-dir "$D" --port "$PORT" --skip-frames 10 --threshold 60 -- "$MPROF" ci --self-test-workload --frames 2000
 has "$D/ci-report.json" '"verdict":	"pass"'
 has "$D/ci-report.json" '"baselineP95FrameTimeMs"'
 [ -s "$D/gate-report.md" ] || fail "no Markdown gate report"
 
 # 3. A slower build is a regression naming the zone (exit 1).
-run 1 slowed --output-dir "$D" --port "$PORT" --skip-frames 10 -- "$MPROF" ci --self-test-workload --frames 2000 --slow 40
+run 1 slowed --output-dir "$D" --port "$PORT" --skip-frames 10 -- "$MPROF" ci --self-test-workload --frames 2000 --slow 150
 has "$D/ci-report.json" '"verdict":	"regression"'
 has "$D/ci-report.json" '"topZone":	"Physics"'
 

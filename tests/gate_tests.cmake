@@ -55,11 +55,16 @@ add_test(NAME fuzz_frames_export_replay
           ${PROJECT_SOURCE_DIR}/fuzz/corpus/reader)
 set_tests_properties(fuzz_frames_export_replay PROPERTIES LABELS "gate;fuzz")
 
-# `mprof ci`: the installation self-test is the CI-integration contract check; ci_cli.sh covers
-# the layout, the report and the failure paths.
-add_test(NAME contract_ci_integration
-  COMMAND mprof_tool ci --self-test --output-dir ${CMAKE_CURRENT_BINARY_DIR}/ci_self_test)
-set_tests_properties(contract_ci_integration PROPERTIES LABELS "contract;ci" TIMEOUT 120)
+# `mprof ci`: the installation self-test is the CI-integration contract check. It is a timing
+# check on one run per side: in sanitizer builds the library, the capture tool and the workload
+# cost several times more, and the extra contention on a busy machine moves a single run's p95 by
+# more than the threshold, so, like gate_noise, it runs in plain builds. ci_cli.sh covers the
+# layout, the report and the failure paths in every build.
+if(NOT MPROF_SANITIZE)
+  add_test(NAME contract_ci_integration
+    COMMAND mprof_tool ci --self-test --output-dir ${CMAKE_CURRENT_BINARY_DIR}/ci_self_test)
+  set_tests_properties(contract_ci_integration PROPERTIES LABELS "contract;ci" TIMEOUT 120)
+endif()
 add_test(NAME ci_cli
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ci_cli.sh $<TARGET_FILE:mprof_tool>
           ${CMAKE_CURRENT_BINARY_DIR}/ci_cli)
