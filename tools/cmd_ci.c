@@ -110,6 +110,14 @@ typedef struct ci_result {
     char note[1200];  /* what is worth knowing but not a failure */
 } ci_result;
 
+static volatile sig_atomic_t g_interrupted;
+
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+}
+
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
@@ -539,6 +547,15 @@ static int ci_run(const ci_opts *o, ci_result *r)
 
     fflush(stdout);
     fflush(stderr);
+    /* Ctrl-C reaches the command and the tool (same process group); ci itself stays to collect
+     * what there is and write the report. The children get default handlers back at exec. */
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    g_interrupted = 0;
     pid_t cap = spawn_capture(o, self, r->capture_log);
     if (cap < 0) {
         reason(r, "cannot start mprof capture: %s", strerror(errno));
@@ -555,7 +572,17 @@ static int ci_run(const ci_opts *o, ci_result *r)
         reason(r, "cannot start the command: %s", strerror(errno));
         failed = 1;
     } else {
-        wait_until(cmd, -1, &status);
+        /* A signal sent to ci alone is passed on to the command, once. */
+        int forwarded = 0;
+        for (;;) {
+            pid_t w = waitpid(cmd, &status, 0);
+            if (w == cmd || (w < 0 && errno != EINTR))
+                break;
+            if (g_interrupted && !forwarded) {
+                kill(cmd, SIGINT);
+                forwarded = 1;
+            }
+        }
         r->cmd_ran = 1;
         if (WIFEXITED(status)) {
             r->cmd_exit = WEXITSTATUS(status);
@@ -570,6 +597,10 @@ static int ci_run(const ci_opts *o, ci_result *r)
         failed = r->cmd_exit != 0 || r->cmd_signal != 0;
     }
     r->t_command = now_s() - tc;
+    if (g_interrupted) {
+        reason(r, "interrupted (SIGINT or SIGTERM) while the command ran");
+        failed = 1;
+    }
 
     /* Let the capture finish on its own (the process sends END at exit), then stop it. A tool
      * that never connected gets one second, not the whole drain time. */
@@ -586,8 +617,11 @@ static int ci_run(const ci_opts *o, ci_result *r)
         }
     }
     r->capture_exit = WIFEXITED(cst) ? WEXITSTATUS(cst) : 128 + (WIFSIGNALED(cst) ? WTERMSIG(cst) : 0);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     r->t_drain = now_s() - td;
 
+    int n_before = r->n_reasons;
     check_artifact(o->artifact, r);
     if (r->artifact_valid) {
         snprintf(r->source, sizeof r->source, "live");
@@ -598,17 +632,13 @@ static int ci_run(const ci_opts *o, ci_result *r)
         memset(&tmp, 0, sizeof tmp);
         check_artifact(inprocess, &tmp);
         if (tmp.artifact_valid && rename(inprocess, o->artifact) == 0) {
+            r->n_reasons = n_before; /* the live artifact's problems no longer matter */
             check_artifact(o->artifact, r);
-            r->n_reasons = 0;
             snprintf(r->source, sizeof r->source, "in-process");
             snprintf(r->note, sizeof r->note,
                      "mprof capture did not get the run (tool exit %d, see %s); the command's "
                      "in-process capture is the artifact",
                      r->capture_exit, r->capture_log);
-            if (r->cmd_ran && r->cmd_exit != 0)
-                reason(r, "the command failed with exit code %d", r->cmd_exit);
-            if (r->cmd_signal)
-                reason(r, "the command was killed by signal %d", r->cmd_signal);
         } else if (r->capture_exit != 0 && r->capture_exit != 1) {
             reason(r, "mprof capture exited %d (see %s)", r->capture_exit, r->capture_log);
         }
