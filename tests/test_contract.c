@@ -101,7 +101,8 @@ static int setup(const char *dir)
     }
     /* The shipping engine, told to capture, must write nothing: it has no profiler. */
     snprintf(cmd, sizeof cmd,
-             "MPROF_LISTEN=0 MPROF_CAPTURE='%s/shipping.mprof' '%s' --frames 10 --quiet "
+             "ASAN_OPTIONS=detect_leaks=0 MPROF_LISTEN=0 MPROF_CAPTURE='%s/shipping.mprof' '%s' "
+             "--frames 10 --quiet "
              "> '%s/shipping.out' 2>&1",
              dir, env_or("MPROF_ENGINE_SHIPPING_BIN", "mprof_engine_shipping"), dir);
     if (sh(cmd) != 0) {
