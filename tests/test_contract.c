@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -99,7 +101,8 @@ static int setup(const char *dir)
     }
     /* The shipping engine, told to capture, must write nothing: it has no profiler. */
     snprintf(cmd, sizeof cmd,
-             "MPROF_LISTEN=0 MPROF_CAPTURE='%s/shipping.mprof' '%s' --frames 10 --quiet "
+             "ASAN_OPTIONS=detect_leaks=0 MPROF_LISTEN=0 MPROF_CAPTURE='%s/shipping.mprof' '%s' "
+             "--frames 10 --quiet "
              "> '%s/shipping.out' 2>&1",
              dir, env_or("MPROF_ENGINE_SHIPPING_BIN", "mprof_engine_shipping"), dir);
     if (sh(cmd) != 0) {
@@ -323,6 +326,60 @@ static int c_zone_colors(const char *dir)
     return 0;
 }
 
+/* A loopback port nobody listens on right now. */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+/* Runs the engine with --auto-capture; returns its stdout (caller frees). */
+static char *auto_run(const char *dir, const char *tool, const char *spec, const char *out)
+{
+    char cmd[16384], log[4096];
+    snprintf(log, sizeof log, "%s/auto-%s.out", dir, out);
+    snprintf(cmd, sizeof cmd,
+             "ASAN_OPTIONS=detect_leaks=0 MPROF_PORT=%d MPROF_TOOL='%s' '%s' --frames 150 "
+             "--renderer cpu --quiet --auto-capture %s --auto-capture-seconds 0.5 "
+             "--auto-capture-output '%s/%s.mprof' > '%s' 2>&1",
+             free_port(), tool, env_or("MPROF_ENGINE_BIN", "mprof_engine"), spec, dir, out, log);
+    int rc = sh(cmd);
+    printf("  (engine exit %d: %s)\n", rc, spec);
+    return slurp(log);
+}
+
+static int c_capture_automation(const char *dir)
+{
+    const char *mprof = env_or("MPROF_BIN", "mprof");
+    const char *specs[] = {"frame:20", "event:level-loaded", "now"};
+    const char *names[] = {"auto-frame", "auto-named", "auto-manual"};
+    for (int i = 0; i < 3; i++) {
+        char *out = auto_run(dir, mprof, specs[i], names[i]);
+        check(out && strstr(out, "auto_capture=saved"), "trigger %s reached Saved", specs[i]);
+        free(out);
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "'%s' report --json '%s/%s.mprof' | grep -q '\"complete\": true'",
+                 mprof, dir, names[i]);
+        check(sh(cmd) == 0, "%s: the artifact is a complete, valid capture", names[i]);
+    }
+    char *out = auto_run(dir, "/nonexistent/mprof", "frame:5", "auto-missing-tool");
+    check(out && strstr(out, "auto_capture=failed reason="), "a missing tool ends in Failed");
+    if (out) {
+        const char *r = strstr(out, "reason=");
+        printf("  (%.*s)\n", r ? (int)strcspn(r, "\n") : 0, r ? r : "");
+    }
+    free(out);
+    return 0;
+}
+
 static const struct {
     const char *name;
     int (*fn)(const char *dir);
@@ -338,6 +395,7 @@ static const struct {
     {"fiber_tracking", c_fiber_tracking},
     {"network_profiling", c_network_profiling},
     {"zone_colors", c_zone_colors},
+    {"capture_automation", c_capture_automation},
 };
 
 int main(int argc, char **argv)

@@ -50,6 +50,9 @@ typedef struct engine_options {
     uint32_t souls;           /* --souls */
     int quiet;                /* --quiet: only warnings and errors on stderr */
     int verbose;              /* --verbose: debug lines on stderr too */
+    const char *auto_capture; /* --auto-capture now|frame:N|event:NAME */
+    double auto_capture_seconds;      /* --auto-capture-seconds (default 1) */
+    const char *auto_capture_output;  /* --auto-capture-output */
 } engine_options;
 
 #define ENG_SIM_HZ 120
@@ -71,6 +74,19 @@ void eng_slowdown(eng_sys sys, uint64_t t0_ns);
 mprof_arena *eng_frame_arena(void);
 /* count zeroed elements of size bytes from the frame arena, 16-byte aligned; NULL when full. */
 void *eng_frame_calloc(size_t count, size_t size);
+
+/* ---- capture.c: capture automation (--auto-capture) ---- */
+/* 0 when spec is now, frame:N or event:NAME. */
+int capture_parse_spec(const char *spec);
+/* Arms the automation (main thread, after the profiler started). */
+int capture_auto_begin(const engine_options *o);
+/* Fires a named engine event ("level-loaded", "hitch") for an event:NAME trigger. */
+void capture_auto_event(const char *name);
+/* Once per frame: advances the automation without blocking. */
+void capture_auto_frame(void);
+/* After the main loop: lets a running capture finish (bounded), prints auto_capture=STATUS on
+ * stdout and returns 0 when it was saved (or never triggered), 1 when it failed. */
+int capture_auto_end(void);
 
 /* ---- log.c ---- */
 /* The profiler's message levels, one for one, so a line keeps its severity in the timeline. */

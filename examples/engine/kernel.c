@@ -184,6 +184,7 @@ int kernel_run(const engine_options *opt)
     /* The first mark closes start-up, so frame N is the time between marks N and N+1 and a run
      * of --frames N reports exactly N frames. */
     MPROF_FRAME_MARK();
+    capture_auto_event("level-loaded");
     const uint64_t start = eng_now_ns();
     uint64_t last_status = start, frame_start = start;
     uint32_t frames_since_status = 0;
@@ -210,6 +211,8 @@ int kernel_run(const engine_options *opt)
                 if (frame_ms > 100.0)
                     log_msg(ENG_LOG_WARN, "kernel: frame %" PRIu64 " took %.1f ms", frame,
                             frame_ms);
+                if (frame_ms > 50.0)
+                    capture_auto_event("hitch");
                 if (frame % 60 == 0)
                     log_msg(ENG_LOG_DEBUG, "kernel: frame %" PRIu64 ": %u active bodies, "
                             "%u souls, %u voices", frame, physics_active_bodies(), souls_count(),
@@ -227,6 +230,7 @@ int kernel_run(const engine_options *opt)
             }
         }
         MPROF_FRAME_MARK();
+        capture_auto_frame();
     }
     double seconds = (double)(eng_now_ns() - start) * 1e-9;
     uint64_t hash = physics_hash() ^ (souls_hash() * 31u) ^ (audio_hash() * 131u);

@@ -40,9 +40,16 @@ static void usage(FILE *out)
           "  --souls N         AI agents at peak population (default 160)\n"
           "  --quiet           print only warnings and errors\n"
           "  --verbose         print debug lines too\n"
+          "  --auto-capture T  arm a capture by mprof's automation (the engine listens):\n"
+          "                    now, frame:N, or event:NAME (engine events: level-loaded,\n"
+          "                    hitch = a frame over 50 ms); the tool is `mprof` next to the\n"
+          "                    engine or on PATH (MPROF_TOOL overrides)\n"
+          "  --auto-capture-seconds S   its length (default 1)\n"
+          "  --auto-capture-output PATH (default Saved/Profiling/mprof/capture.mprof)\n"
           "  -h, --help        this help\n"
           "\n"
-          "Exit status: 0 ok, 2 usage error, 3 start-up or output failure.\n",
+          "Exit status: 0 ok, 1 an --auto-capture failed, 2 usage error, 3 start-up or output\n"
+          "failure.\n",
           out);
 }
 
@@ -70,7 +77,9 @@ static int takes_value(const char *flag)
 {
     static const char *const flags[] = {"--frames", "--seconds", "--capture", "--png",
                                         "--slow",   "--threads", "--seed",    "--renderer",
-                                        "--size",   "--bodies",  "--souls"};
+                                        "--size",   "--bodies",  "--souls",
+                                        "--auto-capture", "--auto-capture-seconds",
+                                        "--auto-capture-output"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strcmp(flag, flags[i]))
             return 1;
@@ -155,6 +164,20 @@ static int parse_args(int argc, char **argv, engine_options *o)
             o->width = w;
             o->height = h;
             i++;
+        } else if (!strcmp(a, "--auto-capture")) {
+            if (capture_parse_spec(v))
+                return bad(a, v, "expected now, frame:N or event:NAME");
+            o->auto_capture = v;
+            i++;
+        } else if (!strcmp(a, "--auto-capture-seconds")) {
+            char *end;
+            o->auto_capture_seconds = strtod(v, &end);
+            if (end == v || *end || !(o->auto_capture_seconds > 0))
+                return bad(a, v, "expected a positive number of seconds");
+            i++;
+        } else if (!strcmp(a, "--auto-capture-output")) {
+            o->auto_capture_output = v;
+            i++;
         } else if (!strcmp(a, "--bodies")) {
             if (parse_u64(v, &n) || n > 100000)
                 return bad(a, v, "expected 0 to 100000 bodies");
@@ -180,10 +203,12 @@ static int profiler_start(const engine_options *o)
     mprof_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.app_name = "mprof_engine";
+    /* Capture automation spawns `mprof capture`, which connects to this process: listen. */
+    int listen = o->listen || o->auto_capture;
     if (o->capture_path) {
         cfg.capture_path = o->capture_path;
-        cfg.listen = o->listen ? MPROF_TOGGLE_ON : MPROF_TOGGLE_OFF;
-    } else if (o->listen) {
+        cfg.listen = listen ? MPROF_TOGGLE_ON : MPROF_TOGGLE_OFF;
+    } else if (listen) {
         cfg.listen = MPROF_TOGGLE_ON;
     }
     mprof_result r = mprof_startup(&cfg);
@@ -229,7 +254,10 @@ int main(int argc, char **argv)
                 "--capture and --listen do nothing");
 #endif
 
+    capture_auto_begin(&o);
     rc = kernel_run(&o);
+    if (capture_auto_end() && rc == 0)
+        rc = 1;
 
 #ifdef MPROF_ENABLE
     mprof_shutdown();
