@@ -59,7 +59,19 @@ run 3 noart --output-dir "$W/noart" --port "$PORT" --drain-seconds 0.5 -- true
 has "$W/noart/ci-report.json" '"verdict":	"failed"'
 has "$W/noart/ci-report.json" 'is missing'
 
-# 6. Usage errors.
+# 6. Another instrumented process owns the port: its capture is not taken for this run's.
+PORT2=$((PORT + 1))
+MPROF_LISTEN=1 MPROF_PORT=$PORT2 "$MPROF" ci --self-test-workload --frames 5000000 > /dev/null 2>&1 &
+other=$!
+sleep 0.5
+run 0 otherproc --output-dir "$W/other" --port "$PORT2" -- "$MPROF" ci --self-test-workload --frames 2000
+kill "$other" 2> /dev/null
+wait "$other" 2> /dev/null
+has "$W/other/ci-report.json" 'recorded another process'
+has "$W/other/ci-report.json" '"source":	"in-process"'
+has "$W/other/ci-report.json" '"frameCount":	2000'
+
+# 7. Usage errors.
 run 2 nocmd --output-dir "$W/x"
 has "$W/nocmd.err" "no command to run"
 run 2 badport --port 70000 -- true

@@ -107,6 +107,7 @@ typedef struct ci_result {
     char export_path[1300], gate_json[1024], gate_md[1024], capture_log[1024];
     double t_command, t_drain, t_export, t_gate, t_total;
     char source[16];  /* "live" or "in-process": where the artifact came from */
+    long artifact_pid; /* the captured process (INFO pid) */
     char note[1200];  /* what is worth knowing but not a failure */
 } ci_result;
 
@@ -309,6 +310,8 @@ static void check_artifact(const char *path, ci_result *r)
     mprof_reader_get_stats(rd, &rs);
     r->artifact_valid = 1;
     r->artifact_complete = rs.complete;
+    const char *pid = mprof_reader_info(rd, "pid");
+    r->artifact_pid = pid ? strtol(pid, NULL, 10) : 0;
     const char *lost = mprof_reader_end_info(rd, "events_lost");
     r->events_lost = lost ? strtoll(lost, NULL, 10) : 0;
     const char *dropped = mprof_reader_end_info(rd, "live_events_dropped");
@@ -623,6 +626,15 @@ static int ci_run(const ci_opts *o, ci_result *r)
 
     int n_before = r->n_reasons;
     check_artifact(o->artifact, r);
+    if (r->artifact_valid && cmd > 0 && r->artifact_pid != (long)cmd) {
+        /* Another instrumented process owns the port: that capture is not this run's. */
+        snprintf(r->note, sizeof r->note,
+                 "the live capture recorded another process (pid %ld, not the command's %ld): "
+                 "port %u is taken, choose another with --port",
+                 r->artifact_pid, (long)cmd, o->port);
+        r->artifact_valid = 0;
+        remove(o->artifact);
+    }
     if (r->artifact_valid) {
         snprintf(r->source, sizeof r->source, "live");
         remove(inprocess);
@@ -635,12 +647,21 @@ static int ci_run(const ci_opts *o, ci_result *r)
             r->n_reasons = n_before; /* the live artifact's problems no longer matter */
             check_artifact(o->artifact, r);
             snprintf(r->source, sizeof r->source, "in-process");
-            snprintf(r->note, sizeof r->note,
-                     "mprof capture did not get the run (tool exit %d, see %s); the command's "
-                     "in-process capture is the artifact",
-                     r->capture_exit, r->capture_log);
-        } else if (r->capture_exit != 0 && r->capture_exit != 1) {
-            reason(r, "mprof capture exited %d (see %s)", r->capture_exit, r->capture_log);
+            if (r->note[0]) {
+                size_t l = strlen(r->note);
+                snprintf(r->note + l, sizeof r->note - l,
+                         "; the command's in-process capture is the artifact");
+            } else {
+                snprintf(r->note, sizeof r->note,
+                         "mprof capture did not get the run (tool exit %d, see %s); the "
+                         "command's in-process capture is the artifact",
+                         r->capture_exit, r->capture_log);
+            }
+        } else {
+            if (r->note[0])
+                reason(r, "%s", r->note);
+            if (r->capture_exit != 0 && r->capture_exit != 1)
+                reason(r, "mprof capture exited %d (see %s)", r->capture_exit, r->capture_log);
         }
     }
     if (!r->artifact_valid) {
@@ -700,6 +721,8 @@ report:
         printf("mprof ci: %s (exit %d): %s\n", r->verdict, r->exit_code, report_path);
         for (int i = 0; i < r->n_reasons; i++)
             printf("  %s\n", r->reasons[i]);
+        if (r->note[0])
+            printf("  note: %s\n", r->note);
     }
     return r->exit_code;
 }
