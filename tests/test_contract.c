@@ -102,9 +102,8 @@ static int setup(const char *dir)
     /* The shipping engine, told to capture, must write nothing: it has no profiler. */
     snprintf(cmd, sizeof cmd,
              "ASAN_OPTIONS=detect_leaks=0 MPROF_LISTEN=0 MPROF_CAPTURE='%s/shipping.mprof' '%s' "
-             "--frames 10 --quiet "
-             "> '%s/shipping.out' 2>&1",
-             dir, env_or("MPROF_ENGINE_SHIPPING_BIN", "mprof_engine_shipping"), dir);
+             "--frames 10 --quiet %s > '%s/shipping.out' 2>&1",
+             dir, env_or("MPROF_ENGINE_SHIPPING_BIN", "mprof_engine_shipping"), RENDERER, dir);
     if (sh(cmd) != 0) {
         fprintf(stderr, "setup: the shipping engine failed\n");
         return 1;
