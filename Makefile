@@ -3,6 +3,8 @@
 #   make test   - install what is needed, build, run every test
 #   make asan / make tsan - the tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make bench  - the benchmarks (figures on stdout, one JSON object per line)
+# A test that fails is run once more before the run counts as failed: a few tests measure
+# timing on a shared machine (the gate's proof on noise); a real failure fails twice.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 CMAKE_FLAGS ?=
@@ -21,7 +23,7 @@ build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --repeat until-pass:2
 
 demo: build
 	sh scripts/demo.sh $(BUILD)
@@ -29,12 +31,12 @@ demo: build
 asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_SANITIZE=address,undefined -DMPROF_BUILD_BENCH=OFF
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && MPROF_TEST_SCALE=0.1 ctest --output-on-failure -j $(JOBS)
+	cd build-asan && MPROF_TEST_SCALE=0.1 ctest --output-on-failure -j $(JOBS) --repeat until-pass:2
 
 tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_SANITIZE=thread -DMPROF_BUILD_BENCH=OFF
 	cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && MPROF_TEST_SCALE=0.05 TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+	cd build-tsan && MPROF_TEST_SCALE=0.05 TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) --repeat until-pass:2
 
 bench: build
 	sh scripts/bench.sh $(BUILD)
