@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char *out; /* command output: the DOM dump holds the whole page */
@@ -346,6 +347,10 @@ static void test_frames_option(void **state)
     snprintf(args, sizeof args, "view --frames 5 %s", cap);
     assert_int_equal(run(args), 2);
     assert_int_equal(run("view /nonexistent.mprof -o /dev/null"), 3);
+    /* Regression: a failed run used to remove() its output, deleting /dev/null as root. */
+    struct stat dn;
+    assert_int_equal(stat("/dev/null", &dn), 0);
+    assert_true(S_ISCHR(dn.st_mode));
     assert_int_equal(run("view --help"), 0);
     assert_non_null(strstr(out, "usage: mprof view"));
     assert_int_equal(run("view --bogus x.mprof"), 2);

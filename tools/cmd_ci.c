@@ -546,7 +546,7 @@ static int ci_run(const ci_opts *o, ci_result *r)
         io_failure = 1;
         goto report;
     }
-    remove(o->artifact);
+    tool_remove_partial(o->artifact);
 
     fflush(stdout);
     fflush(stderr);
@@ -568,7 +568,7 @@ static int ci_run(const ci_opts *o, ci_result *r)
     double tc = now_s();
     char inprocess[1100];
     snprintf(inprocess, sizeof inprocess, "%.1000s/inprocess-capture.mprof", o->dir);
-    remove(inprocess);
+    tool_remove_partial(inprocess);
     pid_t cmd = spawn_command(o, r->git_sha, inprocess);
     int status = 0;
     if (cmd < 0) {
@@ -633,11 +633,11 @@ static int ci_run(const ci_opts *o, ci_result *r)
                  "port %u is taken, choose another with --port",
                  r->artifact_pid, (long)cmd, o->port);
         r->artifact_valid = 0;
-        remove(o->artifact);
+        tool_remove_partial(o->artifact);
     }
     if (r->artifact_valid) {
         snprintf(r->source, sizeof r->source, "live");
-        remove(inprocess);
+        tool_remove_partial(inprocess);
     } else {
         /* The live capture is missing or unusable: fall back to the in-process file. */
         ci_result tmp;

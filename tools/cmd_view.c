@@ -151,11 +151,11 @@ int cmd_view(int argc, char **argv)
     if (!to_stdout) {
         int bad = ferror(out);
         if (fclose(out) != 0 || bad) {
-            remove(out_path);
+            tool_remove_partial(out_path);
             return tool_error("view", EXIT_IO, "cannot write '%s'", out_path);
         }
         if (rc != 0) {
-            remove(out_path);
+            tool_remove_partial(out_path);
             return tool_error("view", strncmp(err, "--frames", 8) == 0 ? EXIT_USAGE : EXIT_IO, "%s", err);
         }
         fprintf(stderr, "mprof view: wrote %s\n", out_path);

@@ -22,6 +22,8 @@ typedef struct mprof_cmd {
 int tool_error(const char *cmd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Flushes stdout; returns EXIT_IO when writing it failed (a closed pipe, a full disk). */
 int tool_finish(const char *cmd, int code);
+/* Removes a partly written output after a failure, but only when it is a regular file. */
+void tool_remove_partial(const char *path);
 /* True when arg is -h or --help. */
 int tool_is_help(const char *arg);
 /* Parses a non-negative integer option value; returns 0 or prints an error and returns -1. */

@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int tool_error(const char *cmd, int code, const char *fmt, ...)
 {
@@ -47,4 +49,13 @@ int tool_parse_uint(const char *cmd, const char *flag, const char *value, unsign
     }
     *out = v;
     return 0;
+}
+
+void tool_remove_partial(const char *path)
+{
+    /* Only a regular file is ours to delete: an output of /dev/null or a FIFO must survive a
+     * failed run (running as root, a plain remove() would delete the device node). */
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+        unlink(path);
 }

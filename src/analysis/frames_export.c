@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 typedef struct i64_vec {
@@ -865,6 +866,21 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
         goto out;
 
     int to_stdout = strcmp(out_path, "-") == 0;
+    /* A special file (/dev/null, a FIFO) is written in place: renaming over it would replace it. */
+    struct stat ost;
+    if (!to_stdout && stat(out_path, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+        FILE *df = fopen(out_path, "w");
+        if (!df) {
+            fail(&x, "%s: cannot open: %s", out_path, strerror(errno));
+            goto out;
+        }
+        int drc = write_export(&x, r, df);
+        if (fclose(df) != 0 || drc)
+            fail(&x, "%s: writing failed", out_path);
+        else
+            rc = 0;
+        goto out;
+    }
     size_t tl = strlen(out_path) + 8;
     char *tmp = to_stdout ? NULL : malloc(tl);
     if (!to_stdout && !tmp) {
