@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -124,21 +123,50 @@ static double best(double a, double b)
     return a < b ? a : b;
 }
 
-/* Runs `mprof report --json` on path; returns seconds, and the peak RSS in KiB. */
+/* Peak resident memory (VmHWM, KiB) of a running process, or -1. */
+static long vm_hwm_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    FILE *f = fopen(path, "r");
+    long kib = -1;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kib = strtol(line + 6, NULL, 10);
+    fclose(f);
+    return kib;
+}
+
+/* Runs `mprof report --json` on path; returns seconds, and the report's own peak RSS in KiB.
+ * The peak is read from /proc while the child runs: getrusage's ru_maxrss would also count the
+ * memory of this process that the child inherited before exec. */
 static double report_cost(const char *path, long *rss_kib)
 {
     uint64_t t0 = now_ns();
     pid_t pid = fork();
     if (pid == 0) {
-        int fd = open("/dev/null", 1);
+        int fd = open("/dev/null", O_WRONLY);
         dup2(fd, 1);
         execlp(mprof_bin, mprof_bin, "report", "--json", path, (char *)NULL);
         _exit(127);
     }
-    int st;
-    struct rusage ru;
-    wait4(pid, &st, 0, &ru);
-    *rss_kib = ru.ru_maxrss;
+    int st = 0;
+    long peak = -1;
+    for (;;) {
+        /* VmHWM only grows within one program; the last reading before exit is the report's
+         * own peak (earlier readings may still be of the forked copy of this process). */
+        long k = vm_hwm_kib(pid);
+        if (k > 0)
+            peak = k;
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid || w < 0)
+            break;
+        struct timespec d = {0, 2 * 1000 * 1000};
+        nanosleep(&d, NULL);
+    }
+    *rss_kib = peak;
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         fprintf(stderr, "bench: mprof report failed on %s\n", path);
     return (double)(now_ns() - t0) / 1e9;
