@@ -92,26 +92,7 @@ struct mprof_analysis {
     int pass_on[sizeof pass_table / sizeof pass_table[0]];
 };
 
-#define GROW(arr, n, idx)                                                                          \
-    grow_((void **)&(arr), &(n), (idx), sizeof *(arr))
-
-static int grow_(void **arr, uint32_t *n, uint32_t idx, size_t es)
-{
-    if (idx < *n)
-        return 0;
-    if (idx >= (1u << 24))
-        return -1; /* an id from a corrupt capture: refuse rather than allocate gigabytes */
-    uint32_t nn = *n ? *n : 16;
-    while (nn <= idx)
-        nn *= 2;
-    void *p = realloc(*arr, (size_t)nn * es);
-    if (!p)
-        return -1;
-    memset((char *)p + (size_t)*n * es, 0, (size_t)(nn - *n) * es);
-    *arr = p;
-    *n = nn;
-    return 0;
-}
+#define GROW(arr, n, idx) mprof_grow_zeroed((void **)&(arr), &(n), (idx), sizeof *(arr), 1u << 24)
 
 static int series_add(series *s, double v)
 {

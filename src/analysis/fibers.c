@@ -84,17 +84,8 @@ typedef struct fibers_state {
 
 static fthread *get_thread(fibers_state *s, uint32_t idx)
 {
-    if (idx >= s->n_threads) {
-        uint32_t nn = s->n_threads ? s->n_threads : 8;
-        while (nn <= idx)
-            nn *= 2;
-        fthread *n = realloc(s->threads, nn * sizeof *n);
-        if (!n)
-            return NULL;
-        memset(n + s->n_threads, 0, (nn - s->n_threads) * sizeof *n);
-        s->threads = n;
-        s->n_threads = nn;
-    }
+    if (mprof_grow_zeroed((void **)&s->threads, &s->n_threads, idx, sizeof *s->threads, 1u << 20))
+        return NULL;
     return &s->threads[idx];
 }
 

@@ -174,27 +174,9 @@ static fset *get_set(exporter *x, uint32_t name)
     return f;
 }
 
-static int grow_u32(void **arr, uint32_t *n, uint32_t idx, size_t es)
-{
-    if (idx < *n)
-        return 0;
-    if (idx >= (1u << 26))
-        return -1;
-    uint32_t nn = *n ? *n : 64;
-    while (nn <= idx)
-        nn *= 2;
-    void *p = realloc(*arr, (size_t)nn * es);
-    if (!p)
-        return -1;
-    memset((char *)p + (size_t)*n * es, 0, (size_t)(nn - *n) * es);
-    *arr = p;
-    *n = nn;
-    return 0;
-}
-
 static tstack *get_stack(exporter *x, uint32_t tid)
 {
-    if (grow_u32((void **)&x->stacks, &x->n_stacks, tid, sizeof *x->stacks))
+    if (mprof_grow_zeroed((void **)&x->stacks, &x->n_stacks, tid, sizeof *x->stacks, 1u << 26))
         return NULL;
     return &x->stacks[tid];
 }
@@ -218,12 +200,12 @@ static int ensure_loc(exporter *x, uint32_t loc)
     if (loc < x->n_locs)
         return 0;
     uint32_t n = x->n_locs;
-    if (grow_u32((void **)&x->loc_zone, &n, loc, sizeof *x->loc_zone))
+    if (mprof_grow_zeroed((void **)&x->loc_zone, &n, loc, sizeof *x->loc_zone, 1u << 26))
         return -1;
     uint32_t n2 = x->n_locs, n3 = x->n_locs, n4 = x->n_locs;
-    if (grow_u32((void **)&x->loc_count, &n2, loc, sizeof *x->loc_count) ||
-        grow_u32((void **)&x->loc_incl, &n3, loc, sizeof *x->loc_incl) ||
-        grow_u32((void **)&x->loc_self, &n4, loc, sizeof *x->loc_self))
+    if (mprof_grow_zeroed((void **)&x->loc_count, &n2, loc, sizeof *x->loc_count, 1u << 26) ||
+        mprof_grow_zeroed((void **)&x->loc_incl, &n3, loc, sizeof *x->loc_incl, 1u << 26) ||
+        mprof_grow_zeroed((void **)&x->loc_self, &n4, loc, sizeof *x->loc_self, 1u << 26))
         return -1;
     x->n_locs = n;
     return 0;

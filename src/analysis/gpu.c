@@ -95,24 +95,6 @@ static const char *api_name(int api)
 
 /* Grows arr (zero-filled) so that arr[idx] exists. Indices come from the capture, so a corrupt
  * one is refused rather than allocated for: -1 past 1 << 24 or when out of memory. */
-static int grow(void **arr, uint32_t *n, uint32_t idx, size_t es)
-{
-    if (idx < *n)
-        return 0;
-    if (idx >= (1u << 24))
-        return -1;
-    uint32_t nn = *n ? *n : 16;
-    while (nn <= idx)
-        nn *= 2;
-    void *p = realloc(*arr, (size_t)nn * es);
-    if (!p)
-        return -1;
-    memset((char *)p + (size_t)*n * es, 0, (size_t)(nn - *n) * es);
-    *arr = p;
-    *n = nn;
-    return 0;
-}
-
 static gctx *get_ctx(gpu_state *s, uint64_t id)
 {
     if (id == 0 || id >= MAX_CTX)
@@ -176,7 +158,7 @@ static uint32_t frame_of(const gpu_state *s, int64_t t)
 
 static zone_acc *zone_for(gctx *c, const mprof_reader *r, uint32_t loc)
 {
-    if (grow((void **)&c->loc_zone, &c->n_loc_zone, loc, sizeof *c->loc_zone))
+    if (mprof_grow_zeroed((void **)&c->loc_zone, &c->n_loc_zone, loc, sizeof *c->loc_zone, 1u << 24))
         return NULL;
     /* The reader's tables may be redefined and reallocated as the capture goes on: names are
      * copied, and a cached mapping is used only while the name still matches. */
@@ -253,7 +235,7 @@ static void complete(gpu_state *s, gctx *c, const mprof_reader *r, slot *z)
     }
     if (z->depth == 0 && s->n_marks > 0) {
         uint32_t f = frame_of(s, z->cpu_begin);
-        if (grow((void **)&c->frame_gpu_ns, &c->n_frames, f, sizeof *c->frame_gpu_ns) == 0)
+        if (mprof_grow_zeroed((void **)&c->frame_gpu_ns, &c->n_frames, f, sizeof *c->frame_gpu_ns, 1u << 24) == 0)
             c->frame_gpu_ns[f] += dur;
     }
     memset(z, 0, sizeof *z);
@@ -264,7 +246,7 @@ static slot *slot_for(gctx *c, uint64_t query)
     uint64_t pair = query / 2;
     if (pair >= MAX_PAIRS)
         return NULL;
-    if (grow((void **)&c->slots, &c->n_slots, (uint32_t)pair, sizeof *c->slots))
+    if (mprof_grow_zeroed((void **)&c->slots, &c->n_slots, (uint32_t)pair, sizeof *c->slots, 1u << 24))
         return NULL;
     return &c->slots[pair];
 }
@@ -342,7 +324,7 @@ static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
             c->incomplete++; /* the zone that held this pair never completed */
             memset(z, 0, sizeof *z);
         }
-        if (grow((void **)&c->depth, &c->n_depth, ev->thread, sizeof *c->depth))
+        if (mprof_grow_zeroed((void **)&c->depth, &c->n_depth, ev->thread, sizeof *c->depth, 1u << 24))
             return;
         z->have |= HAVE_BEGIN;
         z->loc = (uint32_t)ev->u[2];

@@ -112,17 +112,8 @@ static holder *get_holder(locks_state *s, uint32_t lock, uint32_t thread)
 
 static lthread *get_thread(locks_state *s, uint32_t idx)
 {
-    if (idx >= s->n_threads) {
-        uint32_t nn = s->n_threads ? s->n_threads : 8;
-        while (nn <= idx)
-            nn *= 2;
-        lthread *n = realloc(s->threads, nn * sizeof *n);
-        if (!n)
-            return NULL;
-        memset(n + s->n_threads, 0, (nn - s->n_threads) * sizeof *n);
-        s->threads = n;
-        s->n_threads = nn;
-    }
+    if (mprof_grow_zeroed((void **)&s->threads, &s->n_threads, idx, sizeof *s->threads, 1u << 20))
+        return NULL;
     return &s->threads[idx];
 }
 

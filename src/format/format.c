@@ -84,6 +84,26 @@ void mprof_buf_free(mprof_buf *b)
     b->len = b->cap = 0;
 }
 
+int mprof_grow_zeroed(void **arr, uint32_t *n, uint32_t idx, size_t es, uint32_t limit)
+{
+    if (idx < *n)
+        return 0;
+    if (idx >= limit)
+        return -1;
+    uint64_t nn = *n ? *n : 16;
+    while (nn <= idx)
+        nn *= 2;
+    if (nn > limit)
+        nn = limit;
+    void *p = realloc(*arr, (size_t)nn * es);
+    if (!p)
+        return -1;
+    memset((char *)p + (size_t)*n * es, 0, (size_t)(nn - *n) * es);
+    *arr = p;
+    *n = (uint32_t)nn;
+    return 0;
+}
+
 int mprof_get_varint(const unsigned char **p, const unsigned char *end, uint64_t *out)
 {
     const unsigned char *q = *p;

@@ -130,6 +130,11 @@ typedef struct mprof_buf {
 int mprof_buf_reserve(mprof_buf *b, size_t extra);
 void mprof_buf_free(mprof_buf *b);
 
+/* Grows the zero-filled array *arr of *n elements of es bytes (doubling) so that index idx
+ * exists. Returns 0, or -1 when idx >= limit or memory runs out (the array is unchanged).
+ * Every table indexed by an id read from a capture grows through this one place. */
+int mprof_grow_zeroed(void **arr, uint32_t *n, uint32_t idx, size_t es, uint32_t limit);
+
 static inline unsigned char *mprof_put_varint(unsigned char *p, uint64_t v)
 {
     while (v >= 0x80) {

@@ -64,7 +64,6 @@ struct mprof_reader {
     uint64_t frames_tmp[256];
 };
 
-static int grow(void **arr, uint32_t *n, uint32_t idx, size_t es, uint32_t limit);
 static int next_chunk(mprof_reader *r);
 
 static int fail(mprof_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -178,7 +177,7 @@ static mprof_reader *open_common(mprof_reader *r, char *err, size_t errlen, cons
     r->ns_per_tick = 1.0;
     r->st.bytes_read = MPROF_FMT_HEADER_BYTES;
     /* Thread 0 is the process context (collector records such as CALIBRATION). */
-    if (grow((void **)&r->threads, &r->n_threads, 0, sizeof *r->threads, MAX_THREADS) != 0) {
+    if (mprof_grow_zeroed((void **)&r->threads, &r->n_threads, 0, sizeof *r->threads, MAX_THREADS) != 0) {
         snprintf(err, errlen, "%s: out of memory", name);
         mprof_reader_close(r);
         return NULL;
@@ -260,25 +259,6 @@ void mprof_reader_close(mprof_reader *r)
         free(r->stacks[i].frames);
     free(r->stacks);
     free(r);
-}
-
-/* Grows an array of elements of size es so that index idx exists (zero-filled). */
-static int grow(void **arr, uint32_t *n, uint32_t idx, size_t es, uint32_t limit)
-{
-    if (idx < *n)
-        return 0;
-    if (idx >= limit)
-        return -1;
-    uint32_t nn = *n ? *n : 16;
-    while (nn <= idx)
-        nn = nn * 2 > limit ? limit : nn * 2;
-    void *p = realloc(*arr, (size_t)nn * es);
-    if (!p)
-        return -1;
-    memset((char *)p + (size_t)*n * es, 0, (size_t)(nn - *n) * es);
-    *arr = p;
-    *n = nn;
-    return 0;
 }
 
 /* Loads the next chunk. Returns 1 when an EVENTS chunk is ready, 0 at the end, -1 on error. */
@@ -367,7 +347,7 @@ static int apply_def(mprof_reader *r, mprof_event *ev)
     switch (ev->type) {
     case MPROF_EV_DEF_SRCLOC: {
         uint32_t id = (uint32_t)ev->u[0];
-        if (id == 0 || grow((void **)&r->locs, &r->n_locs, id, sizeof *r->locs, MAX_IDS) != 0)
+        if (id == 0 || mprof_grow_zeroed((void **)&r->locs, &r->n_locs, id, sizeof *r->locs, MAX_IDS) != 0)
             return bad_event(r, "source location id out of range", ev->type);
         mprof_srcloc_def *d = &r->locs[id];
         free((char *)d->name);
@@ -384,7 +364,7 @@ static int apply_def(mprof_reader *r, mprof_event *ev)
     }
     case MPROF_EV_DEF_STRING: {
         uint32_t id = (uint32_t)ev->u[0];
-        if (id == 0 || grow((void **)&r->strings, &r->n_strings, id, sizeof *r->strings, MAX_IDS))
+        if (id == 0 || mprof_grow_zeroed((void **)&r->strings, &r->n_strings, id, sizeof *r->strings, MAX_IDS))
             return bad_event(r, "string id out of range", ev->type);
         free(r->strings[id]);
         r->strings[id] = dupn(ev->str, ev->str_len);
@@ -392,7 +372,7 @@ static int apply_def(mprof_reader *r, mprof_event *ev)
     }
     case MPROF_EV_DEF_THREAD: {
         uint32_t idx = (uint32_t)ev->u[0];
-        if (idx == 0 || grow((void **)&r->threads, &r->n_threads, idx, sizeof *r->threads,
+        if (idx == 0 || mprof_grow_zeroed((void **)&r->threads, &r->n_threads, idx, sizeof *r->threads,
                              MAX_THREADS))
             return bad_event(r, "thread index out of range", ev->type);
         r->threads[idx].def.os_tid = ev->u[1];
@@ -400,7 +380,7 @@ static int apply_def(mprof_reader *r, mprof_event *ev)
     }
     case MPROF_EV_DEF_CALLSTACK: {
         uint32_t id = (uint32_t)ev->u[0];
-        if (id == 0 || grow((void **)&r->stacks, &r->n_stacks, id, sizeof *r->stacks, MAX_IDS))
+        if (id == 0 || mprof_grow_zeroed((void **)&r->stacks, &r->n_stacks, id, sizeof *r->stacks, MAX_IDS))
             return bad_event(r, "callstack id out of range", ev->type);
         callstack *c = &r->stacks[id];
         uint64_t *fr = malloc((ev->u[1] ? ev->u[1] : 1) * sizeof *fr);
@@ -521,7 +501,7 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
         r->p = p;
         if (tag == MPROF_EV_THREAD) {
             uint32_t idx = (uint32_t)ev->u[0];
-            if (grow((void **)&r->threads, &r->n_threads, idx, sizeof *r->threads, MAX_THREADS))
+            if (mprof_grow_zeroed((void **)&r->threads, &r->n_threads, idx, sizeof *r->threads, MAX_THREADS))
                 return bad_event(r, "thread index out of range", tag);
             r->cur_thread = idx;
             ev->thread = idx;
