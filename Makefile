@@ -3,10 +3,12 @@
 #   make test   - install what is needed, build, run every test
 #   make asan / make tsan - the tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make bench  - the benchmarks (figures on stdout, one JSON object per line)
+#   make fuzz   - every libFuzzer target for FUZZ_SECONDS (30) on its corpus in fuzz/corpus/
 # A test that fails is run once more before the run counts as failed: a few tests measure
 # timing on a shared machine (the gate's proof on noise); a real failure fails twice.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
+FUZZ_SECONDS ?= 30
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build test demo asan tsan bench fuzz clean
@@ -44,8 +46,8 @@ bench: build
 fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_BUILD_FUZZ=ON -DMPROF_BUILD_TESTS=OFF -DMPROF_BUILD_BENCH=OFF -DMPROF_BUILD_EXAMPLES=OFF
 	cmake --build build-fuzz -j $(JOBS)
-	./build-fuzz/fuzz/fuzz_reader -max_total_time=60 fuzz/corpus/reader
-	./build-fuzz/fuzz/fuzz_wire -max_total_time=60 fuzz/corpus/wire
+	for t in reader wire timeline passes report_gpu gate_json frames_export; do \
+	    ./build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/$$t || exit 1; done
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
