@@ -49,11 +49,7 @@ typedef struct mprof__thread {
     uint64_t col_last_ticks;       /* collector: previous TS in the current chunk */
     uint32_t col_chunk_seq;        /* collector: chunk in which last_ticks is valid */
     int col_named;                 /* collector: DEF_THREAD sent in this session */
-    char name[64];                 /* owner writes before commit of THREAD_NAME */
     struct mprof__thread *next;    /* registry list, under mprof__g.threads_lock */
-    /* Fiber state (src/fiber.c) and debug zone depth. */
-    int zone_depth;
-    const char *fiber;
 } mprof__thread;
 
 /* Global state. One instance: mprof__g. */

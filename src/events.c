@@ -125,22 +125,9 @@ void mprof__messagef(int level, const char *fmt, ...)
 
 void mprof__thread_name(const char *name)
 {
-    mprof__thread *th = mprof__thread_get();
-    if (!th)
-        return;
+    /* Late captures learn the name from live.c's copy of sticky records, not from here. */
     size_t len = strlen(name);
-    if (len >= sizeof th->name)
-        len = sizeof th->name - 1;
-    /* The name is kept so that a capture that starts later still learns it. */
-    char copy[sizeof th->name];
-    memcpy(copy, name, len);
-    copy[len] = 0;
-    unsigned char *p = mprof__reserve(1 + MPROF__STR_BYTES(len));
-    if (!p)
-        return;
-    memcpy(th->name, copy, len + 1);
-    p[0] = MPROF_EV_THREAD_NAME;
-    mprof__commit(mprof__w_str(p + 1, copy, len));
+    record_str(MPROF_EV_THREAD_NAME, name, len < 255 ? len : 255);
 }
 
 void mprof__app_info(const char *text, size_t len)

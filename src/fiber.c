@@ -22,7 +22,6 @@ void mprof__fiber_enter(const char *name)
     p = mprof__w_ts(p + 1);
     p = mprof__w_ptr(p, name);
     mprof__commit(p);
-    ((mprof__thread *)mprof__tls)->fiber = name;
 }
 
 void mprof__fiber_leave(void)
@@ -33,5 +32,4 @@ void mprof__fiber_leave(void)
     *p = MPROF_EV_FIBER_LEAVE;
     p = mprof__w_ts(p + 1);
     mprof__commit(p);
-    ((mprof__thread *)mprof__tls)->fiber = NULL;
 }
