@@ -399,6 +399,39 @@ static const unsigned char *translate_generic(mprof__thread *th, const unsigned 
     return q;
 }
 
+/* Length of the raw record at p (0 when it is malformed). Used to count what an out-of-memory
+ * collector has to drop, so even that loss is counted rather than silent. */
+static size_t raw_len(const unsigned char *p, const unsigned char *end)
+{
+    const mprof_event_desc *d = mprof_event_desc_get(*p);
+    if (!d || (size_t)(end - p) < d->raw_fixed)
+        return 0;
+    size_t len = 1;
+    for (int i = 0; i < d->n_fields; i++) {
+        if (d->fields[i] == MPROF_F_STR)
+            len += 2u + mprof_rd_u16(p + len);
+        else if (d->fields[i] == MPROF_F_CS)
+            len += 1u + p[len] * 8u;
+        else
+            len += d->fields[i] == MPROF_F_U8 ? 1 : d->fields[i] == MPROF_F_U32 ? 4 : 8;
+        if (len > (size_t)(end - p))
+            return 0;
+    }
+    return len;
+}
+
+static void drop_rest(const unsigned char *p, const unsigned char *end)
+{
+    static int logged;
+    uint64_t n = 0;
+    for (size_t l; p < end && (l = raw_len(p, end)) > 0; p += l)
+        n++;
+    atomic_fetch_add_explicit(&mprof__g.events_lost, n, memory_order_relaxed);
+    if (!logged++)
+        mprof__log("the collector ran out of memory: %llu events dropped (counted as lost)",
+                   (unsigned long long)n);
+}
+
 /* Translates the raw records in [p, end) of one thread. */
 static void translate(mprof__thread *th, const unsigned char *p, const unsigned char *end)
 {
@@ -415,8 +448,10 @@ static void translate(mprof__thread *th, const unsigned char *p, const unsigned 
                 id = intern_loc(loc);
             thread_context(th);
             unsigned char *o = out_reserve(24);
-            if (!o)
-                return;
+            if (!o) {
+                drop_rest(p, end);
+                break;
+            }
             *o++ = MPROF__EV_ZONE_BEGIN;
             o = put_ts(o, th, ticks);
             o = mprof_put_varint(o, id);
@@ -427,8 +462,10 @@ static void translate(mprof__thread *th, const unsigned char *p, const unsigned 
             memcpy(&ticks, p + 1, 8);
             thread_context(th);
             unsigned char *o = out_reserve(16);
-            if (!o)
-                return;
+            if (!o) {
+                drop_rest(p, end);
+                break;
+            }
             *o++ = MPROF__EV_ZONE_END;
             o = put_ts(o, th, ticks);
             out_commit(o);
@@ -436,7 +473,12 @@ static void translate(mprof__thread *th, const unsigned char *p, const unsigned 
         } else {
             const unsigned char *q = translate_generic(th, p, end);
             if (!q) {
-                mprof__log("internal error: malformed record 0x%02x in a thread buffer", tag);
+                if (raw_len(p, end)) {
+                    drop_rest(p, end); /* well formed: the output buffer could not grow */
+                } else {
+                    mprof__log("internal error: malformed record 0x%02x in a thread buffer; "
+                               "the rest of the block is skipped", tag);
+                }
                 break;
             }
             p = q;
