@@ -238,8 +238,9 @@ static void test_bad_events(void **state)
         {MPROF_EV_DEF_STRING, 1, 50, 'a'},    /* string longer than the chunk */
         {MPROF_EV_THREAD, 0xff, 0xff, 0xff},  /* varint runs off the end */
         {MPROF_EV_DEF_SRCLOC, 0},             /* id 0 */
+        {MPROF_EV_DEF_STRING, 0xc0, 0x84, 0x3d, 1, 'a'}, /* id 1000000: far past any seen */
     };
-    const size_t lens[] = {3, 3, 4, 4, 2};
+    const size_t lens[] = {3, 3, 4, 4, 2, 6};
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
         mprof_buf f = {0};
         mprof_buf_reserve(&f, 16);

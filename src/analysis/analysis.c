@@ -155,7 +155,7 @@ static void zone_end(mprof_analysis *a, thread_acc *t, uint32_t tid, int64_t ts)
         dur = 0;
     if (t->depth)
         t->stack[t->depth - 1].child += dur;
-    if (f.loc && GROW(a->zones, a->n_zones, f.loc) == 0) {
+    if (mprof_reader_srcloc(a->r, f.loc) && GROW(a->zones, a->n_zones, f.loc) == 0) {
         zone_acc *z = &a->zones[f.loc];
         z->count++;
         z->total += dur;
@@ -267,8 +267,8 @@ static void core_event(mprof_analysis *a, const mprof_event *ev)
     case MPROF_EV_PLOT_F64:
     case MPROF_EV_PLOT_I64: {
         uint32_t id = (uint32_t)ev->u[0];
-        if (GROW(a->plots, a->n_plots, id) != 0)
-            break;
+        if (!mprof_reader_string(a->r, id) || GROW(a->plots, a->n_plots, id) != 0)
+            break; /* a plot must name a defined string */
         plot_acc *p = &a->plots[id];
         double v = ev->type == MPROF_EV_PLOT_F64 ? mprof_event_f64(ev, 1) : (double)(int64_t)ev->u[1];
         if (!p->count || v < p->min)
@@ -282,7 +282,7 @@ static void core_event(mprof_analysis *a, const mprof_event *ev)
     }
     case MPROF_EV_PLOT_CONFIG: {
         uint32_t id = (uint32_t)ev->u[0];
-        if (GROW(a->plots, a->n_plots, id) != 0)
+        if (!mprof_reader_string(a->r, id) || GROW(a->plots, a->n_plots, id) != 0)
             break;
         a->plots[id].fmt = (int)ev->u[1];
         a->plots[id].style = (int)ev->u[2];
@@ -391,7 +391,7 @@ void mprof_analysis_free(mprof_analysis *a)
 
 void mprof__analysis_fiber_zone(mprof_analysis *a, uint32_t loc, int64_t dur, int64_t self)
 {
-    if (!loc || GROW(a->zones, a->n_zones, loc) != 0)
+    if (!mprof_reader_srcloc(a->r, loc) || GROW(a->zones, a->n_zones, loc) != 0)
         return;
     zone_acc *z = &a->zones[loc];
     z->count++;

@@ -16,6 +16,18 @@
 #include <zstd.h>
 
 #define MAX_IDS (1u << 24)
+/* Writers number definitions 1, 2, 3... in file order. An id far beyond the largest seen so
+ * far is corruption; refusing it keeps a bad file from making the reader allocate gigabytes. */
+#define MAX_ID_JUMP 65536u
+
+static int id_ok(uint32_t id, uint32_t *max_seen)
+{
+    if (id == 0 || id > *max_seen + MAX_ID_JUMP)
+        return 0;
+    if (id > *max_seen)
+        *max_seen = id;
+    return 1;
+}
 #define MAX_THREADS (1u << 20)
 
 typedef struct kv {
@@ -61,6 +73,7 @@ struct mprof_reader {
     uint32_t n_threads;
     callstack *stacks;
     uint32_t n_stacks;
+    uint32_t max_loc, max_str, max_stack; /* largest definition ids seen */
     uint64_t frames_tmp[256];
 };
 
@@ -347,7 +360,7 @@ static int apply_def(mprof_reader *r, mprof_event *ev)
     switch (ev->type) {
     case MPROF_EV_DEF_SRCLOC: {
         uint32_t id = (uint32_t)ev->u[0];
-        if (id == 0 || mprof_grow_zeroed((void **)&r->locs, &r->n_locs, id, sizeof *r->locs, MAX_IDS) != 0)
+        if (!id_ok(id, &r->max_loc) || mprof_grow_zeroed((void **)&r->locs, &r->n_locs, id, sizeof *r->locs, MAX_IDS) != 0)
             return bad_event(r, "source location id out of range", ev->type);
         mprof_srcloc_def *d = &r->locs[id];
         free((char *)d->name);
@@ -364,7 +377,7 @@ static int apply_def(mprof_reader *r, mprof_event *ev)
     }
     case MPROF_EV_DEF_STRING: {
         uint32_t id = (uint32_t)ev->u[0];
-        if (id == 0 || mprof_grow_zeroed((void **)&r->strings, &r->n_strings, id, sizeof *r->strings, MAX_IDS))
+        if (!id_ok(id, &r->max_str) || mprof_grow_zeroed((void **)&r->strings, &r->n_strings, id, sizeof *r->strings, MAX_IDS))
             return bad_event(r, "string id out of range", ev->type);
         free(r->strings[id]);
         r->strings[id] = dupn(ev->str, ev->str_len);
@@ -380,7 +393,7 @@ static int apply_def(mprof_reader *r, mprof_event *ev)
     }
     case MPROF_EV_DEF_CALLSTACK: {
         uint32_t id = (uint32_t)ev->u[0];
-        if (id == 0 || mprof_grow_zeroed((void **)&r->stacks, &r->n_stacks, id, sizeof *r->stacks, MAX_IDS))
+        if (!id_ok(id, &r->max_stack) || mprof_grow_zeroed((void **)&r->stacks, &r->n_stacks, id, sizeof *r->stacks, MAX_IDS))
             return bad_event(r, "callstack id out of range", ev->type);
         callstack *c = &r->stacks[id];
         uint64_t *fr = malloc((ev->u[1] ? ev->u[1] : 1) * sizeof *fr);
