@@ -1,7 +1,7 @@
 /*
  * gate_workload.c - a small instrumented "engine" for the gate's proof on noise (gate_noise.sh).
  *
- *   gate_workload --capture OUT.mprof [--export OUT.json] [--frames N] [--slow PCT]
+ *   gate_workload --capture OUT.mprof [--export OUT.json] [--frames N] [--slow PCT] [--iters N]
  *
  * Each frame runs three zones of fixed CPU work - Physics (most of the frame), AI and Render -
  * and marks the frame. The work is a fixed number of iterations, not a time calibrated at start,
@@ -56,7 +56,7 @@ static int parse_num(const char *flag, const char *v, double lo, double hi, doub
 int main(int argc, char **argv)
 {
     const char *capture = NULL, *export_path = NULL;
-    double frames = 10000, slow = 0;
+    double frames = 10000, slow = 0, iters = PHYSICS_ITERS;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--capture") == 0 && v) {
@@ -67,6 +67,12 @@ int main(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--frames") == 0) {
             if (parse_num(a, v, 2, 1e6, &frames))
+                return 2;
+            i++;
+        } else if (strcmp(a, "--iters") == 0) {
+            /* Physics iterations per frame: bigger frames make additive machine noise (timer
+             * interrupts, cache refills) a smaller share of each frame. */
+            if (parse_num(a, v, 100, 1e8, &iters))
                 return 2;
             i++;
         } else if (strcmp(a, "--slow") == 0) {
@@ -93,7 +99,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "gate_workload: mprof_startup: %s\n", mprof_result_str(r));
         return 3;
     }
-    uint64_t physics = (uint64_t)((double)PHYSICS_ITERS * (1.0 + slow / 100.0));
+    uint64_t physics = (uint64_t)(iters * (1.0 + slow / 100.0));
     MPROF_FRAME_MARK();
     for (long f = 0; f < (long)frames; f++) {
         {
