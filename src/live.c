@@ -373,7 +373,7 @@ void mprof__live_attach(void)
     blob *d = defs_blob(ts, 0);
     pthread_mutex_lock(&L.m);
     s = L.active;
-    if (s && s->id == id) {
+    if (s && s->id == id && !s->closing) {
         if (!d || enqueue_locked(s, d) != 0)
             s->need_defs = 1; /* out of memory: the next delivered chunk carries them */
         for (hnode *h = first; h && n_hist; h = h->next, n_hist--)
@@ -381,11 +381,11 @@ void mprof__live_attach(void)
                 s->dropped_chunks++;
         s->lost_at_attach = atomic_load(&mprof__g.events_lost);
         s->attached = 1;
-        }
+        if (!always_recording())
+            set_recording(1);
+    }
     pthread_mutex_unlock(&L.m);
     blob_unref(d);
-    if (!always_recording())
-        set_recording(1);
 }
 
 void mprof__live_chunk(const mprof_buf *raw, const mprof_buf *framed)
@@ -602,10 +602,16 @@ static void *sender_main(void *arg)
     pthread_mutex_lock(&L.m);
     if (L.active == s)
         L.active = NULL;
+    /* A session that ends before the collector attached it must not be attached later: the
+     * listener frees it once reaped. */
+    if (L.pending == s)
+        L.pending = NULL;
+    queue_clear_locked(s); /* anything attached after the first clear */
     L.reap = s;
-    pthread_mutex_unlock(&L.m);
-    if (!always_recording())
+    /* Under the lock, so a session attaching meanwhile cannot be switched off by this one. */
+    if (!L.active && !always_recording())
         set_recording(0);
+    pthread_mutex_unlock(&L.m);
     return NULL;
 }
 
@@ -726,6 +732,7 @@ static void handshake(int fd)
     mprof_fmt_kv(&info, "history_seconds", v);
     reply(fd, MPROF_WIRE_OK, info.data, info.len);
     mprof_buf_free(&info);
+    reap_locked_join(); /* L.reap has one slot: empty it before a new session can end */
     pthread_mutex_lock(&L.m);
     s->id = ++L.next_session_id;
     L.active = s;
@@ -762,8 +769,13 @@ static void *listener_main(void *arg)
         if (n <= 0 || !(pf[0].revents & POLLIN))
             continue;
         int fd = accept4(L.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0)
+        if (fd < 0) {
+            /* Out of descriptors: the connection stays pending and poll would return at once;
+             * back off instead of spinning a core. */
+            if (errno == EMFILE || errno == ENFILE)
+                poll(&pf[1], 1, 100);
             continue;
+        }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         handshake(fd);
@@ -824,9 +836,13 @@ int mprof__live_start(int has_file)
     L.listen_fd = open_listener();
     if (L.listen_fd < 0)
         return 0;
-    if (pipe2(L.wake, O_CLOEXEC) != 0 ||
-        pthread_create(&L.listener, NULL, listener_main, NULL) != 0) {
+    int piped = pipe2(L.wake, O_CLOEXEC) == 0;
+    if (!piped || pthread_create(&L.listener, NULL, listener_main, NULL) != 0) {
         mprof__log("live capture disabled: cannot start the listener thread");
+        if (piped) {
+            close(L.wake[0]);
+            close(L.wake[1]);
+        }
         close(L.listen_fd);
         L.listen_fd = -1;
         return 0;

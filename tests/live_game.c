@@ -110,7 +110,7 @@ static void frame(int i, int early)
 
 int main(int argc, char **argv)
 {
-    int frames = 100, frame_ms = 5, ready_after = 20;
+    int frames = 100, frame_ms = 5, ready_after = 20, flush_ms = 0;
     const char *capture = NULL, *ready = NULL, *until = NULL, *automation = NULL;
     const char *tool = NULL, *auto_out = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -135,6 +135,8 @@ int main(int argc, char **argv)
             auto_out = v;
         else if (!strcmp(a, "--noise"))
             noise = atoi(v);
+        else if (!strcmp(a, "--flush-ms"))
+            flush_ms = atoi(v);
         else {
             fprintf(stderr, "live_game: unknown option %s\n", a);
             return 2;
@@ -142,6 +144,7 @@ int main(int argc, char **argv)
     }
     mprof_config cfg = {0};
     cfg.capture_path = capture;
+    cfg.flush_interval_ms = (uint32_t)flush_ms; /* 0: the default */
     if (capture)
         cfg.listen = MPROF_TOGGLE_ON;
     if (mprof_startup(&cfg) != MPROF_OK) {

@@ -571,6 +571,50 @@ static void protocol_mismatch_refused_by_game(void **state)
     assert_int_equal(game_finish(&g), 0);
 }
 
+/* Regression: tools that vanish right after the handshake, before a slow collector attached
+ * their session, once made the collector read a freed session (and leak its history). The game
+ * must keep serving: a real tool still captures, and the game exits cleanly (ASan/LSan builds
+ * check the memory). */
+static void tools_vanishing_before_attach(void **state)
+{
+    (void)state;
+    game g;
+    game_start(&g, "MPROF_HISTORY_SECONDS=2", (char *[]){"--frames", "0", "--flush-ms", "1000", NULL});
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g.port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int served = 0;
+    for (int k = 0; k < 5; k++) {
+        int fd = -1;
+        for (int i = 0; i < 500 && fd < 0; i++) {
+            fd = socket(AF_INET, SOCK_STREAM, 0);
+            if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+                close(fd);
+                fd = -1;
+                sleep_ms(20);
+            }
+        }
+        assert_true(fd >= 0);
+        unsigned char h[MPROF_WIRE_HELLO_BYTES], rep[16];
+        mprof_wire_hello hello = {.version = MPROF_WIRE_VERSION,
+                                  .flags = MPROF_WIRE_F_HISTORY,
+                                  .history_ms = 1000};
+        mprof_wire_encode_hello(h, &hello);
+        assert_int_equal(send(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+        served += recv(fd, rep, sizeof rep, MSG_WAITALL) == (ssize_t)sizeof rep;
+        close(fd); /* gone before the collector's next drain (1 s) attaches the session */
+        sleep_ms(400);
+    }
+    assert_int_equal(served, 5);
+    const char *out = tmp("after-vanished.mprof"), *log = tmp("tool.log");
+    assert_int_equal(wait_exit(tool_start(g.port, out, log, (char *[]){"-s", "2", NULL}), 15000),
+                     0);
+    int unresolved = 0, named = 0;
+    int64_t min_idx = 0;
+    assert_true(zone_count(out, "frame", &unresolved, &named, &min_idx) > 0);
+    assert_int_equal(unresolved, 0);
+    assert_int_equal(game_finish(&g), 0);
+}
+
 /* A process of another protocol version: the tool exits 5 with the process's message. */
 static void *fake_process(void *arg)
 {
@@ -703,6 +747,7 @@ int main(void)
         cmocka_unit_test_teardown(protocol_mismatch_refused_by_game, cleanup),
         cmocka_unit_test_teardown(protocol_mismatch_tool_exit_code, cleanup),
         cmocka_unit_test_teardown(second_tool_refused_busy, cleanup),
+        cmocka_unit_test_teardown(tools_vanishing_before_attach, cleanup),
         cmocka_unit_test_teardown(automation_manual_saved, cleanup),
         cmocka_unit_test_teardown(automation_frame_saved, cleanup),
         cmocka_unit_test_teardown(automation_named_saved, cleanup),
