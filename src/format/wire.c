@@ -254,13 +254,9 @@ int mprof_wire_feed(mprof_wire_stream *s, const unsigned char *p, size_t n, size
         rc = mprof_wire_next_chunk(p + pos, n - pos, &ch, &used, s->err, sizeof s->err);
         if (rc != MPROF_WIRE_DONE)
             break;
-        if (fn && fn(user, &ch) != 0) {
-            snprintf(s->err, sizeof s->err, "cannot store a chunk");
-            rc = MPROF_WIRE_ERROR;
-            break;
-        }
-        pos += used;
-        s->chunks++;
+        /* The payload is checked before the chunk is stored, so a capture file only ever
+         * holds chunks that decode. */
+        int end = 0;
         if (ch.kind == MPROF_CHUNK_EVENTS || ch.kind == MPROF_CHUNK_END) {
             if (!s->dctx && ch.codec == MPROF_CODEC_ZSTD && !(s->dctx = ZSTD_createDCtx())) {
                 rc = fail(s->err, sizeof s->err, "out of memory");
@@ -280,9 +276,17 @@ int mprof_wire_feed(mprof_wire_stream *s, const unsigned char *p, size_t n, size
                 char v[32];
                 mprof_wire_kv_get(s->raw.data, s->raw.len, "events_lost", v, sizeof v);
                 s->end_events_lost = strtoull(v, NULL, 10);
-                s->end_seen = 1;
+                end = 1;
             }
         }
+        if (fn && fn(user, &ch) != 0) {
+            snprintf(s->err, sizeof s->err, "cannot store a chunk");
+            rc = MPROF_WIRE_ERROR;
+            break;
+        }
+        pos += used;
+        s->chunks++;
+        s->end_seen = end;
     }
     *consumed = pos;
     if (s->end_seen)
