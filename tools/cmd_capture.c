@@ -136,26 +136,9 @@ static int connect_once(const capture *c, char *why, size_t n)
     return fd;
 }
 
-/* Creates the parent directories of path (like the in-process capture). 0 or -1 (errno). */
-static int mkdirs_for(const char *path)
-{
-    char buf[4096];
-    size_t n = strlen(path);
-    if (n >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, path, n + 1);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return 0;
-}
+/* Creates the parent directories of path, as the in-process capture does (the library's
+ * src/platform/platform_posix.c, linked into this binary). 0 or -1 (errno). */
+int mprof__mkdirs_for(const char *path);
 
 static int write_all(int fd, const void *data, size_t len)
 {
@@ -322,7 +305,7 @@ int cmd_capture(int argc, char **argv)
         *slash = 0;
     else
         snprintf(dir, sizeof dir, ".");
-    if (mkdirs_for(c.out_path) != 0 || access(dir, W_OK) != 0)
+    if (mprof__mkdirs_for(c.out_path) != 0 || access(dir, W_OK) != 0)
         return tool_error("capture", EXIT_IO, "cannot write %s: %s", c.out_path, strerror(errno));
     c.tty = isatty(2);
 
@@ -364,7 +347,8 @@ int cmd_capture(int argc, char **argv)
     unsigned char hb[MPROF_WIRE_HELLO_BYTES];
     mprof_wire_hello hello = {.version = MPROF_WIRE_VERSION,
                               .flags = c.history > 0 ? MPROF_WIRE_F_HISTORY : 0,
-                              .history_ms = (uint32_t)(c.history * 1000.0),
+                              /* more than a day of history is a day (the field is 32-bit ms) */
+                              .history_ms = (uint32_t)((c.history < 86400 ? c.history : 86400) * 1000.0),
                               .queue_mib = (uint32_t)c.mib};
     mprof_wire_encode_hello(hb, &hello);
     if (send(c.sock, hb, sizeof hb, MSG_NOSIGNAL) != (ssize_t)sizeof hb) {

@@ -40,8 +40,10 @@ int mprof__mkdirs_for(const char *path)
 {
     char buf[4096];
     size_t n = strlen(path);
-    if (n >= sizeof buf)
+    if (n >= sizeof buf) {
+        errno = ENAMETOOLONG;
         return -1;
+    }
     memcpy(buf, path, n + 1);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
