@@ -183,6 +183,16 @@ int mprof__live_keeps(int tag)
     }
 }
 
+#define STICKY_MAX_BYTES (4u << 20)
+
+/* True when both byte ranges start with the same varint (a plot's name id). */
+static int same_first_varint(const unsigned char *a, const unsigned char *aend,
+                             const unsigned char *b, const unsigned char *bend)
+{
+    uint64_t x, y;
+    return mprof_get_varint(&a, aend, &x) == 0 && mprof_get_varint(&b, bend, &y) == 0 && x == y;
+}
+
 void mprof__live_keep_event(uint32_t thread, uint64_t ticks, const unsigned char *rec,
                             const unsigned char *end)
 {
@@ -198,6 +208,32 @@ void mprof__live_keep_event(uint32_t thread, uint64_t ticks, const unsigned char
     if (d->has_ts && mprof_get_varint(&body, end, &skip) != 0)
         return;
     size_t blen = 1 + (size_t)(end - body);
+    /* A thread's latest name and a plot's latest configuration replace the earlier ones, so a
+     * program that renames threads or reconfigures plots in a loop does not grow this copy. */
+    if (rec[0] == MPROF_EV_THREAD_NAME || rec[0] == MPROF_EV_PLOT_CONFIG) {
+        for (size_t off = 0; off + 18 <= L.sticky.len;) {
+            unsigned char *e = L.sticky.data + off;
+            size_t elen = 17 + mprof_rd_u32(e + 13);
+            int same = e[17] == rec[0] &&
+                       (rec[0] == MPROF_EV_THREAD_NAME
+                            ? mprof_rd_u32(e) == thread
+                            : same_first_varint(e + 18, e + elen, body, end));
+            if (same) {
+                memmove(e, e + elen, L.sticky.len - off - elen);
+                L.sticky.len -= elen;
+                break;
+            }
+            off += elen;
+        }
+    }
+    if (L.sticky.len + 17 + blen > STICKY_MAX_BYTES) {
+        static int logged;
+        if (!logged++)
+            mprof__log("live capture: more than %u bytes of thread names, app info and "
+                       "announcements; later ones reach only tools already connected",
+                       STICKY_MAX_BYTES);
+        return;
+    }
     if (mprof_buf_reserve(&L.sticky, 17 + blen) != 0)
         return;
     unsigned char *o = L.sticky.data + L.sticky.len;
