@@ -57,18 +57,18 @@ mprof_capture_automation *mprof_capture_automation_create(const mprof_capture_au
     const char *env_tool = getenv("MPROF_TOOL");
     a->tool_path = dup_or(env_tool && *env_tool ? env_tool : c.tool_path, "mprof");
     a->output = dup_or(c.output_path, DEFAULT_OUTPUT);
-    a->address = dup_or(c.address, mprof__g.cfg.listen_address ? mprof__g.cfg.listen_address
-                                                                : "127.0.0.1");
+    /* The listening address and port default to the profiler's, looked up when the tool is
+     * spawned: the automation may be created before mprof_startup applies MPROF_PORT. */
+    a->address = c.address ? strdup(c.address) : NULL;
     a->event_name = dup_or(c.event_name, "");
     size_t ol = a->output ? strlen(a->output) : 0;
     a->log_path = malloc(ol + 5);
-    if (!a->tool_path || !a->output || !a->address || !a->event_name || !a->log_path) {
+    if (!a->tool_path || !a->output || (c.address && !a->address) || !a->event_name ||
+        !a->log_path) {
         mprof_capture_automation_destroy(a);
         return NULL;
     }
     snprintf(a->log_path, ol + 5, "%s.log", a->output);
-    if (!c.port)
-        c.port = mprof__g.cfg.listen_port ? mprof__g.cfg.listen_port : 8086;
     if (c.seconds <= 0)
         c.seconds = 5;
     if (c.timeout_seconds <= 0)
@@ -201,7 +201,12 @@ static void spawn(mprof_capture_automation *a)
         return;
     }
     char port[16], secs[32], hist[32], mib[16];
-    snprintf(port, sizeof port, "%u", (unsigned)a->cfg.port);
+    unsigned listen_port = a->cfg.port ? a->cfg.port
+                           : mprof__g.cfg.listen_port ? mprof__g.cfg.listen_port : 8086u;
+    char *address = a->address ? a->address
+                    : mprof__g.cfg.listen_address ? (char *)mprof__g.cfg.listen_address
+                                                  : (char *)"127.0.0.1";
+    snprintf(port, sizeof port, "%u", listen_port);
     snprintf(secs, sizeof secs, "%g", a->cfg.seconds);
     snprintf(hist, sizeof hist, "%g", a->cfg.history_seconds);
     snprintf(mib, sizeof mib, "%u", (unsigned)a->cfg.memory_limit_mib);
@@ -213,7 +218,7 @@ static void spawn(mprof_capture_automation *a)
     argv[n++] = a->output;
     argv[n++] = "-f";
     argv[n++] = "-a";
-    argv[n++] = a->address;
+    argv[n++] = address;
     argv[n++] = "-p";
     argv[n++] = port;
     argv[n++] = "-s";
@@ -235,8 +240,21 @@ static void spawn(mprof_capture_automation *a)
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, a->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    /* The tool must get SIGINT (the deadline's clean stop) even if the game blocks or ignores
+     * it on the polling thread. */
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    sigset_t none, dflt;
+    sigemptyset(&none);
+    sigemptyset(&dflt);
+    sigaddset(&dflt, SIGINT);
+    sigaddset(&dflt, SIGTERM);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &dflt);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid;
-    int rc = posix_spawn(&pid, tool, &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, tool, &fa, &at, argv, environ);
+    posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
         fail(a, "cannot start the capture tool %s: %s", tool, strerror(rc));
@@ -332,7 +350,7 @@ static const char *exit_meaning(int code)
     case 4:
         return "could not connect to the process";
     case 5:
-        return "protocol version mismatch";
+        return "protocol mismatch or a corrupt stream";
     default:
         return "unexpected exit code";
     }
