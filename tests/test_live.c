@@ -681,7 +681,8 @@ static void second_tool_refused_busy(void **state)
     assert_int_equal(game_finish(&g), 0);
 }
 
-static void automation(const char *kind, const char *tool, const char *expect)
+/* min_frame: the capture must start at or after this frame (the trigger's frame), -1 = any. */
+static void automation(const char *kind, const char *tool, const char *expect, int64_t min_frame)
 {
     game g;
     const char *out = tmp("auto/dir/capture.mprof");
@@ -698,39 +699,43 @@ static void automation(const char *kind, const char *tool, const char *expect)
         assert_int_equal(tu_count_capture(out, &c), 0);
         assert_true(c.st.complete);
         assert_true(c.by_type[MPROF_EV_FRAME_MARK] > 0);
+        int unresolved = 0, named = 0;
+        int64_t first = 0;
+        zone_count(out, "frame", &unresolved, &named, &first);
+        assert_true(first >= min_frame);
     }
 }
 
 static void automation_manual_saved(void **state)
 {
     (void)state;
-    automation("manual", tu_mprof_bin(), "automation: saved");
+    automation("manual", tu_mprof_bin(), "automation: saved", -1);
 }
 
 static void automation_frame_saved(void **state)
 {
     (void)state;
-    automation("frame", tu_mprof_bin(), "automation: saved");
+    automation("frame", tu_mprof_bin(), "automation: saved", 10); /* trigger: frame 10 */
 }
 
 static void automation_named_saved(void **state)
 {
     (void)state;
-    automation("named", tu_mprof_bin(), "automation: saved");
+    automation("named", tu_mprof_bin(), "automation: saved", 15); /* "hitch" fired at 15 */
 }
 
 static void automation_missing_tool_failed(void **state)
 {
     (void)state;
-    automation("manual", "/nonexistent/mprof", "automation: failed: capture tool not found");
+    automation("manual", "/nonexistent/mprof", "automation: failed: capture tool not found", -1);
 }
 
 /* A tool that fails, and one that "succeeds" without writing anything: FAILED with the reason. */
 static void automation_tool_exit_code_and_no_file_failed(void **state)
 {
     (void)state;
-    automation("manual", "/bin/false", "automation: failed: the capture tool exited with code 1");
-    automation("frame", "/bin/true", "automation: failed: the capture tool exited 0 but wrote no file");
+    automation("manual", "/bin/false", "automation: failed: the capture tool exited with code 1", -1);
+    automation("frame", "/bin/true", "automation: failed: the capture tool exited 0 but wrote no file", -1);
 }
 
 int main(void)
