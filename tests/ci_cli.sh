@@ -59,6 +59,14 @@ run 3 noart --output-dir "$W/noart" --port "$PORT" --drain-seconds 0.5 -- true
 has "$W/noart/ci-report.json" '"verdict":	"failed"'
 has "$W/noart/ci-report.json" 'is missing'
 
+# 5b. An artifact in the root directory: its directory is "" (make_dirs read past the end of
+#     the buffer there). Nothing connects, so nothing is written to /.
+RA="/mprof-ci-root-$$.mprof"
+run 3 rootart --output-dir "$W/rootart" --port "$PORT" --drain-seconds 0.5 --required-artifact "$RA" -- true
+has "$W/rootart/ci-report.json" 'is missing'
+grep -q 'cannot create' "$W/rootart/ci-report.json" && fail "rootart: $(cat "$W/rootart/ci-report.json")"
+[ -f "$RA" ] && [ ! -L "$RA" ] && rm -f "$RA"
+
 # 6. Another instrumented process owns the port: its capture is not taken for this run's.
 PORT2=$((PORT + 1))
 MPROF_LISTEN=1 MPROF_PORT=$PORT2 "$MPROF" ci --self-test-workload --frames 5000000 > /dev/null 2>&1 &

@@ -147,6 +147,8 @@ static int make_dirs(const char *path)
         errno = ENAMETOOLONG;
         return -1;
     }
+    if (!buf[0])
+        return 0; /* "" is the parent of a file in the root directory: nothing to create */
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
             continue;
