@@ -79,6 +79,13 @@ has "$W/other/ci-report.json" 'recorded another process'
 has "$W/other/ci-report.json" '"source":	"in-process"'
 has "$W/other/ci-report.json" '"frameCount":	2000'
 
+# 6b. A wrapper between ci and the instrumented process (sh -c): the live capture's pid is not
+#     the direct child's, but it matches the in-process capture's, so it is this run's.
+run 0 wrapped --output-dir "$W/wrapped" --port "$PORT" -- sh -c "\"$MPROF\" ci --self-test-workload --frames 30000; exit \$?"
+has "$W/wrapped/ci-report.json" '"source":	"live"'
+has "$W/wrapped/ci-report.json" '"frameCount":	30000'
+grep -q 'recorded another process' "$W/wrapped/ci-report.json" && fail "wrapped: live capture rejected"
+
 # 7. Usage errors.
 run 2 nocmd --output-dir "$W/x"
 has "$W/nocmd.err" "no command to run"

@@ -628,12 +628,19 @@ static int ci_run(const ci_opts *o, ci_result *r)
 
     int n_before = r->n_reasons;
     check_artifact(o->artifact, r);
-    if (r->artifact_valid && cmd > 0 && r->artifact_pid != (long)cmd) {
+    /* The in-process file is written by the instrumented process itself, so its pid is the one
+     * the live capture must show. The direct child's pid is only a stand-in when there is no
+     * in-process file: the child may be a wrapper (sh -c, a script) that runs the process. */
+    ci_result tmp;
+    memset(&tmp, 0, sizeof tmp);
+    check_artifact(inprocess, &tmp);
+    long own_pid = tmp.artifact_valid ? tmp.artifact_pid : (long)cmd;
+    if (r->artifact_valid && cmd > 0 && r->artifact_pid != own_pid) {
         /* Another instrumented process owns the port: that capture is not this run's. */
         snprintf(r->note, sizeof r->note,
                  "the live capture recorded another process (pid %ld, not the command's %ld): "
                  "port %u is taken, choose another with --port",
-                 r->artifact_pid, (long)cmd, o->port);
+                 r->artifact_pid, own_pid, o->port);
         r->artifact_valid = 0;
         tool_remove_partial(o->artifact);
     }
@@ -642,9 +649,6 @@ static int ci_run(const ci_opts *o, ci_result *r)
         tool_remove_partial(inprocess);
     } else {
         /* The live capture is missing or unusable: fall back to the in-process file. */
-        ci_result tmp;
-        memset(&tmp, 0, sizeof tmp);
-        check_artifact(inprocess, &tmp);
         if (tmp.artifact_valid && rename(inprocess, o->artifact) == 0) {
             r->n_reasons = n_before; /* the live artifact's problems no longer matter */
             check_artifact(o->artifact, r);
