@@ -73,11 +73,23 @@ MPROF_LISTEN=1 MPROF_PORT=$PORT2 "$MPROF" ci --self-test-workload --frames 50000
 other=$!
 sleep 0.5
 run 0 otherproc --output-dir "$W/other" --port "$PORT2" -- "$MPROF" ci --self-test-workload --frames 2000
-kill "$other" 2> /dev/null
-wait "$other" 2> /dev/null
 has "$W/other/ci-report.json" 'recorded another process'
 has "$W/other/ci-report.json" '"source":	"in-process"'
 has "$W/other/ci-report.json" '"frameCount":	2000'
+# 6a. The same with --required-artifact a symlink: falling back to the in-process file must not
+#     rename it over the link (nor over a device node); the in-process file is the artifact.
+T=$(mktemp -d) || exit 1
+echo keep > "$T/target"
+ln -s "$T/target" "$T/link.mprof"
+run 0 symlinkart --output-dir "$W/symart" --port "$PORT2" --required-artifact "$T/link.mprof" -- "$MPROF" ci --self-test-workload --frames 2000
+[ -L "$T/link.mprof" ] || fail "symlinkart: the --required-artifact symlink was replaced"
+has "$W/symart/ci-report.json" '"source":	"in-process"'
+has "$W/symart/ci-report.json" "\"path\":	\"$W/symart/inprocess-capture.mprof\""
+has "$W/symart/ci-report.json" '"frameCount":	2000'
+[ -s "$W/symart/inprocess-capture.mprof" ] || fail "symlinkart: the in-process artifact is gone"
+rm -rf "$T"
+kill "$other" 2> /dev/null
+wait "$other" 2> /dev/null
 
 # 6b. A wrapper between ci and the instrumented process (sh -c): the live capture's pid is not
 #     the direct child's, but it matches the in-process capture's, so it is this run's.

@@ -107,6 +107,8 @@ typedef struct ci_result {
     char export_path[1300], gate_json[1024], gate_md[1024], capture_log[1024];
     double t_command, t_drain, t_export, t_gate, t_total;
     char source[16];  /* "live" or "in-process": where the artifact came from */
+    char artifact_path[1100]; /* --required-artifact, or the in-process file when that path
+                               * is not a regular file and so cannot be replaced by it */
     long artifact_pid; /* the captured process (INFO pid) */
     char note[1200];  /* what is worth knowing but not a failure */
 } ci_result;
@@ -292,6 +294,11 @@ static void check_artifact(const char *path, ci_result *r)
         reason(r, "the capture artifact %s is missing", path);
         return;
     }
+    if (!S_ISREG(st.st_mode)) {
+        /* A device or a FIFO is no capture to read (opening a FIFO could wait forever). */
+        reason(r, "the capture artifact %s is not a regular file", path);
+        return;
+    }
     r->artifact_bytes = (long long)st.st_size;
     char err[512];
     mprof_reader *rd = mprof_reader_open(path, err, sizeof err);
@@ -447,7 +454,7 @@ static int write_report(const ci_opts *o, const ci_result *r, const char *path)
     add_num_or_null(j, "commandSignal", r->cmd_signal != 0, r->cmd_signal);
     cJSON *cap = cJSON_AddObjectToObject(j, "capture");
     if (cap) {
-        cJSON_AddStringToObject(cap, "path", o->artifact);
+        cJSON_AddStringToObject(cap, "path", r->artifact_path);
         if (r->source[0])
             cJSON_AddStringToObject(cap, "source", r->source);
         else
@@ -525,6 +532,7 @@ static int ci_run(const ci_opts *o, ci_result *r)
     r->artifact_bytes = -1;
     r->frames = -1;
     r->capture_exit = -1;
+    snprintf(r->artifact_path, sizeof r->artifact_path, "%s", o->artifact);
     int io_failure = 0, failed = 0;
     git_sha(r->git_sha, sizeof r->git_sha);
     char self[1024];
@@ -649,9 +657,16 @@ static int ci_run(const ci_opts *o, ci_result *r)
         tool_remove_partial(inprocess);
     } else {
         /* The live capture is missing or unusable: fall back to the in-process file. */
-        if (tmp.artifact_valid && rename(inprocess, o->artifact) == 0) {
+        /* Only a regular file (or nothing) at the artifact path is replaced: renaming over a
+         * device node, a FIFO or a symlink would destroy it, so then the in-process file
+         * stays where it is and is the artifact. */
+        struct stat ast;
+        int keep = lstat(o->artifact, &ast) == 0 && !S_ISREG(ast.st_mode);
+        if (tmp.artifact_valid && (keep || rename(inprocess, o->artifact) == 0)) {
+            if (keep)
+                snprintf(r->artifact_path, sizeof r->artifact_path, "%s", inprocess);
             r->n_reasons = n_before; /* the live artifact's problems no longer matter */
-            check_artifact(o->artifact, r);
+            check_artifact(r->artifact_path, r);
             snprintf(r->source, sizeof r->source, "in-process");
             if (r->note[0]) {
                 size_t l = strlen(r->note);
@@ -683,7 +698,7 @@ static int ci_run(const ci_opts *o, ci_result *r)
     double te = now_s();
     snprintf(r->export_path, sizeof r->export_path, "%s/frames.json", current_dir);
     char err[1024];
-    if (mprof__export_frames(o->artifact, r->export_path, err, sizeof err) != 0) {
+    if (mprof__export_frames(r->artifact_path, r->export_path, err, sizeof err) != 0) {
         reason(r, "the frame export failed: %s", err);
         r->export_path[0] = '\0';
         io_failure = 1;
