@@ -47,6 +47,14 @@ run 1 slowed --output-dir "$D" --port "$PORT" --skip-frames 10 -- "$MPROF" ci --
 has "$D/ci-report.json" '"verdict":	"regression"'
 has "$D/ci-report.json" '"topZone":	"Physics"'
 
+# 3b. No frames: on a side of the gate (all skipped) or in the run itself is bad input (exit 3),
+#     not an inconclusive pass.
+run 3 allskipped --output-dir "$D" --port "$PORT" --skip-frames 5000 -- "$MPROF" ci --self-test-workload --frames 2000
+has "$D/ci-report.json" '"verdict":	"failed"'
+has "$D/ci-report.json" 'no frames in BASELINE: all 2000 were skipped'
+run 3 noframes --output-dir "$W/noframes" --port "$PORT" -- "$MPROF" ci --self-test-workload --frames 0
+has "$W/noframes/ci-report.json" 'no frames in CURRENT: the run recorded no frame marks'
+
 # 4. The command fails: exit 1 with the reason, the capture still checked and kept.
 run 1 cmdfail --output-dir "$W/fail" --port "$PORT" --required-artifact "$W/fail/art/run.mprof" -- "$MPROF" ci --self-test-workload --frames 200 --exit 3
 has "$W/fail/ci-report.json" '"verdict":	"failed"'

@@ -71,7 +71,8 @@ static const char *const help =
     "\n"
     "Exit status: 0 pass (also no baseline, or inconclusive without --fail-on-inconclusive);\n"
     "1 regression, the command failed, or too many events were lost; 2 usage error; 3 the\n"
-    "artifact is missing or invalid, or an output cannot be written.\n";
+    "artifact is missing or invalid, the run has no frames, the gate refused the input (bad\n"
+    "input), or an output cannot be written.\n";
 
 #define DEFAULT_DIR "Saved/Profiling/mprofCI"
 
@@ -706,6 +707,12 @@ static int ci_run(const ci_opts *o, ci_result *r)
     }
     read_export(r->export_path, r);
     r->t_export = now_s() - te;
+    if (r->frames == 0) {
+        /* Nothing to measure or compare: a broken run, not a pass with no baseline. */
+        reason(r, "no frames in CURRENT: the run recorded no frame marks");
+        io_failure = 1;
+        goto report;
+    }
 
     if (o->baseline) {
         double tg = now_s();
@@ -714,11 +721,12 @@ static int ci_run(const ci_opts *o, ci_result *r)
     }
 
 report:
-    if (io_failure) {
+    if (io_failure || strcmp(r->gate_verdict, "bad-input") == 0) {
+        /* The gate's bad input (no frames, other machines, unreadable exports) is the gate's
+         * exit 3 too. */
         snprintf(r->verdict, sizeof r->verdict, "failed");
         r->exit_code = EXIT_IO;
-    } else if (failed || strcmp(r->gate_verdict, "regression") == 0 ||
-               strcmp(r->gate_verdict, "bad-input") == 0) {
+    } else if (failed || strcmp(r->gate_verdict, "regression") == 0) {
         snprintf(r->verdict, sizeof r->verdict, "%s",
                  strcmp(r->gate_verdict, "regression") == 0 && !failed ? "regression" : "failed");
         r->exit_code = EXIT_VERDICT;
