@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static char out[1 << 20];
 static char cap_a[512], cap_b[512];
@@ -398,6 +399,33 @@ static void test_export_usage_and_errors(void **state)
     assert_non_null(strstr(out, "/nonexistent.mprof"));
 }
 
+/* Regression: -o naming the capture itself (or a link to it) truncated it before it was read,
+ * in every format. */
+static void test_output_is_the_capture(void **state)
+{
+    (void)state;
+    const char *copy = tu_temp_path("export_same.mprof");
+    const char *link = tu_temp_path("export_same_link.out");
+    char args[2048];
+    snprintf(args, sizeof args, "cp %s %s && ln -s %s %s", cap_a, copy, copy, link);
+    assert_int_equal(tu_run(args, out, sizeof out), 0);
+    struct stat before, after;
+    assert_int_equal(stat(copy, &before), 0);
+    static const char *const formats[] = {"chrome", "csv", "frames"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "export --format %s -o %s %s", formats[i], copy, copy);
+        assert_int_equal(run(args), 2);
+        assert_non_null(strstr(out, "the capture"));
+        snprintf(args, sizeof args, "export --format %s -o %s %s", formats[i], link, copy);
+        assert_int_equal(run(args), 2);
+        assert_int_equal(stat(copy, &after), 0);
+        assert_int_equal(after.st_size, before.st_size);
+    }
+    tu_counts c;
+    assert_int_equal(tu_count_capture(copy, &c), 0);
+    assert_int_equal(c.events, counts_a.events);
+}
+
 /* A capture cut in the middle still exports what it holds, as valid JSON. */
 static void test_truncated_capture_streams(void **state)
 {
@@ -479,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_error_names_the_file),
         cmocka_unit_test(test_export_usage_and_errors),
         cmocka_unit_test(test_truncated_capture_streams),
+        cmocka_unit_test(test_output_is_the_capture),
         cmocka_unit_test(test_diff),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

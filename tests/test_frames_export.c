@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MS 1000000LL /* ns */
@@ -444,6 +445,29 @@ static void test_bad_captures(void **state)
     cJSON_Delete(j);
 }
 
+/* Regression: an output that is the capture itself (or a link to it) replaced the capture. */
+static void test_output_is_the_capture(void **state)
+{
+    (void)state;
+    engine(tp("same.mprof"), 3.0, NULL, "host-a");
+    struct stat before, after;
+    assert_int_equal(stat(tp("same.mprof"), &before), 0);
+    char err[512] = "";
+    assert_int_equal(mprof__export_frames(tp("same.mprof"), tp("same.mprof"), err, sizeof err), -1);
+    assert_non_null(strstr(err, "the capture itself"));
+    assert_int_equal(symlink(tp("same.mprof"), tp("same_link.json")), 0);
+    err[0] = 0;
+    assert_int_equal(mprof__export_frames(tp("same.mprof"), tp("same_link.json"), err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "the capture itself"));
+    assert_int_equal(stat(tp("same.mprof"), &after), 0);
+    assert_int_equal(after.st_ino, before.st_ino);
+    assert_int_equal(after.st_size, before.st_size);
+    cJSON *j = export_json(tp("same.mprof"), tp("same_ok.json"));
+    assert_true(num(j, "frameCount") > 0);
+    cJSON_Delete(j);
+}
+
 static void test_export_into_gate(void **state)
 {
     (void)state;
@@ -510,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_git_sha_fallback_and_stdout),
         cmocka_unit_test(test_bad_captures),
         cmocka_unit_test(test_export_into_gate),
+        cmocka_unit_test(test_output_is_the_capture),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -359,6 +359,29 @@ static void test_frames_option(void **state)
     assert_int_equal(run("view"), 2);
 }
 
+/* Regression: -o naming an input capture (or a link to it) truncated it before it was read. */
+static void test_output_is_the_capture(void **state)
+{
+    (void)state;
+    const char *copy = tu_temp_path("view_same.mprof");
+    const char *link = tu_temp_path("view_same_link.html");
+    char args[2048];
+    snprintf(args, sizeof args, "cp %s %s && ln -s %s %s", cap, copy, copy, link);
+    assert_int_equal(tu_run(args, out, OUT_SIZE), 0);
+    struct stat before, after;
+    assert_int_equal(stat(copy, &before), 0);
+    snprintf(args, sizeof args, "view %s -o %s", copy, copy);
+    assert_int_equal(run(args), 2);
+    assert_non_null(strstr(out, "the capture"));
+    snprintf(args, sizeof args, "view --json %s -o %s", copy, link);
+    assert_int_equal(run(args), 2);
+    snprintf(args, sizeof args, "view %s %s -o %s", copy, cap_slow, link);
+    assert_int_equal(run(args), 2);
+    assert_int_equal(stat(copy, &after), 0);
+    assert_int_equal(after.st_size, before.st_size);
+    cJSON_Delete(view_doc(copy));
+}
+
 static void test_two_captures(void **state)
 {
     (void)state;
@@ -421,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_worst_frames_range),
         cmocka_unit_test(test_frames_option),
         cmocka_unit_test(test_two_captures),
+        cmocka_unit_test(test_output_is_the_capture),
         cmocka_unit_test(test_damaged_page_reports_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -67,6 +67,9 @@ int cmd_export(int argc, char **argv)
     if (!format)
         return tool_error("export", EXIT_USAGE, "--format is required: chrome, csv or frames");
     int is_chrome = strcmp(format, "chrome") == 0, is_csv = strcmp(format, "csv") == 0;
+    if (out_path && strcmp(out_path, "-") != 0 && tool_same_file(path, out_path))
+        return tool_error("export", EXIT_USAGE, "-o %s is the capture '%s' itself: writing would "
+                          "destroy it; choose another output", out_path, path);
     if (strcmp(format, "frames") == 0) {
         if (per_zone)
             return tool_error("export", EXIT_USAGE, "--per-zone applies to --format csv");

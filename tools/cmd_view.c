@@ -131,6 +131,10 @@ int cmd_view(int argc, char **argv)
         snprintf(def_out, sizeof def_out, "%.*s.%s", (int)l, shown, json ? "json" : "html");
         out_path = def_out;
     }
+    for (int i = 0; i < n_paths; i++)
+        if (strcmp(out_path, "-") != 0 && tool_same_file(paths[i], out_path))
+            return tool_error("view", EXIT_USAGE, "-o %s is the capture '%s' itself: writing would "
+                              "destroy it; choose another output", out_path, paths[i]);
     char err[512];
     char *diff = NULL;
     if (n_paths == 2) {

@@ -804,6 +804,16 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
         fail(&x, "a capture path and an output path are required");
         goto out;
     }
+    {
+        /* An output that is the capture itself would replace it (mprof ci and mprof export
+         * both get here), so it is refused before anything is read or written. */
+        struct stat cs, os;
+        if (strcmp(out_path, "-") != 0 && stat(capture_path, &cs) == 0 &&
+            stat(out_path, &os) == 0 && cs.st_dev == os.st_dev && cs.st_ino == os.st_ino) {
+            fail(&x, "%s: the output is the capture itself; choose another output", out_path);
+            goto out;
+        }
+    }
     if (read_pass(&x, 1, &r))
         goto out;
 
