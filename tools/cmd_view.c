@@ -4,6 +4,7 @@
  */
 #include "analysis/diff.h"
 #include "analysis/timeline.h"
+#include "format/format.h"
 #include "mprof_tool.h"
 
 #include <errno.h>
@@ -143,6 +144,13 @@ int cmd_view(int argc, char **argv)
             return tool_error("view", EXIT_IO, "%s", err);
         opts.diff_json = diff;
     }
+    /* A capture that cannot even be opened must not cost the user an existing output. */
+    mprof_reader *probe = mprof_reader_open(shown, err, sizeof err);
+    if (!probe) {
+        free(diff);
+        return tool_error("view", EXIT_IO, "%s", err);
+    }
+    mprof_reader_close(probe);
     int to_stdout = strcmp(out_path, "-") == 0;
     FILE *out = to_stdout ? stdout : fopen(out_path, "wb");
     if (!out) {
