@@ -47,6 +47,14 @@ run 1 slowed --output-dir "$D" --port "$PORT" --skip-frames 10 -- "$MPROF" ci --
 has "$D/ci-report.json" '"verdict":	"regression"'
 has "$D/ci-report.json" '"topZone":	"Physics"'
 
+# 3b. No frames: on a side of the gate (all skipped) or in the run itself is bad input (exit 3),
+#     not an inconclusive pass.
+run 3 allskipped --output-dir "$D" --port "$PORT" --skip-frames 5000 -- "$MPROF" ci --self-test-workload --frames 2000
+has "$D/ci-report.json" '"verdict":	"failed"'
+has "$D/ci-report.json" 'no frames in BASELINE: all 2000 were skipped'
+run 3 noframes --output-dir "$W/noframes" --port "$PORT" -- "$MPROF" ci --self-test-workload --frames 0
+has "$W/noframes/ci-report.json" 'no frames in CURRENT: the run recorded no frame marks'
+
 # 4. The command fails: exit 1 with the reason, the capture still checked and kept.
 run 1 cmdfail --output-dir "$W/fail" --port "$PORT" --required-artifact "$W/fail/art/run.mprof" -- "$MPROF" ci --self-test-workload --frames 200 --exit 3
 has "$W/fail/ci-report.json" '"verdict":	"failed"'
@@ -59,17 +67,44 @@ run 3 noart --output-dir "$W/noart" --port "$PORT" --drain-seconds 0.5 -- true
 has "$W/noart/ci-report.json" '"verdict":	"failed"'
 has "$W/noart/ci-report.json" 'is missing'
 
+# 5b. An artifact in the root directory: its directory is "" (make_dirs read past the end of
+#     the buffer there). Nothing connects, so nothing is written to /.
+RA="/mprof-ci-root-$$.mprof"
+run 3 rootart --output-dir "$W/rootart" --port "$PORT" --drain-seconds 0.5 --required-artifact "$RA" -- true
+has "$W/rootart/ci-report.json" 'is missing'
+grep -q 'cannot create' "$W/rootart/ci-report.json" && fail "rootart: $(cat "$W/rootart/ci-report.json")"
+[ -f "$RA" ] && [ ! -L "$RA" ] && rm -f "$RA"
+
 # 6. Another instrumented process owns the port: its capture is not taken for this run's.
 PORT2=$((PORT + 1))
 MPROF_LISTEN=1 MPROF_PORT=$PORT2 "$MPROF" ci --self-test-workload --frames 5000000 > /dev/null 2>&1 &
 other=$!
 sleep 0.5
 run 0 otherproc --output-dir "$W/other" --port "$PORT2" -- "$MPROF" ci --self-test-workload --frames 2000
-kill "$other" 2> /dev/null
-wait "$other" 2> /dev/null
 has "$W/other/ci-report.json" 'recorded another process'
 has "$W/other/ci-report.json" '"source":	"in-process"'
 has "$W/other/ci-report.json" '"frameCount":	2000'
+# 6a. The same with --required-artifact a symlink: falling back to the in-process file must not
+#     rename it over the link (nor over a device node); the in-process file is the artifact.
+T=$(mktemp -d) || exit 1
+echo keep > "$T/target"
+ln -s "$T/target" "$T/link.mprof"
+run 0 symlinkart --output-dir "$W/symart" --port "$PORT2" --required-artifact "$T/link.mprof" -- "$MPROF" ci --self-test-workload --frames 2000
+[ -L "$T/link.mprof" ] || fail "symlinkart: the --required-artifact symlink was replaced"
+has "$W/symart/ci-report.json" '"source":	"in-process"'
+has "$W/symart/ci-report.json" "\"path\":	\"$W/symart/inprocess-capture.mprof\""
+has "$W/symart/ci-report.json" '"frameCount":	2000'
+[ -s "$W/symart/inprocess-capture.mprof" ] || fail "symlinkart: the in-process artifact is gone"
+rm -rf "$T"
+kill "$other" 2> /dev/null
+wait "$other" 2> /dev/null
+
+# 6b. A wrapper between ci and the instrumented process (sh -c): the live capture's pid is not
+#     the direct child's, but it matches the in-process capture's, so it is this run's.
+run 0 wrapped --output-dir "$W/wrapped" --port "$PORT" -- sh -c "\"$MPROF\" ci --self-test-workload --frames 30000; exit \$?"
+has "$W/wrapped/ci-report.json" '"source":	"live"'
+has "$W/wrapped/ci-report.json" '"frameCount":	30000'
+grep -q 'recorded another process' "$W/wrapped/ci-report.json" && fail "wrapped: live capture rejected"
 
 # 7. Usage errors.
 run 2 nocmd --output-dir "$W/x"

@@ -12,6 +12,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static char out[1 << 20];
 static char cap_a[512], cap_b[512];
@@ -398,6 +400,74 @@ static void test_export_usage_and_errors(void **state)
     assert_non_null(strstr(out, "/nonexistent.mprof"));
 }
 
+/* Regression: a capture that cannot be read emptied an existing output, and a capture that
+ * fails halfway left a half-written one that looked whole. */
+static void test_failed_export_keeps_or_removes_output(void **state)
+{
+    (void)state;
+    const char *keep = tu_temp_path("export_keep.json");
+    char args[2048];
+    static const char *const formats[] = {"chrome", "csv"};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(keep, "w");
+        assert_non_null(f);
+        fputs("keep", f);
+        fclose(f);
+        snprintf(args, sizeof args, "export --format %s -o %s /nonexistent.mprof", formats[i],
+                 keep);
+        assert_int_equal(run(args), 3);
+        char *s = slurp(keep, NULL);
+        assert_non_null(s);
+        assert_string_equal(s, "keep");
+        free(s);
+    }
+    /* A corrupt chunk in the middle: the reader fails after part of the export is written. */
+    size_t len;
+    char *data = slurp(cap_a, &len);
+    assert_non_null(data);
+    const char *bad = tu_temp_path("export_corrupt.mprof");
+    FILE *f = fopen(bad, "wb");
+    assert_non_null(f);
+    fwrite(data, 1, len / 2, f);
+    for (int i = 0; i < 4096; i++)
+        fputc(0xff, f);
+    fwrite(data + len / 2, 1, len - len / 2, f);
+    fclose(f);
+    free(data);
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "export --format %s -o %s %s", formats[i], keep, bad);
+        assert_int_equal(run(args), 3);
+        assert_int_equal(access(keep, F_OK), -1);
+    }
+}
+
+/* Regression: -o naming the capture itself (or a link to it) truncated it before it was read,
+ * in every format. */
+static void test_output_is_the_capture(void **state)
+{
+    (void)state;
+    const char *copy = tu_temp_path("export_same.mprof");
+    const char *link = tu_temp_path("export_same_link.out");
+    char args[2048];
+    snprintf(args, sizeof args, "cp %s %s && ln -s %s %s", cap_a, copy, copy, link);
+    assert_int_equal(tu_run(args, out, sizeof out), 0);
+    struct stat before, after;
+    assert_int_equal(stat(copy, &before), 0);
+    static const char *const formats[] = {"chrome", "csv", "frames"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "export --format %s -o %s %s", formats[i], copy, copy);
+        assert_int_equal(run(args), 2);
+        assert_non_null(strstr(out, "the capture"));
+        snprintf(args, sizeof args, "export --format %s -o %s %s", formats[i], link, copy);
+        assert_int_equal(run(args), 2);
+        assert_int_equal(stat(copy, &after), 0);
+        assert_int_equal(after.st_size, before.st_size);
+    }
+    tu_counts c;
+    assert_int_equal(tu_count_capture(copy, &c), 0);
+    assert_int_equal(c.events, counts_a.events);
+}
+
 /* A capture cut in the middle still exports what it holds, as valid JSON. */
 static void test_truncated_capture_streams(void **state)
 {
@@ -479,6 +549,8 @@ int main(void)
         cmocka_unit_test(test_error_names_the_file),
         cmocka_unit_test(test_export_usage_and_errors),
         cmocka_unit_test(test_truncated_capture_streams),
+        cmocka_unit_test(test_output_is_the_capture),
+        cmocka_unit_test(test_failed_export_keeps_or_removes_output),
         cmocka_unit_test(test_diff),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

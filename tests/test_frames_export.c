@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MS 1000000LL /* ns */
@@ -444,6 +445,72 @@ static void test_bad_captures(void **state)
     cJSON_Delete(j);
 }
 
+/* Regression: the temp file was always "<out>.tmp", opened with "w" (a user's file of that
+ * name was destroyed), and a symlinked output was followed by stat, then replaced by the
+ * rename. Now the temp file is fresh (mkstemp) and a symlink is written through, in place. */
+static void test_temp_file_and_symlinked_output(void **state)
+{
+    (void)state;
+    engine(tp("t.mprof"), 3.0, NULL, "host-a");
+    char out[300];
+    snprintf(out, sizeof out, "%s", tp("t.json"));
+    char mine[320];
+    snprintf(mine, sizeof mine, "%s.tmp", out);
+    FILE *f = fopen(mine, "w");
+    assert_non_null(f);
+    fputs("mine", f);
+    fclose(f);
+    cJSON *j = export_json(tp("t.mprof"), out);
+    assert_true(num(j, "frameCount") > 0);
+    cJSON_Delete(j);
+    char *s = slurp(mine);
+    assert_non_null(s);
+    assert_string_equal(s, "mine");
+    free(s);
+
+    char target[300], link[300];
+    snprintf(target, sizeof target, "%s", tp("t_target.json"));
+    snprintf(link, sizeof link, "%s", tp("t_link.json"));
+    f = fopen(target, "w");
+    assert_non_null(f);
+    fputs("old", f);
+    fclose(f);
+    assert_int_equal(symlink(target, link), 0);
+    j = export_json(tp("t.mprof"), link);
+    assert_true(num(j, "frameCount") > 0);
+    cJSON_Delete(j);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    s = slurp(target);
+    assert_non_null(s);
+    assert_non_null(strstr(s, "mprof.frames.v1"));
+    free(s);
+}
+
+/* Regression: an output that is the capture itself (or a link to it) replaced the capture. */
+static void test_output_is_the_capture(void **state)
+{
+    (void)state;
+    engine(tp("same.mprof"), 3.0, NULL, "host-a");
+    struct stat before, after;
+    assert_int_equal(stat(tp("same.mprof"), &before), 0);
+    char err[512] = "";
+    assert_int_equal(mprof__export_frames(tp("same.mprof"), tp("same.mprof"), err, sizeof err), -1);
+    assert_non_null(strstr(err, "the capture itself"));
+    assert_int_equal(symlink(tp("same.mprof"), tp("same_link.json")), 0);
+    err[0] = 0;
+    assert_int_equal(mprof__export_frames(tp("same.mprof"), tp("same_link.json"), err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "the capture itself"));
+    assert_int_equal(stat(tp("same.mprof"), &after), 0);
+    assert_int_equal(after.st_ino, before.st_ino);
+    assert_int_equal(after.st_size, before.st_size);
+    cJSON *j = export_json(tp("same.mprof"), tp("same_ok.json"));
+    assert_true(num(j, "frameCount") > 0);
+    cJSON_Delete(j);
+}
+
 static void test_export_into_gate(void **state)
 {
     (void)state;
@@ -510,6 +577,8 @@ int main(void)
         cmocka_unit_test(test_git_sha_fallback_and_stdout),
         cmocka_unit_test(test_bad_captures),
         cmocka_unit_test(test_export_into_gate),
+        cmocka_unit_test(test_output_is_the_capture),
+        cmocka_unit_test(test_temp_file_and_symlinked_output),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -336,6 +336,28 @@ static void write_frames(const char *name, const double *v, size_t n)
     fclose(f);
 }
 
+/* A side with no frames at all is bad input, not a too-small sample: more frames of a run that
+ * records none would never come. Both causes are named: no frame marks, everything skipped. */
+static void test_no_frames_is_bad_input(void **state)
+{
+    (void)state;
+    write_export("nf_base.json", &(model){300, 7, 1.0, 0, NULL});
+    write_frames("nf_empty.json", NULL, 0);
+    mprof_gate_result *r = compare("nf_base.json", "nf_empty.json", NULL);
+    assert_int_equal(r->verdict, MPROF_GATE_BAD_INPUT);
+    assert_non_null(strstr(r->reason, "no frames in CURRENT: the run recorded no frame marks"));
+    mprof__gate_result_free(r);
+    r = compare("nf_empty.json", "nf_base.json", NULL);
+    assert_int_equal(r->verdict, MPROF_GATE_BAD_INPUT);
+    assert_non_null(strstr(r->reason, "no frames in BASELINE"));
+    mprof__gate_result_free(r);
+    mprof_gate_opts o = {.skip_frames = 500};
+    r = compare("nf_base.json", "nf_base.json", &o);
+    assert_int_equal(r->verdict, MPROF_GATE_BAD_INPUT);
+    assert_non_null(strstr(r->reason, "all 300 were skipped (--skip-frames 500)"));
+    mprof__gate_result_free(r);
+}
+
 /* Only the slowest tenth of the frames got slower: the p95 crosses the threshold, but 200
  * frames are not enough for the rank test to be sure, so the verdict asks for more frames. */
 static void test_tail_only_inconclusive(void **state)
@@ -433,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_tail_only_inconclusive),
         cmocka_unit_test(test_guard_and_skip),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_no_frames_is_bad_input),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

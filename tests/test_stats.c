@@ -173,6 +173,11 @@ static void test_bootstrap(void **state)
     /* Same seed, same answer; another seed, another (close) answer. */
     assert_int_equal(mprof__bootstrap_ratio_ci(&ra, &rb, 95, 1000, 0.95, 1, &ci2), 0);
     assert_memory_equal(&ci, &ci2, sizeof ci);
+    assert_int_equal(mprof__bootstrap_ratio_ci(&ra, &rb, 95, 1000, 0.95, 2, &ci2), 0);
+    assert_float_equal(ci2.point, ci.point, 1e-12); /* the point estimate takes no resampling */
+    assert_true(ci2.lo != ci.lo || ci2.hi != ci.hi);
+    assert_float_equal(ci2.lo, ci.lo, 0.02);
+    assert_float_equal(ci2.hi, ci.hi, 0.02);
     /* Hierarchical: three runs per side, the third baseline run much slower; the run-level
      * resampling must widen the interval against the single-run view. */
     for (int i = 200; i < N; i++)

@@ -341,22 +341,66 @@ static void test_frames_option(void **state)
     }
     assert_true(jnum(range, "omitted_zones") > 0);
     cJSON_Delete(doc);
-    snprintf(args, sizeof args, "view --frames 500:600 %s -o /dev/null", cap);
+    /* Regression: a failed run used to remove() its output, which would delete a device node
+     * such as /dev/null as root. A symlink stands in for any output that is not a regular
+     * file: it must stay a link, and its target must survive. */
+    char target[512], link[512];
+    snprintf(target, sizeof target, "%s", tu_temp_path("view_target.html"));
+    snprintf(link, sizeof link, "%s", tu_temp_path("view_link.html"));
+    FILE *tf = fopen(target, "w");
+    assert_non_null(tf);
+    fputs("keep", tf);
+    fclose(tf);
+    assert_int_equal(symlink(target, link), 0);
+    struct stat ls;
+    snprintf(args, sizeof args, "view /nonexistent.mprof -o %s", link);
+    assert_int_equal(run(args), 3);
+    assert_int_equal(lstat(link, &ls), 0);
+    assert_true(S_ISLNK(ls.st_mode));
+    tf = fopen(target, "r");
+    assert_non_null(tf);
+    char kept[16] = "";
+    assert_non_null(fgets(kept, sizeof kept, tf));
+    fclose(tf);
+    assert_string_equal(kept, "keep"); /* the capture is opened before the output */
+    snprintf(args, sizeof args, "view --frames 500:600 %s -o %s", cap, link);
     assert_int_equal(run(args), 2);
     assert_non_null(strstr(out, "frames 0:60"));
+    assert_int_equal(lstat(link, &ls), 0);
+    assert_true(S_ISLNK(ls.st_mode));
+    assert_int_equal(lstat(target, &ls), 0);
+    assert_true(S_ISREG(ls.st_mode));
     snprintf(args, sizeof args, "view --frames 5 %s", cap);
     assert_int_equal(run(args), 2);
-    assert_int_equal(run("view /nonexistent.mprof -o /dev/null"), 3);
-    /* Regression: a failed run used to remove() its output, deleting /dev/null as root. */
-    struct stat dn;
-    assert_int_equal(stat("/dev/null", &dn), 0);
-    assert_true(S_ISCHR(dn.st_mode));
     assert_int_equal(run("view --help"), 0);
     assert_non_null(strstr(out, "usage: mprof view"));
     assert_int_equal(run("view --bogus x.mprof"), 2);
     snprintf(args, sizeof args, "view --budget -3 %s", cap);
     assert_int_equal(run(args), 2);
     assert_int_equal(run("view"), 2);
+}
+
+/* Regression: -o naming an input capture (or a link to it) truncated it before it was read. */
+static void test_output_is_the_capture(void **state)
+{
+    (void)state;
+    const char *copy = tu_temp_path("view_same.mprof");
+    const char *link = tu_temp_path("view_same_link.html");
+    char args[2048];
+    snprintf(args, sizeof args, "cp %s %s && ln -s %s %s", cap, copy, copy, link);
+    assert_int_equal(tu_run(args, out, OUT_SIZE), 0);
+    struct stat before, after;
+    assert_int_equal(stat(copy, &before), 0);
+    snprintf(args, sizeof args, "view %s -o %s", copy, copy);
+    assert_int_equal(run(args), 2);
+    assert_non_null(strstr(out, "the capture"));
+    snprintf(args, sizeof args, "view --json %s -o %s", copy, link);
+    assert_int_equal(run(args), 2);
+    snprintf(args, sizeof args, "view %s %s -o %s", copy, cap_slow, link);
+    assert_int_equal(run(args), 2);
+    assert_int_equal(stat(copy, &after), 0);
+    assert_int_equal(after.st_size, before.st_size);
+    cJSON_Delete(view_doc(copy));
 }
 
 static void test_two_captures(void **state)
@@ -421,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_worst_frames_range),
         cmocka_unit_test(test_frames_option),
         cmocka_unit_test(test_two_captures),
+        cmocka_unit_test(test_output_is_the_capture),
         cmocka_unit_test(test_damaged_page_reports_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

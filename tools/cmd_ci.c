@@ -71,7 +71,8 @@ static const char *const help =
     "\n"
     "Exit status: 0 pass (also no baseline, or inconclusive without --fail-on-inconclusive);\n"
     "1 regression, the command failed, or too many events were lost; 2 usage error; 3 the\n"
-    "artifact is missing or invalid, or an output cannot be written.\n";
+    "artifact is missing or invalid, the run has no frames, the gate refused the input (bad\n"
+    "input), or an output cannot be written.\n";
 
 #define DEFAULT_DIR "Saved/Profiling/mprofCI"
 
@@ -107,6 +108,8 @@ typedef struct ci_result {
     char export_path[1300], gate_json[1024], gate_md[1024], capture_log[1024];
     double t_command, t_drain, t_export, t_gate, t_total;
     char source[16];  /* "live" or "in-process": where the artifact came from */
+    char artifact_path[1100]; /* --required-artifact, or the in-process file when that path
+                               * is not a regular file and so cannot be replaced by it */
     long artifact_pid; /* the captured process (INFO pid) */
     char note[1200];  /* what is worth knowing but not a failure */
 } ci_result;
@@ -147,6 +150,8 @@ static int make_dirs(const char *path)
         errno = ENAMETOOLONG;
         return -1;
     }
+    if (!buf[0])
+        return 0; /* "" is the parent of a file in the root directory: nothing to create */
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
             continue;
@@ -288,6 +293,11 @@ static void check_artifact(const char *path, ci_result *r)
     struct stat st;
     if (stat(path, &st) != 0) {
         reason(r, "the capture artifact %s is missing", path);
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        /* A device or a FIFO is no capture to read (opening a FIFO could wait forever). */
+        reason(r, "the capture artifact %s is not a regular file", path);
         return;
     }
     r->artifact_bytes = (long long)st.st_size;
@@ -445,7 +455,7 @@ static int write_report(const ci_opts *o, const ci_result *r, const char *path)
     add_num_or_null(j, "commandSignal", r->cmd_signal != 0, r->cmd_signal);
     cJSON *cap = cJSON_AddObjectToObject(j, "capture");
     if (cap) {
-        cJSON_AddStringToObject(cap, "path", o->artifact);
+        cJSON_AddStringToObject(cap, "path", r->artifact_path);
         if (r->source[0])
             cJSON_AddStringToObject(cap, "source", r->source);
         else
@@ -523,6 +533,7 @@ static int ci_run(const ci_opts *o, ci_result *r)
     r->artifact_bytes = -1;
     r->frames = -1;
     r->capture_exit = -1;
+    snprintf(r->artifact_path, sizeof r->artifact_path, "%s", o->artifact);
     int io_failure = 0, failed = 0;
     git_sha(r->git_sha, sizeof r->git_sha);
     char self[1024];
@@ -626,12 +637,19 @@ static int ci_run(const ci_opts *o, ci_result *r)
 
     int n_before = r->n_reasons;
     check_artifact(o->artifact, r);
-    if (r->artifact_valid && cmd > 0 && r->artifact_pid != (long)cmd) {
+    /* The in-process file is written by the instrumented process itself, so its pid is the one
+     * the live capture must show. The direct child's pid is only a stand-in when there is no
+     * in-process file: the child may be a wrapper (sh -c, a script) that runs the process. */
+    ci_result tmp;
+    memset(&tmp, 0, sizeof tmp);
+    check_artifact(inprocess, &tmp);
+    long own_pid = tmp.artifact_valid ? tmp.artifact_pid : (long)cmd;
+    if (r->artifact_valid && cmd > 0 && r->artifact_pid != own_pid) {
         /* Another instrumented process owns the port: that capture is not this run's. */
         snprintf(r->note, sizeof r->note,
                  "the live capture recorded another process (pid %ld, not the command's %ld): "
                  "port %u is taken, choose another with --port",
-                 r->artifact_pid, (long)cmd, o->port);
+                 r->artifact_pid, own_pid, o->port);
         r->artifact_valid = 0;
         tool_remove_partial(o->artifact);
     }
@@ -640,12 +658,16 @@ static int ci_run(const ci_opts *o, ci_result *r)
         tool_remove_partial(inprocess);
     } else {
         /* The live capture is missing or unusable: fall back to the in-process file. */
-        ci_result tmp;
-        memset(&tmp, 0, sizeof tmp);
-        check_artifact(inprocess, &tmp);
-        if (tmp.artifact_valid && rename(inprocess, o->artifact) == 0) {
+        /* Only a regular file (or nothing) at the artifact path is replaced: renaming over a
+         * device node, a FIFO or a symlink would destroy it, so then the in-process file
+         * stays where it is and is the artifact. */
+        struct stat ast;
+        int keep = lstat(o->artifact, &ast) == 0 && !S_ISREG(ast.st_mode);
+        if (tmp.artifact_valid && (keep || rename(inprocess, o->artifact) == 0)) {
+            if (keep)
+                snprintf(r->artifact_path, sizeof r->artifact_path, "%s", inprocess);
             r->n_reasons = n_before; /* the live artifact's problems no longer matter */
-            check_artifact(o->artifact, r);
+            check_artifact(r->artifact_path, r);
             snprintf(r->source, sizeof r->source, "in-process");
             if (r->note[0]) {
                 size_t l = strlen(r->note);
@@ -677,7 +699,7 @@ static int ci_run(const ci_opts *o, ci_result *r)
     double te = now_s();
     snprintf(r->export_path, sizeof r->export_path, "%s/frames.json", current_dir);
     char err[1024];
-    if (mprof__export_frames(o->artifact, r->export_path, err, sizeof err) != 0) {
+    if (mprof__export_frames(r->artifact_path, r->export_path, err, sizeof err) != 0) {
         reason(r, "the frame export failed: %s", err);
         r->export_path[0] = '\0';
         io_failure = 1;
@@ -685,6 +707,12 @@ static int ci_run(const ci_opts *o, ci_result *r)
     }
     read_export(r->export_path, r);
     r->t_export = now_s() - te;
+    if (r->frames == 0) {
+        /* Nothing to measure or compare: a broken run, not a pass with no baseline. */
+        reason(r, "no frames in CURRENT: the run recorded no frame marks");
+        io_failure = 1;
+        goto report;
+    }
 
     if (o->baseline) {
         double tg = now_s();
@@ -693,11 +721,12 @@ static int ci_run(const ci_opts *o, ci_result *r)
     }
 
 report:
-    if (io_failure) {
+    if (io_failure || strcmp(r->gate_verdict, "bad-input") == 0) {
+        /* The gate's bad input (no frames, other machines, unreadable exports) is the gate's
+         * exit 3 too. */
         snprintf(r->verdict, sizeof r->verdict, "failed");
         r->exit_code = EXIT_IO;
-    } else if (failed || strcmp(r->gate_verdict, "regression") == 0 ||
-               strcmp(r->gate_verdict, "bad-input") == 0) {
+    } else if (failed || strcmp(r->gate_verdict, "regression") == 0) {
         snprintf(r->verdict, sizeof r->verdict, "%s",
                  strcmp(r->gate_verdict, "regression") == 0 && !failed ? "regression" : "failed");
         r->exit_code = EXIT_VERDICT;

@@ -3,6 +3,7 @@
  * CSV), or the frame-time file of `--format frames`. Exports stream: see export.h.
  */
 #include "analysis/export.h"
+#include "format/format.h"
 #include "mprof_tool.h"
 #ifdef MPROF_HAVE_FRAMES_EXPORT
 #include "analysis/frames_export.h"
@@ -67,6 +68,9 @@ int cmd_export(int argc, char **argv)
     if (!format)
         return tool_error("export", EXIT_USAGE, "--format is required: chrome, csv or frames");
     int is_chrome = strcmp(format, "chrome") == 0, is_csv = strcmp(format, "csv") == 0;
+    if (out_path && strcmp(out_path, "-") != 0 && tool_same_file(path, out_path))
+        return tool_error("export", EXIT_USAGE, "-o %s is the capture '%s' itself: writing would "
+                          "destroy it; choose another output", out_path, path);
     if (strcmp(format, "frames") == 0) {
         if (per_zone)
             return tool_error("export", EXIT_USAGE, "--per-zone applies to --format csv");
@@ -84,17 +88,29 @@ int cmd_export(int argc, char **argv)
     if (per_zone && !is_csv)
         return tool_error("export", EXIT_USAGE, "--per-zone applies to --format csv");
     int to_stdout = !out_path || strcmp(out_path, "-") == 0;
+    char err[512];
+    /* A capture that cannot even be opened must not cost the user an existing output. */
+    mprof_reader *probe = mprof_reader_open(path, err, sizeof err);
+    if (!probe)
+        return tool_error("export", EXIT_IO, "%s", err);
+    mprof_reader_close(probe);
     FILE *out = to_stdout ? stdout : fopen(out_path, "wb");
     if (!out)
         return tool_error("export", EXIT_IO, "cannot write '%s': %s", out_path, strerror(errno));
-    char err[512];
     int rc = is_chrome ? mprof__export_chrome(path, out, err, sizeof err)
              : per_zone ? mprof__export_csv_zones(path, out, err, sizeof err)
                         : mprof__export_csv_stats(path, out, err, sizeof err);
     if (!to_stdout) {
         int bad = ferror(out);
-        if (fclose(out) != 0 || bad)
+        if (fclose(out) != 0 || bad) {
+            tool_remove_partial(out_path);
             return tool_error("export", EXIT_IO, "cannot write '%s'", out_path);
+        }
+        if (rc != 0) {
+            /* Half an export is worse than none: it looks like a whole one. */
+            tool_remove_partial(out_path);
+            return tool_error("export", EXIT_IO, "%s", err);
+        }
     }
     if (rc != 0)
         return tool_error("export", EXIT_IO, "%s", err);

@@ -4,6 +4,7 @@
  */
 #include "analysis/diff.h"
 #include "analysis/timeline.h"
+#include "format/format.h"
 #include "mprof_tool.h"
 
 #include <errno.h>
@@ -131,6 +132,10 @@ int cmd_view(int argc, char **argv)
         snprintf(def_out, sizeof def_out, "%.*s.%s", (int)l, shown, json ? "json" : "html");
         out_path = def_out;
     }
+    for (int i = 0; i < n_paths; i++)
+        if (strcmp(out_path, "-") != 0 && tool_same_file(paths[i], out_path))
+            return tool_error("view", EXIT_USAGE, "-o %s is the capture '%s' itself: writing would "
+                              "destroy it; choose another output", out_path, paths[i]);
     char err[512];
     char *diff = NULL;
     if (n_paths == 2) {
@@ -139,6 +144,13 @@ int cmd_view(int argc, char **argv)
             return tool_error("view", EXIT_IO, "%s", err);
         opts.diff_json = diff;
     }
+    /* A capture that cannot even be opened must not cost the user an existing output. */
+    mprof_reader *probe = mprof_reader_open(shown, err, sizeof err);
+    if (!probe) {
+        free(diff);
+        return tool_error("view", EXIT_IO, "%s", err);
+    }
+    mprof_reader_close(probe);
     int to_stdout = strcmp(out_path, "-") == 0;
     FILE *out = to_stdout ? stdout : fopen(out_path, "wb");
     if (!out) {

@@ -24,6 +24,9 @@ int tool_error(const char *cmd, int code, const char *fmt, ...) __attribute__((f
 int tool_finish(const char *cmd, int code);
 /* Removes a partly written output after a failure, but only when it is a regular file. */
 void tool_remove_partial(const char *path);
+/* True when both paths name one existing file (same device and inode, links followed): an
+ * output that is also an input would be truncated before it is read. */
+int tool_same_file(const char *a, const char *b);
 /* True when arg is -h or --help. */
 int tool_is_help(const char *arg);
 /* Parses a non-negative integer option value; returns 0 or prints an error and returns -1. */

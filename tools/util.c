@@ -51,6 +51,14 @@ int tool_parse_uint(const char *cmd, const char *flag, const char *value, unsign
     return 0;
 }
 
+int tool_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (!a || !b || stat(a, &sa) != 0 || stat(b, &sb) != 0)
+        return 0;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 void tool_remove_partial(const char *path)
 {
     /* Only a regular file is ours to delete: an output of /dev/null or a FIFO must survive a

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct i64_vec {
     int64_t *v;
@@ -804,6 +805,16 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
         fail(&x, "a capture path and an output path are required");
         goto out;
     }
+    {
+        /* An output that is the capture itself would replace it (mprof ci and mprof export
+         * both get here), so it is refused before anything is read or written. */
+        struct stat cs, os;
+        if (strcmp(out_path, "-") != 0 && stat(capture_path, &cs) == 0 &&
+            stat(out_path, &os) == 0 && cs.st_dev == os.st_dev && cs.st_ino == os.st_ino) {
+            fail(&x, "%s: the output is the capture itself; choose another output", out_path);
+            goto out;
+        }
+    }
     if (read_pass(&x, 1, &r))
         goto out;
 
@@ -848,9 +859,10 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
         goto out;
 
     int to_stdout = strcmp(out_path, "-") == 0;
-    /* A special file (/dev/null, a FIFO) is written in place: renaming over it would replace it. */
+    /* Anything at the path that is not a plain regular file (/dev/null, a FIFO, a symlink) is
+     * written in place: renaming over it would replace the device, the FIFO or the link. */
     struct stat ost;
-    if (!to_stdout && stat(out_path, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+    if (!to_stdout && lstat(out_path, &ost) == 0 && !S_ISREG(ost.st_mode)) {
         FILE *df = fopen(out_path, "w");
         if (!df) {
             fail(&x, "%s: cannot open: %s", out_path, strerror(errno));
@@ -863,19 +875,34 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
             rc = 0;
         goto out;
     }
+    /* A fresh temp file next to the output (mkstemp: a file the user already has is never
+     * opened), renamed into place once complete. */
     size_t tl = strlen(out_path) + 8;
     char *tmp = to_stdout ? NULL : malloc(tl);
     if (!to_stdout && !tmp) {
         fail(&x, "out of memory");
         goto out;
     }
-    if (tmp)
-        snprintf(tmp, tl, "%s.tmp", out_path);
-    FILE *f = to_stdout ? stdout : fopen(tmp, "w");
-    if (!f) {
-        fail(&x, "%s: cannot create: %s", tmp, strerror(errno));
-        free(tmp);
-        goto out;
+    FILE *f = stdout;
+    if (tmp) {
+        snprintf(tmp, tl, "%s.XXXXXX", out_path);
+        int fd = mkstemp(tmp);
+        if (fd >= 0) {
+            /* mkstemp makes it 0600; the export gets the mode a plain create would give. */
+            mode_t um = umask(0);
+            umask(um);
+            fchmod(fd, 0666 & ~um);
+        }
+        f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f) {
+            fail(&x, "%s: cannot create: %s", tmp, strerror(errno));
+            if (fd >= 0) {
+                close(fd);
+                remove(tmp);
+            }
+            free(tmp);
+            goto out;
+        }
     }
     int wrc = write_export(&x, r, f);
     if (to_stdout) {

@@ -844,6 +844,25 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
             warn(r, "%s has no frames after skipping %d; left out", cur->runs[i].path,
                  o->skip_frames);
 
+    /* A side without a single frame is not a small sample but a broken run (no frame marks,
+     * or every frame skipped): waiting for more frames would never settle it. */
+    if (nb == 0 || nc == 0) {
+        const mprof_gate_side *empty = nb == 0 ? base : cur;
+        size_t skipped = 0;
+        for (size_t i = 0; i < empty->n_runs; i++)
+            skipped += empty->runs[i].n_skipped;
+        r->verdict = MPROF_GATE_BAD_INPUT;
+        if (skipped > 0)
+            snprintf(r->reason, sizeof r->reason,
+                     "no frames in %s: all %zu were skipped (--skip-frames %d)",
+                     nb == 0 ? "BASELINE" : "CURRENT", skipped, o->skip_frames);
+        else
+            snprintf(r->reason, sizeof r->reason,
+                     "no frames in %s: the run recorded no frame marks",
+                     nb == 0 ? "BASELINE" : "CURRENT");
+        goto done;
+    }
+
     /* Minimum frame count. */
     size_t minf = (size_t)o->min_frames;
     if (nb < minf || nc < minf) {

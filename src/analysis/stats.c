@@ -9,6 +9,7 @@
  * Both are implemented here in plain C with no dependencies beyond libm.
  */
 #include "analysis/stats.h"
+#include "analysis/hist.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -28,18 +29,8 @@ void mprof__sort_doubles(double *v, size_t n)
 
 double mprof__percentile_sorted(const double *sorted, size_t n, double p)
 {
-    if (n == 0)
-        return 0.0;
-    if (p <= 0.0)
-        return sorted[0];
-    if (p >= 100.0)
-        return sorted[n - 1];
-    double h = (double)(n - 1) * p / 100.0;
-    size_t k = (size_t)h;
-    double frac = h - (double)k;
-    if (k + 1 >= n)
-        return sorted[n - 1];
-    return sorted[k] + frac * (sorted[k + 1] - sorted[k]);
+    /* One interpolation rule for the whole analysis: hist.c's, which takes a fraction. */
+    return mprof_quantile_sorted(sorted, (uint64_t)n, p / 100.0);
 }
 
 static void swap_d(double *a, double *b)
