@@ -41,6 +41,8 @@ static void *default_alloc(size_t size, size_t align, void *user)
     (void)user;
     if (align < sizeof(void *))
         align = sizeof(void *);
+    if (size > SIZE_MAX - (align - 1))
+        return NULL; /* rounding up would wrap to a tiny block */
     size = (size + align - 1) & ~(align - 1); /* aligned_alloc wants a multiple of align */
     return aligned_alloc(align, size);
 }

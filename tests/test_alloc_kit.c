@@ -129,6 +129,21 @@ static void test_arena_bad_desc_and_backing_failure(void **state)
     assert_int_equal(fb.live, 0);
 }
 
+/* The default backing allocator rounds the size up to the alignment; near SIZE_MAX that used to
+ * wrap to a tiny block recorded with a huge capacity. Creation must fail instead. */
+static void test_huge_capacity_fails_cleanly(void **state)
+{
+    (void)state;
+    mprof_arena *a = (mprof_arena *)1;
+    mprof_arena_desc ad = {.capacity_bytes = SIZE_MAX - 3};
+    assert_int_equal(mprof_arena_create(&ad, &a), MPROF_ERR_NOMEM);
+    assert_null(a);
+    mprof_stack *s = (mprof_stack *)1;
+    mprof_stack_desc sd = {.capacity_bytes = SIZE_MAX - 3};
+    assert_int_equal(mprof_stack_create(&sd, &s), MPROF_ERR_NOMEM);
+    assert_null(s);
+}
+
 /* ---- pool ----------------------------------------------------------------------------------- */
 
 static void test_pool_blocks(void **state)
@@ -390,6 +405,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_arena_bump_and_reset),
         cmocka_unit_test(test_arena_bad_desc_and_backing_failure),
+        cmocka_unit_test(test_huge_capacity_fails_cleanly),
         cmocka_unit_test(test_pool_blocks),
         cmocka_unit_test(test_pool_bad_desc),
         cmocka_unit_test(test_slab_classes),
