@@ -454,6 +454,91 @@ static void test_out_of_order_beyond_window(void **state)
     remove(capture_path);
 }
 
+/* A crafted capture with more pools than key_of can tell apart (pool index + 1 lives in 16 bits)
+ * made keys collide and an address 0 gave key 0, the map's empty slot, so a free followed an
+ * uninitialised entry. Pools past the first 0xffff and null addresses are now refused and
+ * counted. */
+static void test_too_many_pools_and_null_address(void **state)
+{
+    (void)state;
+    enum { N = 0xffff };
+    size_t cap = (size_t)N * 40 + 256;
+    unsigned char *ev = malloc(cap), *o = ev;
+    assert_non_null(ev);
+    uint64_t t = 0;
+    char name[16];
+    for (uint32_t n = 1; n <= N; n++) {
+        *o++ = MPROF_EV_DEF_STRING;
+        o = mprof_put_varint(o, n);
+        snprintf(name, sizeof name, "p%u", n);
+        o = put_str(o, name);
+    }
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    for (uint32_t n = 1; n <= N; n++) { /* pools 0 .. 0xfffe */
+        *o++ = MPROF_EV_ALLOC;
+        o = put_ts(o, &t, n);
+        o = mprof_put_varint(o, 0x1000 + n);
+        o = mprof_put_varint(o, 8);
+        o = mprof_put_varint(o, n);
+        o = mprof_put_varint(o, 0);
+    }
+    for (int k = 0; k < 2; k++) { /* the 0x10000th pool ("heap"): refused */
+        *o++ = MPROF_EV_ALLOC;
+        o = put_ts(o, &t, 70000 + k);
+        o = mprof_put_varint(o, 0x2000 + k);
+        o = mprof_put_varint(o, 8);
+        o = mprof_put_varint(o, 0);
+        o = mprof_put_varint(o, 0);
+    }
+    *o++ = MPROF_EV_ALLOC; /* a null address: refused */
+    o = put_ts(o, &t, 80000);
+    o = mprof_put_varint(o, 0);
+    o = mprof_put_varint(o, 8);
+    o = mprof_put_varint(o, 1);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_FREE; /* likewise */
+    o = put_ts(o, &t, 80001);
+    o = mprof_put_varint(o, 0);
+    o = mprof_put_varint(o, 1);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_FREE; /* a real free in the last pool kept */
+    o = put_ts(o, &t, 80002);
+    o = mprof_put_varint(o, 0x1000 + N);
+    o = mprof_put_varint(o, N);
+    o = mprof_put_varint(o, 0);
+    assert_true((size_t)(o - ev) <= cap);
+    write_capture(ev, (size_t)(o - ev));
+    free(ev);
+
+    char err[512];
+    mprof_analysis_opts opts = {.top_n = 5, .passes = "memory"};
+    mprof_analysis *a = mprof_analysis_run(capture_path, &opts, err, sizeof err);
+    if (!a)
+        fail_msg("analysis failed: %s", err);
+    mprof_pool_result p;
+    assert_int_equal(mprof__memory_pool(a, "p1", &p), 0);
+    assert_int_equal(p.allocs, 1);
+    assert_int_equal(p.frees, 0);
+    assert_int_equal(p.live_bytes, 8);
+    snprintf(name, sizeof name, "p%u", (unsigned)N);
+    assert_int_equal(mprof__memory_pool(a, name, &p), 0);
+    assert_int_equal(p.allocs, 1);
+    assert_int_equal(p.frees, 1);
+    assert_int_equal(p.live_count, 0);
+    assert_int_equal(mprof__memory_pool(a, "heap", &p), -1);
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *out = open_memstream(&text, &text_len);
+    assert_non_null(out);
+    mprof_analysis_print_text(a, out);
+    fclose(out);
+    assert_non_null(strstr(text, "4 memory events ignored as corrupt"));
+    free(text);
+    mprof_analysis_free(a);
+    remove(capture_path);
+}
+
 /* Run in a fresh process (see main): an allocation is the very first event, so it starts the
  * profiler from MPROF_CAPTURE; its timestamp must be on the calibrated clock. */
 static int first_alloc_child(void)
@@ -509,6 +594,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_capture_leaks_pools_and_threads),
         cmocka_unit_test(test_fp_method_end_to_end),
         cmocka_unit_test(test_out_of_order_beyond_window),
+        cmocka_unit_test(test_too_many_pools_and_null_address),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

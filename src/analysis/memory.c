@@ -33,6 +33,9 @@
 
 #define SERIES_MAX 2048u /* live-bytes samples kept per pool; older ones are merged pairwise */
 #define REORDER_WINDOW_NS 200000000ll /* 200 ms: far beyond the collector's drain interval */
+/* Pools kept: key_of puts pool index + 1 in the top 16 bits of a key, so it must fit there and
+ * be nonzero (a zero key is the umap's empty slot). Events of further pools are refused. */
+#define POOLS_MAX 0xffffu
 
 typedef struct mev {
     int64_t ts;
@@ -101,6 +104,7 @@ typedef struct mem_state {
     size_t n_marks, cap_marks;
     uint32_t main_thread;
     uint64_t events;
+    uint64_t n_corrupt; /* events refused: a null address, or a pool past POOLS_MAX */
     mprof_symbolizer *sym;
     mev *heap;
     size_t n_heap, cap_heap;
@@ -108,6 +112,7 @@ typedef struct mem_state {
     int64_t newest;
 } mem_state;
 
+/* Never 0: pool < POOLS_MAX (get_pool refuses more), so pool + 1 is in 1..0xffff. */
 static uint64_t key_of(uint32_t pool, uint64_t ptr)
 {
     return (ptr & 0xffffffffffffull) ^ ((uint64_t)(pool + 1) << 48);
@@ -119,6 +124,10 @@ static pool_acc *get_pool(mem_state *m, uint32_t name, uint32_t *out_idx)
     if (p) {
         *out_idx = *p;
         return &m->pools[*p];
+    }
+    if (m->n_pools >= POOLS_MAX) {
+        m->n_corrupt++;
+        return NULL;
     }
     if (mprof_array_reserve((void **)&m->pools, &m->cap_pools, m->n_pools + 1, sizeof *m->pools))
         return NULL;
@@ -271,6 +280,10 @@ static void on_alloc(mem_state *m, const mprof_event *ev)
 {
     uint64_t ptr = ev->u[0], size = ev->u[1];
     uint32_t name = (uint32_t)ev->u[2], cs = (uint32_t)ev->u[3], pi;
+    if (!ptr) { /* the library never records NULL: a corrupt capture */
+        m->n_corrupt++;
+        return;
+    }
     pool_acc *p = get_pool(m, name, &pi);
     if (!p)
         return;
@@ -357,6 +370,10 @@ static void on_free(mem_state *m, const mprof_event *ev)
 {
     uint64_t ptr = ev->u[0];
     uint32_t pi;
+    if (!ptr) { /* free(NULL) is never recorded */
+        m->n_corrupt++;
+        return;
+    }
     if (!get_pool(m, (uint32_t)ev->u[1], &pi))
         return;
     uint64_t key = key_of(pi, ptr);
@@ -700,6 +717,15 @@ static cs_acc **sorted_cs(mem_state *m, int leaks, uint32_t *out_n)
     return v;
 }
 
+static void print_corrupt(const mem_state *m, FILE *out)
+{
+    if (m->n_corrupt)
+        fprintf(out,
+                "  %" PRIu64 " memory events ignored as corrupt (a null address or a pool past the "
+                "first %u)\n",
+                m->n_corrupt, POOLS_MAX);
+}
+
 static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
 {
     mem_state *m = state;
@@ -707,6 +733,7 @@ static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
     fprintf(out, "\nMemory\n");
     if (!m->n_pools) {
         fprintf(out, "  no allocation events (MPROF_ALLOC/MPROF_FREE or the allocator kit)\n");
+        print_corrupt(m, out);
         return;
     }
     fprintf(out, "  %-16s %10s %10s %9s %12s %12s %10s  %-22s %s\n", "pool", "allocs", "frees",
@@ -768,6 +795,7 @@ static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
         }
     }
     free(v);
+    print_corrupt(m, out);
     const char *w = mprof_symbolizer_warning(m->sym);
     if (w)
         fprintf(out, "  Symbols: %s\n", w);
@@ -820,6 +848,7 @@ static void mem_print_json(void *state, mprof_analysis *a, mprof_json *j)
     mem_state *m = state;
     mprof_json_obj_begin(j, "memory");
     mprof_json_u64(j, "events", m->events);
+    mprof_json_u64(j, "corrupt_events", m->n_corrupt);
     mprof_json_arr_begin(j, "pools");
     for (uint32_t i = 0; i < m->n_pools; i++) {
         pool_acc *p = &m->pools[i];
