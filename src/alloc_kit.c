@@ -233,6 +233,8 @@ mprof_result mprof_pool_create(const mprof_pool_desc *desc, mprof_pool **out)
         return MPROF_ERR_INVALID;
     if (align < sizeof(void *))
         align = sizeof(void *);
+    if (desc->block_bytes > SIZE_MAX - align)
+        return MPROF_ERR_INVALID; /* align_up would wrap to 0 */
     size_t bb = align_up(desc->block_bytes < sizeof(void *) ? sizeof(void *) : desc->block_bytes,
                          align);
     if (desc->n_blocks > SIZE_MAX / bb)

@@ -220,6 +220,16 @@ static void test_pool_bad_desc(void **state)
     d.n_blocks = SIZE_MAX / 8;
     assert_int_equal(mprof_pool_create(&d, &p), MPROF_ERR_INVALID);
     assert_null(p);
+    /* Rounding block_bytes up to the alignment used to wrap to 0, then divide by it. */
+    d.n_blocks = 1;
+    d.block_bytes = SIZE_MAX - 3;
+    assert_int_equal(mprof_pool_create(&d, &p), MPROF_ERR_INVALID);
+    d.block_bytes = SIZE_MAX;
+    d.align = 4096;
+    assert_int_equal(mprof_pool_create(&d, &p), MPROF_ERR_INVALID);
+    assert_null(p);
+    d.align = 0;
+    d.block_bytes = 16;
     fail_backing fb = {.fail_at = 1};
     d.n_blocks = 2;
     d.backing = (mprof_alloc_backing){fb_alloc, fb_free, &fb};
