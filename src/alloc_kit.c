@@ -378,6 +378,15 @@ mprof_result mprof_slab_create(const mprof_slab_desc *desc, mprof_slab **out)
     size_t maxs = desc->max_size ? desc->max_size : 2048;
     if (!is_pow2(page) || page < 4096 || !is_pow2(maxs) || maxs < 16 || maxs > page / 8)
         return MPROF_ERR_INVALID;
+    if (maxs > class_size(SLAB_MAX_CLASSES - 1)) {
+        /* Only SLAB_MAX_CLASSES partial lists exist; a larger page allows more classes. */
+        char msg[128];
+        snprintf(msg, sizeof msg, "max_size %zu exceeds the largest size class (%zu)", maxs,
+                 class_size(SLAB_MAX_CLASSES - 1));
+        (desc->on_error ? desc->on_error : default_on_error)("slab", desc->name ? desc->name : "slab",
+                                                             msg, desc->error_user);
+        return MPROF_ERR_INVALID;
+    }
     mprof_slab *s = calloc(1, sizeof *s);
     if (!s)
         return MPROF_ERR_NOMEM;

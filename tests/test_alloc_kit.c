@@ -239,6 +239,29 @@ static void test_pool_bad_desc(void **state)
 
 /* ---- slab ----------------------------------------------------------------------------------- */
 
+/* A page of 8 MiB allows max_size up to 1 MiB by the page_bytes/8 rule, 17 classes, but the slab
+ * has partial lists for 16 (16 B .. 512 KiB): indexing the 17th wrote past the array. */
+static void test_slab_max_size_limit(void **state)
+{
+    (void)state;
+    err_log log = {0};
+    mprof_slab *s = (mprof_slab *)1;
+    mprof_slab_desc d = {.name = "big", .max_size = (size_t)1 << 20, .page_bytes = (size_t)1 << 23,
+                         .on_error = on_error, .error_user = &log};
+    assert_int_equal(mprof_slab_create(&d, &s), MPROF_ERR_INVALID);
+    assert_null(s);
+    assert_int_equal(log.count, 1);
+    assert_non_null(strstr(log.last, "largest size class (524288)"));
+    d.max_size = (size_t)1 << 19;
+    assert_int_equal(mprof_slab_create(&d, &s), MPROF_OK);
+    void *b = mprof_slab_alloc(s, (size_t)1 << 19);
+    assert_non_null(b);
+    assert_int_equal(mprof_slab_block_size(s, b), (size_t)1 << 19);
+    assert_int_equal(mprof_slab_free(s, b), MPROF_OK);
+    mprof_slab_destroy(s);
+    assert_int_equal(log.count, 1);
+}
+
 static void test_slab_classes(void **state)
 {
     (void)state;
@@ -418,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_huge_capacity_fails_cleanly),
         cmocka_unit_test(test_pool_blocks),
         cmocka_unit_test(test_pool_bad_desc),
+        cmocka_unit_test(test_slab_max_size_limit),
         cmocka_unit_test(test_slab_classes),
         cmocka_unit_test(test_slab_many_pages),
         cmocka_unit_test(test_stack_lifo_and_markers),
