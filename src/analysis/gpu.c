@@ -6,8 +6,10 @@
  * across threads, even before the begin in file order. Each context keeps one slot per query
  * pair, filled as pieces come and emptied when the zone is complete (ids are reused only after
  * both timestamps returned, so a slot never mixes two zones; a piece that would, means the older
- * zone lost a record and it is counted as incomplete). Memory is per context, per query pair,
- * per zone name and per frame, never per event.
+ * zone lost a record and it is counted as incomplete). Memory is per context, per query pair in
+ * flight, per zone name and per frame, never per event. Query pairs and source locations come
+ * from the file, so both are found through maps, not used as array indices: a corrupt capture
+ * with huge ids costs nothing, and a pair past MAX_PAIRS is refused and counted.
  *
  * GPU ticks become CPU nanoseconds through the context's calibrations (GPU_CALIBRATE pairs, kept
  * per context: one a second at most, so few): between two of them by linear interpolation, which
@@ -19,6 +21,7 @@
  * whose GPU time exceeds their CPU time (GPU-bound).
  */
 #include "analysis/analysis.h"
+#include "analysis/umap.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -34,6 +37,8 @@ typedef struct slot {
     uint8_t have;
     uint32_t loc;
     uint32_t depth;
+    uint32_t pair;      /* query id / 2 */
+    uint32_t next_free; /* free list, index + 1, while unused */
     int64_t cpu_begin, cpu_end;
     int64_t gpu_begin, gpu_end;
 } slot;
@@ -58,14 +63,15 @@ typedef struct gctx {
     int64_t cal_gpu, cal_cpu_ns; /* the latest */
     int64_t (*cals)[2];          /* {gpu, cpu_ns}, increasing in gpu */
     uint32_t n_cals, cap_cals;
-    slot *slots;
-    uint32_t n_slots;
+    slot *slots;                /* zones in flight; unused ones are on the free list */
+    uint32_t n_slots, cap_slots, free_slot; /* free_slot: free list head, index + 1 */
+    mprof_umap slot_by_pair;    /* pair + 1 -> slots index */
+    uint64_t ids_refused;       /* pieces with a query id past MAX_PAIRS pairs */
     uint32_t *depth; /* per thread: open zones of this context */
     uint32_t n_depth;
     zone_acc *zones;
     uint32_t n_zones, cap_zones;
-    uint32_t *loc_zone; /* srcloc id -> zones index + 1 */
-    uint32_t n_loc_zone;
+    mprof_umap zone_by_loc; /* srcloc id + 1 -> zones index + 1 */
     double *frame_gpu_ns; /* per frame index (see frame_of) */
     uint32_t n_frames;
     uint64_t complete, incomplete;
@@ -131,8 +137,9 @@ static void gpu_destroy(void *p)
         }
         free(c->zones);
         free(c->slots);
+        mprof_umap_free(&c->slot_by_pair);
         free(c->depth);
-        free(c->loc_zone);
+        mprof_umap_free(&c->zone_by_loc);
         free(c->frame_gpu_ns);
         free(c->cals);
         free(c);
@@ -156,19 +163,27 @@ static uint32_t frame_of(const gpu_state *s, int64_t t)
     return lo;
 }
 
+/* Caches srcloc loc -> zones index + 1 (a cache: nothing is lost if out of memory). */
+static void cache_loc(gctx *c, uint32_t *cached, uint32_t loc, uint32_t zone)
+{
+    if (cached)
+        *cached = zone;
+    else
+        (void)mprof_umap_put(&c->zone_by_loc, (uint64_t)loc + 1, zone);
+}
+
 static zone_acc *zone_for(gctx *c, const mprof_reader *r, uint32_t loc)
 {
-    if (mprof_grow_zeroed((void **)&c->loc_zone, &c->n_loc_zone, loc, sizeof *c->loc_zone, 1u << 24))
-        return NULL;
     /* The reader's tables may be redefined and reallocated as the capture goes on: names are
      * copied, and a cached mapping is used only while the name still matches. */
     const mprof_srcloc_def *d = mprof_reader_srcloc(r, loc);
     const char *name = d && d->name ? d->name : "?";
-    if (c->loc_zone[loc] && strcmp(c->zones[c->loc_zone[loc] - 1].name, name) == 0)
-        return &c->zones[c->loc_zone[loc] - 1];
+    uint32_t *cached = mprof_umap_get(&c->zone_by_loc, (uint64_t)loc + 1);
+    if (cached && strcmp(c->zones[*cached - 1].name, name) == 0)
+        return &c->zones[*cached - 1];
     for (uint32_t i = 0; i < c->n_zones; i++) {
         if (strcmp(c->zones[i].name, name) == 0) {
-            c->loc_zone[loc] = i + 1;
+            cache_loc(c, cached, loc, i + 1);
             return &c->zones[i];
         }
     }
@@ -188,7 +203,7 @@ static zone_acc *zone_for(gctx *c, const mprof_reader *r, uint32_t loc)
     memset(z, 0, sizeof *z);
     z->name = copy;
     z->lat_min = INT64_MAX;
-    c->loc_zone[loc] = c->n_zones;
+    cache_loc(c, cached, loc, c->n_zones);
     return z;
 }
 
@@ -212,6 +227,16 @@ static double to_cpu_ns(const gctx *c, int64_t gpu)
     if (c->n_cals >= 1 && gpu < c->cals[0][0])
         return (double)c->cals[0][1] + (double)(gpu - c->cals[0][0]) * c->period_ns;
     return (double)c->cal_cpu_ns + (double)(gpu - c->cal_gpu) * c->period_ns;
+}
+
+/* Returns slot z to the free list. */
+static void slot_release(gctx *c, slot *z)
+{
+    uint32_t i = (uint32_t)(z - c->slots);
+    mprof_umap_del(&c->slot_by_pair, (uint64_t)z->pair + 1);
+    memset(z, 0, sizeof *z);
+    z->next_free = c->free_slot;
+    c->free_slot = i + 1;
 }
 
 static void complete(gpu_state *s, gctx *c, const mprof_reader *r, slot *z)
@@ -238,17 +263,45 @@ static void complete(gpu_state *s, gctx *c, const mprof_reader *r, slot *z)
         if (mprof_grow_zeroed((void **)&c->frame_gpu_ns, &c->n_frames, f, sizeof *c->frame_gpu_ns, 1u << 24) == 0)
             c->frame_gpu_ns[f] += dur;
     }
-    memset(z, 0, sizeof *z);
+    slot_release(c, z);
 }
 
+/* The slot of query's pair, taken from the free list if the pair has none yet. NULL for a pair
+ * past MAX_PAIRS (counted) or when out of memory. The pointer is valid until the next call. */
 static slot *slot_for(gctx *c, uint64_t query)
 {
     uint64_t pair = query / 2;
-    if (pair >= MAX_PAIRS)
+    if (pair >= MAX_PAIRS) {
+        c->ids_refused++;
         return NULL;
-    if (mprof_grow_zeroed((void **)&c->slots, &c->n_slots, (uint32_t)pair, sizeof *c->slots, 1u << 24))
+    }
+    uint32_t *at = mprof_umap_get(&c->slot_by_pair, pair + 1);
+    if (at)
+        return &c->slots[*at];
+    uint32_t i;
+    if (c->free_slot) {
+        i = c->free_slot - 1;
+        c->free_slot = c->slots[i].next_free;
+    } else {
+        if (c->n_slots == c->cap_slots) {
+            uint32_t nc = c->cap_slots ? c->cap_slots * 2 : 64;
+            slot *grown = realloc(c->slots, (size_t)nc * sizeof *grown);
+            if (!grown)
+                return NULL;
+            c->slots = grown;
+            c->cap_slots = nc;
+        }
+        i = c->n_slots++;
+    }
+    slot *z = &c->slots[i];
+    memset(z, 0, sizeof *z);
+    z->pair = (uint32_t)pair;
+    if (mprof_umap_put(&c->slot_by_pair, pair + 1, i) != 0) {
+        z->next_free = c->free_slot;
+        c->free_slot = i + 1;
         return NULL;
-    return &c->slots[pair];
+    }
+    return z;
 }
 
 static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
@@ -322,7 +375,9 @@ static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
             return;
         if (z->have & HAVE_BEGIN) {
             c->incomplete++; /* the zone that held this pair never completed */
+            uint32_t pair = z->pair;
             memset(z, 0, sizeof *z);
+            z->pair = pair;
         }
         if (mprof_grow_zeroed((void **)&c->depth, &c->n_depth, ev->thread, sizeof *c->depth, 1u << 24))
             return;
@@ -339,8 +394,11 @@ static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
             return;
         if (ev->thread < c->n_depth && c->depth[ev->thread] > 0)
             c->depth[ev->thread]--;
-        if (!(z->have & HAVE_BEGIN))
+        if (!(z->have & HAVE_BEGIN)) {
+            if (!z->have)
+                slot_release(c, z);
             return; /* begun before the capture */
+        }
         z->have |= HAVE_END;
         z->cpu_end = ev->ts_ns;
         if (z->have == HAVE_ALL)
@@ -355,7 +413,9 @@ static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
         uint8_t bit = (ev->u[1] & 1) ? HAVE_T_END : HAVE_T_BEGIN;
         if (z->have & bit) {
             c->incomplete++;
+            uint32_t pair = z->pair;
             memset(z, 0, sizeof *z);
+            z->pair = pair;
         }
         z->have |= bit;
         if (bit == HAVE_T_END)
@@ -456,6 +516,10 @@ static void gpu_print_text(void *p, mprof_analysis *a, FILE *out, int top_n)
                 c->period_ns);
         if (!c->have_cal)
             fprintf(out, "    no calibration: GPU times cannot be placed on the CPU timeline\n");
+        if (c->ids_refused)
+            fprintf(out, "    %" PRIu64 " records refused: query id past the %u pairs a context may "
+                         "use (a corrupt capture)\n",
+                    c->ids_refused, MAX_PAIRS);
         fprintf(out, "    %-28s %8s %10s %10s %10s %10s   %s\n", "zone", "count", "mean us",
                 "p50 us", "p95 us", "max us", "submit->start mean/p50/p95 us");
         uint32_t shown = 0;
@@ -517,6 +581,7 @@ static void gpu_print_json(void *p, mprof_analysis *a, mprof_json *j)
         mprof_json_u64(j, "calibrations", c->n_cal);
         mprof_json_u64(j, "zones_complete", c->complete);
         mprof_json_u64(j, "zones_incomplete", c->incomplete);
+        mprof_json_u64(j, "query_ids_refused", c->ids_refused);
         mprof_json_arr_begin(j, "zones");
         for (uint32_t z = 0; z < c->n_zones; z++) {
             const zone_acc *x = &c->zones[z];
