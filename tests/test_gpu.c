@@ -440,6 +440,81 @@ static void test_report_gpu_huge_ids(void **state)
     remove(path);
 }
 
+/* GPU values that hit undefined behaviour: a tick period of 1e300, GPU times whose difference
+ * overflows int64_t, a submit-to-start latency (about 4.6e24 ns) converted from double to an
+ * integer. The period and the overflowing zone are counted as corrupt; the huge latency is
+ * clamped. */
+static void test_report_gpu_corrupt_values(void **state)
+{
+    (void)state;
+    unsigned char ev[512], *o = ev;
+    uint64_t t = 0;
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    for (uint32_t c = 1; c <= 2; c++) {
+        *o++ = MPROF_EV_GPU_CONTEXT;
+        o = put_ts(o, &t, 10 * c);
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, 0);
+        *o++ = 1;
+        double per = c == 1 ? 1e300 : 1e6;
+        uint64_t bits;
+        memcpy(&bits, &per, 8);
+        mprof_wr_u64(o, bits);
+        o += 8;
+        if (c == 2) {
+            *o++ = MPROF_EV_GPU_CALIBRATE;
+            o = put_ts(o, &t, 25);
+            o = mprof_put_varint(o, c);
+            o = mprof_put_varint(o, mprof_zigzag(-(1ll << 62)));
+        }
+        *o++ = MPROF_EV_GPU_ZONE_BEGIN;
+        o = put_ts(o, &t, 10 * c + 6);
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, 0);
+        o = mprof_put_varint(o, 1);
+        *o++ = MPROF_EV_GPU_ZONE_END;
+        o = put_ts(o, &t, 10 * c + 7);
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, 1);
+        *o++ = MPROF_EV_GPU_TIME;
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, 0);
+        o = mprof_put_varint(o, mprof_zigzag(c == 1 ? -5 : 0));
+        *o++ = MPROF_EV_GPU_TIME;
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, 1);
+        o = mprof_put_varint(o, mprof_zigzag(c == 1 ? INT64_MAX : 1));
+    }
+    assert_true((size_t)(o - ev) <= sizeof ev);
+    char path[512];
+    gc_temp_path(path, sizeof path, "test_gpu_corrupt");
+    write_capture(path, ev, (size_t)(o - ev));
+
+    char cmd[1200], out[65536];
+    snprintf(cmd, sizeof cmd, "%s report --gpu --json %s", tu_mprof_bin(), path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    cJSON *root = cJSON_Parse(out);
+    assert_non_null(root);
+    cJSON *ctxs = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "gpu"), "contexts");
+    assert_int_equal(cJSON_GetArraySize(ctxs), 2);
+    cJSON *c1 = cJSON_GetArrayItem(ctxs, 0), *c2 = cJSON_GetArrayItem(ctxs, 1);
+    assert_true(cJSON_GetObjectItem(c1, "period_ns")->valuedouble == 1.0);
+    assert_int_equal(cJSON_GetObjectItem(c1, "corrupt_records")->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItem(c1, "zones_complete")->valueint, 0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(c1, "zones")), 0);
+    assert_int_equal(cJSON_GetObjectItem(c2, "corrupt_records")->valueint, 0);
+    cJSON *z = cJSON_GetArrayItem(cJSON_GetObjectItem(c2, "zones"), 0);
+    assert_non_null(z);
+    assert_int_equal(cJSON_GetObjectItem(z, "count")->valueint, 1);
+    assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(z, "gpu_ns"), "mean")->valuedouble == 1e6);
+    cJSON_Delete(root);
+    snprintf(cmd, sizeof cmd, "%s report --gpu %s", tu_mprof_bin(), path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "2 records ignored as corrupt"));
+    remove(path);
+}
+
 /* `mprof report --gpu` (the real binary) on a capture with known GPU times: per-zone counts and
  * durations, submit-to-start latency, per-frame busy share and GPU-bound frames. */
 static void test_report_gpu(void **state)
@@ -567,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_report_gpu),
         cmocka_unit_test(test_report_gpu_drift),
         cmocka_unit_test(test_report_gpu_huge_ids),
+        cmocka_unit_test(test_report_gpu_corrupt_values),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }

@@ -539,6 +539,113 @@ static void test_too_many_pools_and_null_address(void **state)
     remove(capture_path);
 }
 
+/* Capture values that overflowed signed arithmetic (undefined behaviour): sizes near 2^63 summed
+ * into live bytes, and timestamps 10^19 ns apart subtracted for a lifetime, a lock wait or a
+ * lock hold. Such sizes and intervals are now ignored and counted as corrupt. The locks pass is
+ * checked here too, on the same hand-written capture. */
+static void test_corrupt_sizes_and_times(void **state)
+{
+    (void)state;
+    const uint64_t early = (uint64_t)-5000000000000000000ll, late = 5000000000000000000ull;
+    unsigned char ev[512], *o = ev;
+    uint64_t t = 0;
+    *o++ = MPROF_EV_DEF_STRING;
+    o = mprof_put_varint(o, 1);
+    o = put_str(o, "big");
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    for (int k = 0; k < 3; k++) { /* sizes past 2^48: refused */
+        *o++ = MPROF_EV_ALLOC;
+        o = put_ts(o, &t, 10 + k);
+        o = mprof_put_varint(o, 0x100 + k);
+        o = mprof_put_varint(o, 0x7fffffffffffffffull);
+        o = mprof_put_varint(o, 1);
+        o = mprof_put_varint(o, 0);
+    }
+    *o++ = MPROF_EV_ALLOC; /* the largest size accepted */
+    o = put_ts(o, &t, 20);
+    o = mprof_put_varint(o, 0x200);
+    o = mprof_put_varint(o, 1ull << 48);
+    o = mprof_put_varint(o, 1);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_LOCK_ANNOUNCE;
+    o = put_ts(o, &t, 30);
+    o = mprof_put_varint(o, 1);
+    o = mprof_put_varint(o, 1);
+    *o++ = 1;
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_LOCK_OBTAINED; /* held from -5e18 ... */
+    o = put_ts(o, &t, early);
+    o = mprof_put_varint(o, 1);
+    *o++ = 0;
+    *o++ = MPROF_EV_ALLOC; /* ... and an allocation made then */
+    o = put_ts(o, &t, early);
+    o = mprof_put_varint(o, 0x300);
+    o = mprof_put_varint(o, 8);
+    o = mprof_put_varint(o, 0);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_FREE; /* freed 10^19 ns later */
+    o = put_ts(o, &t, late);
+    o = mprof_put_varint(o, 0x300);
+    o = mprof_put_varint(o, 0);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_LOCK_RELEASED; /* ... to +5e18 */
+    o = put_ts(o, &t, late);
+    o = mprof_put_varint(o, 1);
+    *o++ = 0;
+    *o++ = MPROF_EV_LOCK_WAIT; /* a wait from +5e18 ... */
+    o = put_ts(o, &t, late + 1);
+    o = mprof_put_varint(o, 2);
+    *o++ = 0;
+    *o++ = MPROF_EV_LOCK_OBTAINED; /* ... that ends at -5e18 */
+    o = put_ts(o, &t, early + 1024); /* a multiple of 1024: exact as a double */
+    o = mprof_put_varint(o, 2);
+    *o++ = 0;
+    *o++ = MPROF_EV_LOCK_RELEASED;
+    o = put_ts(o, &t, early + 3072);
+    o = mprof_put_varint(o, 2);
+    *o++ = 0;
+    assert_true((size_t)(o - ev) <= sizeof ev);
+    write_capture(ev, (size_t)(o - ev));
+
+    char err[512];
+    mprof_analysis_opts opts = {.top_n = 5, .passes = "memory,locks"};
+    mprof_analysis *a = mprof_analysis_run(capture_path, &opts, err, sizeof err);
+    if (!a)
+        fail_msg("analysis failed: %s", err);
+    mprof_pool_result p;
+    assert_int_equal(mprof__memory_pool(a, "big", &p), 0);
+    assert_int_equal(p.allocs, 1);
+    assert_int_equal(p.live_bytes, 1ll << 48);
+    assert_int_equal(mprof__memory_pool(a, "heap", &p), 0);
+    assert_int_equal(p.allocs, 1);
+    assert_int_equal(p.frees, 1);
+    assert_int_equal(p.live_count, 0);
+    assert_int_equal(p.lifetime_count, 0);
+    mprof_lock_result l;
+    assert_int_equal(mprof__locks_get(a, "big", &l), 0);
+    assert_int_equal(l.acquisitions, 1);
+    assert_int_equal(l.hold_count, 0);
+    assert_int_equal(l.hold_total_ns, 0);
+    assert_int_equal(mprof__locks_get(a, "lock #2", &l), 0);
+    assert_int_equal(l.contended, 1);
+    assert_int_equal(l.wait_count, 0);
+    assert_int_equal(l.wait_total_ns, 0);
+    assert_int_equal(l.hold_count, 1);
+    assert_int_equal(l.hold_total_ns, 2048);
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *out = open_memstream(&text, &text_len);
+    assert_non_null(out);
+    mprof_analysis_print_text(a, out);
+    fclose(out);
+    assert_non_null(strstr(text, "4 memory events ignored as corrupt"));
+    assert_non_null(strstr(text, "2 waits or holds ignored as corrupt"));
+    free(text);
+    mprof_analysis_free(a);
+    remove(capture_path);
+}
+
 /* Run in a fresh process (see main): an allocation is the very first event, so it starts the
  * profiler from MPROF_CAPTURE; its timestamp must be on the calibrated clock. */
 static int first_alloc_child(void)
@@ -595,6 +702,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_fp_method_end_to_end),
         cmocka_unit_test(test_out_of_order_beyond_window),
         cmocka_unit_test(test_too_many_pools_and_null_address),
+        cmocka_unit_test(test_corrupt_sizes_and_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,6 +67,7 @@ typedef struct gctx {
     uint32_t n_slots, cap_slots, free_slot; /* free_slot: free list head, index + 1 */
     mprof_umap slot_by_pair;    /* pair + 1 -> slots index */
     uint64_t ids_refused;       /* pieces with a query id past MAX_PAIRS pairs */
+    uint64_t n_corrupt;         /* zones whose GPU times overflow, periods out of range */
     uint32_t *depth; /* per thread: open zones of this context */
     uint32_t n_depth;
     zone_acc *zones;
@@ -207,6 +208,31 @@ static zone_acc *zone_for(gctx *c, const mprof_reader *r, uint32_t loc)
     return z;
 }
 
+/* a - b as a double, exact while it fits in int64_t (GPU ticks come from the file). */
+static double diff_f(int64_t a, int64_t b)
+{
+    int64_t d;
+    if (__builtin_sub_overflow(a, b, &d))
+        return (double)a - (double)b;
+    return (double)d;
+}
+
+/* v clamped to [0, 2^63) (NaN gives 0): converting a double out of range is undefined. */
+static uint64_t clamp_u63(double v)
+{
+    if (!(v > 0))
+        return 0;
+    return v < 0x1p63 ? (uint64_t)v : (uint64_t)INT64_MAX;
+}
+
+/* v clamped to [-2^63, 2^63). */
+static int64_t clamp_i64(double v)
+{
+    if (!(v < 0x1p63))
+        return INT64_MAX;
+    return v >= -0x1p63 ? (int64_t)v : INT64_MIN;
+}
+
 static double to_cpu_ns(const gctx *c, int64_t gpu)
 {
     if (c->n_cals >= 2 && gpu >= c->cals[0][0] && gpu <= c->cals[c->n_cals - 1][0]) {
@@ -225,8 +251,8 @@ static double to_cpu_ns(const gctx *c, int64_t gpu)
         return c0;
     }
     if (c->n_cals >= 1 && gpu < c->cals[0][0])
-        return (double)c->cals[0][1] + (double)(gpu - c->cals[0][0]) * c->period_ns;
-    return (double)c->cal_cpu_ns + (double)(gpu - c->cal_gpu) * c->period_ns;
+        return (double)c->cals[0][1] + diff_f(gpu, c->cals[0][0]) * c->period_ns;
+    return (double)c->cal_cpu_ns + diff_f(gpu, c->cal_gpu) * c->period_ns;
 }
 
 /* Returns slot z to the free list. */
@@ -241,21 +267,27 @@ static void slot_release(gctx *c, slot *z)
 
 static void complete(gpu_state *s, gctx *c, const mprof_reader *r, slot *z)
 {
+    int64_t ticks;
+    if (__builtin_sub_overflow(z->gpu_end, z->gpu_begin, &ticks)) {
+        c->n_corrupt++; /* GPU times no real clock gives */
+        slot_release(c, z);
+        return;
+    }
     zone_acc *acc = zone_for(c, r, z->loc);
-    double dur = (double)(z->gpu_end - z->gpu_begin) * c->period_ns;
+    double dur = (double)ticks * c->period_ns;
     if (dur < 0)
         dur = 0;
     c->complete++;
     if (acc) {
         acc->count++;
         acc->dur_sum += dur;
-        (void)mprof_hist_add(&acc->dur, (uint64_t)dur);
+        (void)mprof_hist_add(&acc->dur, clamp_u63(dur));
         if (c->have_cal) {
             double lat = to_cpu_ns(c, z->gpu_begin) - (double)z->cpu_begin;
             acc->lat_sum += lat;
-            if ((int64_t)lat < acc->lat_min)
-                acc->lat_min = (int64_t)lat;
-            (void)mprof_hist_add(&acc->lat, lat > 0 ? (uint64_t)lat : 0);
+            if (clamp_i64(lat) < acc->lat_min)
+                acc->lat_min = clamp_i64(lat);
+            (void)mprof_hist_add(&acc->lat, clamp_u63(lat));
         }
     }
     if (z->depth == 0 && s->n_marks > 0) {
@@ -334,7 +366,13 @@ static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
         snprintf(c->name, sizeof c->name, "%s", name ? name : "?");
         c->api = (int)ev->u[2];
         double period = mprof_event_f64(ev, 3);
-        c->period_ns = period > 0 && isfinite(period) ? period : 1.0;
+        /* No GPU ticks slower than a millisecond; anything else is corrupt (1 ns is assumed). */
+        if (isfinite(period) && period > 0 && period <= 1e6) {
+            c->period_ns = period;
+        } else {
+            c->period_ns = 1.0;
+            c->n_corrupt++;
+        }
         return;
     }
     case MPROF_EV_GPU_CALIBRATE: {
@@ -516,6 +554,10 @@ static void gpu_print_text(void *p, mprof_analysis *a, FILE *out, int top_n)
                 c->period_ns);
         if (!c->have_cal)
             fprintf(out, "    no calibration: GPU times cannot be placed on the CPU timeline\n");
+        if (c->n_corrupt)
+            fprintf(out, "    %" PRIu64 " records ignored as corrupt (GPU times that overflow, a "
+                         "tick period out of range)\n",
+                    c->n_corrupt);
         if (c->ids_refused)
             fprintf(out, "    %" PRIu64 " records refused: query id past the %u pairs a context may "
                          "use (a corrupt capture)\n",
@@ -582,6 +624,7 @@ static void gpu_print_json(void *p, mprof_analysis *a, mprof_json *j)
         mprof_json_u64(j, "zones_complete", c->complete);
         mprof_json_u64(j, "zones_incomplete", c->incomplete);
         mprof_json_u64(j, "query_ids_refused", c->ids_refused);
+        mprof_json_u64(j, "corrupt_records", c->n_corrupt);
         mprof_json_arr_begin(j, "zones");
         for (uint32_t z = 0; z < c->n_zones; z++) {
             const zone_acc *x = &c->zones[z];

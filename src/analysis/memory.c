@@ -36,6 +36,9 @@
 /* Pools kept: key_of puts pool index + 1 in the top 16 bits of a key, so it must fit there and
  * be nonzero (a zero key is the umap's empty slot). Events of further pools are refused. */
 #define POOLS_MAX 0xffffu
+/* Larger allocations are refused as corrupt: no address space has 2^48 bytes to hand out, and
+ * the bound keeps live byte counts far from overflowing. */
+#define SIZE_MAX_BYTES (1ull << 48)
 
 typedef struct mev {
     int64_t ts;
@@ -104,7 +107,9 @@ typedef struct mem_state {
     size_t n_marks, cap_marks;
     uint32_t main_thread;
     uint64_t events;
-    uint64_t n_corrupt; /* events refused: a null address, or a pool past POOLS_MAX */
+    uint64_t n_corrupt; /* events refused: a null address, a pool past POOLS_MAX, a size past
+                           SIZE_MAX_BYTES or live bytes past INT64_MAX, a lifetime that
+                           overflows */
     mprof_symbolizer *sym;
     mev *heap;
     size_t n_heap, cap_heap;
@@ -185,7 +190,11 @@ static uint64_t frames_between(const mem_state *m, int64_t a, int64_t b)
 static void record_lifetime(mem_state *m, uint32_t pool, int64_t alloc_ts, int64_t free_ts,
                             uint64_t frames)
 {
-    int64_t d = free_ts - alloc_ts;
+    int64_t d;
+    if (__builtin_sub_overflow(free_ts, alloc_ts, &d)) {
+        m->n_corrupt++; /* timestamps no real capture has */
+        return;
+    }
     mprof_hist_add(&m->pools[pool].life_ns, (uint64_t)(d > 0 ? d : 0));
     mprof_hist_add(&m->pools[pool].life_frames, frames);
 }
@@ -287,6 +296,10 @@ static void on_alloc(mem_state *m, const mprof_event *ev)
     pool_acc *p = get_pool(m, name, &pi);
     if (!p)
         return;
+    if (size > SIZE_MAX_BYTES || p->live_bytes > INT64_MAX - (int64_t)size) {
+        m->n_corrupt++;
+        return;
+    }
     uint64_t key = key_of(pi, ptr);
     /* A free of this address read earlier but timestamped later pairs with this allocation. */
     uint32_t best = UINT32_MAX;
@@ -721,8 +734,8 @@ static void print_corrupt(const mem_state *m, FILE *out)
 {
     if (m->n_corrupt)
         fprintf(out,
-                "  %" PRIu64 " memory events ignored as corrupt (a null address or a pool past the "
-                "first %u)\n",
+                "  %" PRIu64 " memory events ignored as corrupt (a null address, a pool past the "
+                "first %u, a size past 2^48 bytes or timestamps too far apart)\n",
                 m->n_corrupt, POOLS_MAX);
 }
 
