@@ -321,19 +321,23 @@ static void on_alloc(mem_state *m, const mprof_event *ev)
     uint32_t e = ent_new(m);
     if (!e)
         return;
+    /* Into the key map first: if that fails the entry goes back to the free list and nothing
+     * else has changed. */
+    uint32_t same = 0;
+    uint32_t *head = mprof_umap_get(&m->live, key);
+    if (head) {
+        same = *head;
+        *head = e;
+    } else if (mprof_umap_put(&m->live, key, e) != 0) {
+        m->ents[e - 1].same = m->free_ent;
+        m->free_ent = e;
+        return;
+    }
     p = &m->pools[pi];
-    alloc_ent *a = &m->ents[e - 1];
-    *a = (alloc_ent){ptr, size, ev->ts_ns, m->n_marks, cs, pi, 0, 0, p->live_head};
+    m->ents[e - 1] = (alloc_ent){ptr, size, ev->ts_ns, m->n_marks, cs, pi, same, 0, p->live_head};
     if (p->live_head)
         m->ents[p->live_head - 1].prev = e;
     p->live_head = e;
-    uint32_t *head = mprof_umap_get(&m->live, key);
-    if (head) {
-        a->same = *head;
-        *head = e;
-    } else if (mprof_umap_put(&m->live, key, e) != 0) {
-        return;
-    }
     p->n_allocs++;
     p->bytes_allocated += size;
     p->live_bytes += (int64_t)size;
