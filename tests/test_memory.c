@@ -672,6 +672,26 @@ static void test_corrupt_sizes_and_times(void **state)
     remove(capture_path);
 }
 
+/* The symbol cache grows at half full; when it could not, it kept caching until no slot was
+ * empty and the next lookup probed forever. Now a lookup that finds the cache nearly full and
+ * unable to grow returns the symbol uncached. */
+static void test_symbol_cache_cannot_grow(void **state)
+{
+    (void)state;
+    if (!CAN_FAIL_CALLOC)
+        skip();
+    mprof_symbolizer *s = mprof_symbolizer_new();
+    assert_non_null(s);
+    mprof_symbol sym;
+    calloc_fail_all = 1;
+    for (uint64_t i = 1; i <= 5000; i++)
+        mprof_symbolizer_lookup(s, i * 16, &sym);
+    for (uint64_t i = 1; i <= 5000; i++)
+        mprof_symbolizer_lookup(s, i * 16, &sym); /* cached or not, each lookup ends */
+    calloc_fail_all = 0;
+    mprof_symbolizer_free(s);
+}
+
 /* An allocation whose key could not be added to the live map (out of memory) used to stay
  * linked into its pool's live list, uncounted; a discard then released it, leaving the pool's
  * live count wrapped around and its live bytes negative. Fail each calloc of the analysis in
@@ -782,6 +802,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_out_of_order_beyond_window),
         cmocka_unit_test(test_too_many_pools_and_null_address),
         cmocka_unit_test(test_corrupt_sizes_and_times),
+        cmocka_unit_test(test_symbol_cache_cannot_grow),
         cmocka_unit_test(test_live_map_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
