@@ -31,7 +31,7 @@ typedef struct waiter {
 
 typedef struct waiters {
     waiter *v;
-    uint32_t n;
+    uint32_t n, cap;
 } waiters;
 
 typedef struct lock_acc {
@@ -162,10 +162,14 @@ static void add_waiter(waiters *w, uint32_t key, int64_t dur)
             w->v[i].total = sat_add(w->v[i].total, dur);
             return;
         }
-    waiter *n = realloc(w->v, (w->n + 1) * sizeof *n);
-    if (!n)
-        return;
-    w->v = n;
+    if (w->n == w->cap) {
+        uint32_t nc = w->cap ? w->cap * 2 : 8;
+        waiter *n = realloc(w->v, nc * sizeof *n);
+        if (!n)
+            return;
+        w->v = n;
+        w->cap = nc;
+    }
     w->v[w->n++] = (waiter){key, 1, dur};
 }
 
