@@ -508,13 +508,21 @@ void *mprof_slab_alloc(mprof_slab *s, size_t size)
     return b;
 }
 
+/* Why slab_locate found no allocated block at a pointer. */
+typedef enum slab_miss {
+    SLAB_MISS_NONE,
+    SLAB_MISS_FOREIGN,  /* not in any page of this slab */
+    SLAB_MISS_INTERIOR, /* not the start of a block */
+    SLAB_MISS_FREE      /* a block not allocated */
+} slab_miss;
+
 /* The page owning ptr and its block index, or NULL with *why set. */
 static slab_page *slab_locate(const mprof_slab *s, const void *ptr, size_t *out_idx,
-                              const char **why)
+                              slab_miss *why)
 {
     uintptr_t pgaddr = (uintptr_t)ptr & ~(uintptr_t)(s->page_bytes - 1);
     if (slab_find_page(s, pgaddr, NULL) == s->n_pages) {
-        *why = "foreign";
+        *why = SLAB_MISS_FOREIGN;
         return NULL;
     }
     slab_page *pg = (slab_page *)pgaddr;
@@ -522,12 +530,12 @@ static slab_page *slab_locate(const mprof_slab *s, const void *ptr, size_t *out_
     size_t bsz = class_size(pg->cls);
     if (off < pg->first_off || (off - pg->first_off) % bsz ||
         (off - pg->first_off) / bsz >= pg->n_blocks) {
-        *why = "interior";
+        *why = SLAB_MISS_INTERIOR;
         return NULL;
     }
     *out_idx = (off - pg->first_off) / bsz;
     if (!bit_get(pg->bits, *out_idx)) {
-        *why = "free";
+        *why = SLAB_MISS_FREE;
         return NULL;
     }
     return pg;
@@ -536,7 +544,7 @@ static slab_page *slab_locate(const mprof_slab *s, const void *ptr, size_t *out_
 size_t mprof_slab_block_size(const mprof_slab *s, const void *ptr)
 {
     size_t idx;
-    const char *why;
+    slab_miss why;
     if (!s || !ptr)
         return 0;
     slab_page *pg = slab_locate(s, ptr, &idx, &why);
@@ -550,13 +558,13 @@ mprof_result mprof_slab_free(mprof_slab *s, void *ptr)
     if (!ptr)
         return MPROF_OK;
     size_t idx;
-    const char *why = NULL;
+    slab_miss why = SLAB_MISS_NONE;
     slab_page *pg = slab_locate(s, ptr, &idx, &why);
     if (!pg) {
         s->c.st.n_errors++;
-        if (why[0] == 'f' && why[1] == 'o')
+        if (why == SLAB_MISS_FOREIGN)
             report(&s->c, "free of foreign pointer %p (not in any page of this slab)", ptr);
-        else if (why[0] == 'i')
+        else if (why == SLAB_MISS_INTERIOR)
             report(&s->c, "free of %p, which is not the start of a block", ptr);
         else
             report(&s->c, "double free of %p", ptr);
