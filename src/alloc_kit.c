@@ -41,6 +41,8 @@ static void *default_alloc(size_t size, size_t align, void *user)
     (void)user;
     if (align < sizeof(void *))
         align = sizeof(void *);
+    if (size > SIZE_MAX - (align - 1))
+        return NULL; /* rounding up would wrap to a tiny block */
     size = (size + align - 1) & ~(align - 1); /* aligned_alloc wants a multiple of align */
     return aligned_alloc(align, size);
 }
@@ -231,6 +233,8 @@ mprof_result mprof_pool_create(const mprof_pool_desc *desc, mprof_pool **out)
         return MPROF_ERR_INVALID;
     if (align < sizeof(void *))
         align = sizeof(void *);
+    if (desc->block_bytes > SIZE_MAX - align)
+        return MPROF_ERR_INVALID; /* align_up would wrap to 0 */
     size_t bb = align_up(desc->block_bytes < sizeof(void *) ? sizeof(void *) : desc->block_bytes,
                          align);
     if (desc->n_blocks > SIZE_MAX / bb)
@@ -374,6 +378,15 @@ mprof_result mprof_slab_create(const mprof_slab_desc *desc, mprof_slab **out)
     size_t maxs = desc->max_size ? desc->max_size : 2048;
     if (!is_pow2(page) || page < 4096 || !is_pow2(maxs) || maxs < 16 || maxs > page / 8)
         return MPROF_ERR_INVALID;
+    if (maxs > class_size(SLAB_MAX_CLASSES - 1)) {
+        /* Only SLAB_MAX_CLASSES partial lists exist; a larger page allows more classes. */
+        char msg[128];
+        snprintf(msg, sizeof msg, "max_size %zu exceeds the largest size class (%zu)", maxs,
+                 class_size(SLAB_MAX_CLASSES - 1));
+        (desc->on_error ? desc->on_error : default_on_error)("slab", desc->name ? desc->name : "slab",
+                                                             msg, desc->error_user);
+        return MPROF_ERR_INVALID;
+    }
     mprof_slab *s = calloc(1, sizeof *s);
     if (!s)
         return MPROF_ERR_NOMEM;
@@ -495,13 +508,21 @@ void *mprof_slab_alloc(mprof_slab *s, size_t size)
     return b;
 }
 
+/* Why slab_locate found no allocated block at a pointer. */
+typedef enum slab_miss {
+    SLAB_MISS_NONE,
+    SLAB_MISS_FOREIGN,  /* not in any page of this slab */
+    SLAB_MISS_INTERIOR, /* not the start of a block */
+    SLAB_MISS_FREE      /* a block not allocated */
+} slab_miss;
+
 /* The page owning ptr and its block index, or NULL with *why set. */
 static slab_page *slab_locate(const mprof_slab *s, const void *ptr, size_t *out_idx,
-                              const char **why)
+                              slab_miss *why)
 {
     uintptr_t pgaddr = (uintptr_t)ptr & ~(uintptr_t)(s->page_bytes - 1);
     if (slab_find_page(s, pgaddr, NULL) == s->n_pages) {
-        *why = "foreign";
+        *why = SLAB_MISS_FOREIGN;
         return NULL;
     }
     slab_page *pg = (slab_page *)pgaddr;
@@ -509,12 +530,12 @@ static slab_page *slab_locate(const mprof_slab *s, const void *ptr, size_t *out_
     size_t bsz = class_size(pg->cls);
     if (off < pg->first_off || (off - pg->first_off) % bsz ||
         (off - pg->first_off) / bsz >= pg->n_blocks) {
-        *why = "interior";
+        *why = SLAB_MISS_INTERIOR;
         return NULL;
     }
     *out_idx = (off - pg->first_off) / bsz;
     if (!bit_get(pg->bits, *out_idx)) {
-        *why = "free";
+        *why = SLAB_MISS_FREE;
         return NULL;
     }
     return pg;
@@ -523,7 +544,7 @@ static slab_page *slab_locate(const mprof_slab *s, const void *ptr, size_t *out_
 size_t mprof_slab_block_size(const mprof_slab *s, const void *ptr)
 {
     size_t idx;
-    const char *why;
+    slab_miss why;
     if (!s || !ptr)
         return 0;
     slab_page *pg = slab_locate(s, ptr, &idx, &why);
@@ -537,13 +558,13 @@ mprof_result mprof_slab_free(mprof_slab *s, void *ptr)
     if (!ptr)
         return MPROF_OK;
     size_t idx;
-    const char *why = NULL;
+    slab_miss why = SLAB_MISS_NONE;
     slab_page *pg = slab_locate(s, ptr, &idx, &why);
     if (!pg) {
         s->c.st.n_errors++;
-        if (why[0] == 'f' && why[1] == 'o')
+        if (why == SLAB_MISS_FOREIGN)
             report(&s->c, "free of foreign pointer %p (not in any page of this slab)", ptr);
-        else if (why[0] == 'i')
+        else if (why == SLAB_MISS_INTERIOR)
             report(&s->c, "free of %p, which is not the start of a block", ptr);
         else
             report(&s->c, "double free of %p", ptr);

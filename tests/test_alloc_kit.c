@@ -129,6 +129,21 @@ static void test_arena_bad_desc_and_backing_failure(void **state)
     assert_int_equal(fb.live, 0);
 }
 
+/* The default backing allocator rounds the size up to the alignment; near SIZE_MAX that used to
+ * wrap to a tiny block recorded with a huge capacity. Creation must fail instead. */
+static void test_huge_capacity_fails_cleanly(void **state)
+{
+    (void)state;
+    mprof_arena *a = (mprof_arena *)1;
+    mprof_arena_desc ad = {.capacity_bytes = SIZE_MAX - 3};
+    assert_int_equal(mprof_arena_create(&ad, &a), MPROF_ERR_NOMEM);
+    assert_null(a);
+    mprof_stack *s = (mprof_stack *)1;
+    mprof_stack_desc sd = {.capacity_bytes = SIZE_MAX - 3};
+    assert_int_equal(mprof_stack_create(&sd, &s), MPROF_ERR_NOMEM);
+    assert_null(s);
+}
+
 /* ---- pool ----------------------------------------------------------------------------------- */
 
 static void test_pool_blocks(void **state)
@@ -205,6 +220,16 @@ static void test_pool_bad_desc(void **state)
     d.n_blocks = SIZE_MAX / 8;
     assert_int_equal(mprof_pool_create(&d, &p), MPROF_ERR_INVALID);
     assert_null(p);
+    /* Rounding block_bytes up to the alignment used to wrap to 0, then divide by it. */
+    d.n_blocks = 1;
+    d.block_bytes = SIZE_MAX - 3;
+    assert_int_equal(mprof_pool_create(&d, &p), MPROF_ERR_INVALID);
+    d.block_bytes = SIZE_MAX;
+    d.align = 4096;
+    assert_int_equal(mprof_pool_create(&d, &p), MPROF_ERR_INVALID);
+    assert_null(p);
+    d.align = 0;
+    d.block_bytes = 16;
     fail_backing fb = {.fail_at = 1};
     d.n_blocks = 2;
     d.backing = (mprof_alloc_backing){fb_alloc, fb_free, &fb};
@@ -213,6 +238,29 @@ static void test_pool_bad_desc(void **state)
 }
 
 /* ---- slab ----------------------------------------------------------------------------------- */
+
+/* A page of 8 MiB allows max_size up to 1 MiB by the page_bytes/8 rule, 17 classes, but the slab
+ * has partial lists for 16 (16 B .. 512 KiB): indexing the 17th wrote past the array. */
+static void test_slab_max_size_limit(void **state)
+{
+    (void)state;
+    err_log log = {0};
+    mprof_slab *s = (mprof_slab *)1;
+    mprof_slab_desc d = {.name = "big", .max_size = (size_t)1 << 20, .page_bytes = (size_t)1 << 23,
+                         .on_error = on_error, .error_user = &log};
+    assert_int_equal(mprof_slab_create(&d, &s), MPROF_ERR_INVALID);
+    assert_null(s);
+    assert_int_equal(log.count, 1);
+    assert_non_null(strstr(log.last, "largest size class (524288)"));
+    d.max_size = (size_t)1 << 19;
+    assert_int_equal(mprof_slab_create(&d, &s), MPROF_OK);
+    void *b = mprof_slab_alloc(s, (size_t)1 << 19);
+    assert_non_null(b);
+    assert_int_equal(mprof_slab_block_size(s, b), (size_t)1 << 19);
+    assert_int_equal(mprof_slab_free(s, b), MPROF_OK);
+    mprof_slab_destroy(s);
+    assert_int_equal(log.count, 1);
+}
 
 static void test_slab_classes(void **state)
 {
@@ -390,8 +438,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_arena_bump_and_reset),
         cmocka_unit_test(test_arena_bad_desc_and_backing_failure),
+        cmocka_unit_test(test_huge_capacity_fails_cleanly),
         cmocka_unit_test(test_pool_blocks),
         cmocka_unit_test(test_pool_bad_desc),
+        cmocka_unit_test(test_slab_max_size_limit),
         cmocka_unit_test(test_slab_classes),
         cmocka_unit_test(test_slab_many_pages),
         cmocka_unit_test(test_stack_lifo_and_markers),

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -333,6 +334,187 @@ static cJSON *find_ctx(cJSON *root, const char *name)
     return NULL;
 }
 
+/* ---- corrupt input, written by hand ---------------------------------------------------------- */
+
+static unsigned char *put_ts(unsigned char *o, uint64_t *last, uint64_t ts)
+{
+    o = mprof_put_varint(o, mprof_zigzag((int64_t)(ts - *last)));
+    *last = ts;
+    return o;
+}
+
+/* Writes a capture of the given events to path (1 ns ticks). */
+static void write_capture(const char *path, const unsigned char *ev, size_t len)
+{
+    mprof_buf file = {0}, info = {0};
+    assert_int_equal(mprof_buf_reserve(&file, MPROF_FMT_HEADER_BYTES), 0);
+    mprof_fmt_file_header(file.data);
+    file.len = MPROF_FMT_HEADER_BYTES;
+    assert_int_equal(mprof_fmt_kv(&info, "ns_per_tick", "1"), 0);
+    assert_int_equal(mprof_fmt_kv(&info, "tick0", "0"), 0);
+    assert_int_equal(mprof_fmt_chunk(&file, MPROF_CHUNK_INFO, info.data, info.len, 0, NULL), 0);
+    assert_int_equal(mprof_fmt_chunk(&file, MPROF_CHUNK_EVENTS, ev, len, 0, NULL), 0);
+    assert_int_equal(mprof_fmt_chunk(&file, MPROF_CHUNK_END, "", 0, 0, NULL), 0);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(file.data, 1, file.len, f), file.len);
+    fclose(f);
+    mprof_buf_free(&file);
+    mprof_buf_free(&info);
+}
+
+/* The pass used to grow per-context arrays to the largest query pair and source location id
+ * read from the file: eight contexts with one zone each at the highest pair (2^19 - 1) and srcloc
+ * (2^24 - 1) made a capture of a few hundred bytes take about 700 MB. Both are now looked up in
+ * maps, and a query id past the pairs a context may use is refused and counted. */
+static void test_report_gpu_huge_ids(void **state)
+{
+    (void)state;
+    enum { N_CTX = 8 };
+    unsigned char ev[1024], *o = ev;
+    uint64_t t = 0;
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    for (uint32_t c = 1; c <= N_CTX; c++) {
+        *o++ = MPROF_EV_GPU_CONTEXT;
+        o = put_ts(o, &t, 10 * c);
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, 0);
+        *o++ = 1;
+        double per = 1.0;
+        uint64_t bits;
+        memcpy(&bits, &per, 8);
+        mprof_wr_u64(o, bits);
+        o += 8;
+        uint64_t q = 2ull * ((1u << 19) - 1);
+        *o++ = MPROF_EV_GPU_ZONE_BEGIN;
+        o = put_ts(o, &t, 10 * c + 1);
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, q);
+        o = mprof_put_varint(o, (1u << 24) - 1);
+        *o++ = MPROF_EV_GPU_ZONE_END;
+        o = put_ts(o, &t, 10 * c + 2);
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, q);
+        *o++ = MPROF_EV_GPU_TIME;
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, q);
+        o = mprof_put_varint(o, mprof_zigzag(0));
+        *o++ = MPROF_EV_GPU_TIME;
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, q + 1);
+        o = mprof_put_varint(o, mprof_zigzag(1000));
+        *o++ = MPROF_EV_GPU_ZONE_BEGIN; /* one pair past the limit: refused */
+        o = put_ts(o, &t, 10 * c + 3);
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, q + 2);
+        o = mprof_put_varint(o, 1);
+    }
+    assert_true((size_t)(o - ev) <= sizeof ev);
+    char path[512];
+    gc_temp_path(path, sizeof path, "test_gpu_huge_ids");
+    write_capture(path, ev, (size_t)(o - ev));
+
+    char cmd[1200], out[65536];
+    snprintf(cmd, sizeof cmd, "%s report --gpu --json %s", tu_mprof_bin(), path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    /* The report ran in a child: its peak memory is the largest child's so far. */
+    struct rusage ru;
+    assert_int_equal(getrusage(RUSAGE_CHILDREN, &ru), 0);
+    assert_true(ru.ru_maxrss < 128 * 1024); /* KiB; it was about 700 MB */
+    cJSON *root = cJSON_Parse(out);
+    assert_non_null(root);
+    cJSON *ctxs = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "gpu"), "contexts");
+    assert_int_equal(cJSON_GetArraySize(ctxs), N_CTX);
+    cJSON *c;
+    cJSON_ArrayForEach(c, ctxs)
+    {
+        assert_int_equal(cJSON_GetObjectItem(c, "zones_complete")->valueint, 1);
+        assert_int_equal(cJSON_GetObjectItem(c, "zones_incomplete")->valueint, 0);
+        assert_int_equal(cJSON_GetObjectItem(c, "query_ids_refused")->valueint, 1);
+    }
+    cJSON_Delete(root);
+    snprintf(cmd, sizeof cmd, "%s report --gpu %s", tu_mprof_bin(), path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "1 records refused: query id past the 524288 pairs"));
+    remove(path);
+}
+
+/* GPU values that hit undefined behaviour: a tick period of 1e300, GPU times whose difference
+ * overflows int64_t, a submit-to-start latency (about 4.6e24 ns) converted from double to an
+ * integer. The period and the overflowing zone are counted as corrupt; the huge latency is
+ * clamped. */
+static void test_report_gpu_corrupt_values(void **state)
+{
+    (void)state;
+    unsigned char ev[512], *o = ev;
+    uint64_t t = 0;
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    for (uint32_t c = 1; c <= 2; c++) {
+        *o++ = MPROF_EV_GPU_CONTEXT;
+        o = put_ts(o, &t, 10 * c);
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, 0);
+        *o++ = 1;
+        double per = c == 1 ? 1e300 : 1e6;
+        uint64_t bits;
+        memcpy(&bits, &per, 8);
+        mprof_wr_u64(o, bits);
+        o += 8;
+        if (c == 2) {
+            *o++ = MPROF_EV_GPU_CALIBRATE;
+            o = put_ts(o, &t, 25);
+            o = mprof_put_varint(o, c);
+            o = mprof_put_varint(o, mprof_zigzag(-(1ll << 62)));
+        }
+        *o++ = MPROF_EV_GPU_ZONE_BEGIN;
+        o = put_ts(o, &t, 10 * c + 6);
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, 0);
+        o = mprof_put_varint(o, 1);
+        *o++ = MPROF_EV_GPU_ZONE_END;
+        o = put_ts(o, &t, 10 * c + 7);
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, 1);
+        *o++ = MPROF_EV_GPU_TIME;
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, 0);
+        o = mprof_put_varint(o, mprof_zigzag(c == 1 ? -5 : 0));
+        *o++ = MPROF_EV_GPU_TIME;
+        o = mprof_put_varint(o, c);
+        o = mprof_put_varint(o, 1);
+        o = mprof_put_varint(o, mprof_zigzag(c == 1 ? INT64_MAX : 1));
+    }
+    assert_true((size_t)(o - ev) <= sizeof ev);
+    char path[512];
+    gc_temp_path(path, sizeof path, "test_gpu_corrupt");
+    write_capture(path, ev, (size_t)(o - ev));
+
+    char cmd[1200], out[65536];
+    snprintf(cmd, sizeof cmd, "%s report --gpu --json %s", tu_mprof_bin(), path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    cJSON *root = cJSON_Parse(out);
+    assert_non_null(root);
+    cJSON *ctxs = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "gpu"), "contexts");
+    assert_int_equal(cJSON_GetArraySize(ctxs), 2);
+    cJSON *c1 = cJSON_GetArrayItem(ctxs, 0), *c2 = cJSON_GetArrayItem(ctxs, 1);
+    assert_true(cJSON_GetObjectItem(c1, "period_ns")->valuedouble == 1.0);
+    assert_int_equal(cJSON_GetObjectItem(c1, "corrupt_records")->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItem(c1, "zones_complete")->valueint, 0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(c1, "zones")), 0);
+    assert_int_equal(cJSON_GetObjectItem(c2, "corrupt_records")->valueint, 0);
+    cJSON *z = cJSON_GetArrayItem(cJSON_GetObjectItem(c2, "zones"), 0);
+    assert_non_null(z);
+    assert_int_equal(cJSON_GetObjectItem(z, "count")->valueint, 1);
+    assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(z, "gpu_ns"), "mean")->valuedouble == 1e6);
+    cJSON_Delete(root);
+    snprintf(cmd, sizeof cmd, "%s report --gpu %s", tu_mprof_bin(), path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "2 records ignored as corrupt"));
+    remove(path);
+}
+
 /* `mprof report --gpu` (the real binary) on a capture with known GPU times: per-zone counts and
  * durations, submit-to-start latency, per-frame busy share and GPU-bound frames. */
 static void test_report_gpu(void **state)
@@ -459,6 +641,8 @@ int main(void)
         cmocka_unit_test(test_monotonic_conversion),
         cmocka_unit_test(test_report_gpu),
         cmocka_unit_test(test_report_gpu_drift),
+        cmocka_unit_test(test_report_gpu_huge_ids),
+        cmocka_unit_test(test_report_gpu_corrupt_values),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }

@@ -29,6 +29,32 @@
 
 #include <cmocka.h>
 
+/* Fault injection: calloc is interposed so that a test can make it fail (the analysis has no
+ * allocator hook of its own). Not under AddressSanitizer, which owns calloc; those tests then
+ * skip. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CAN_FAIL_CALLOC 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CAN_FAIL_CALLOC 0
+#endif
+#endif
+#ifndef CAN_FAIL_CALLOC
+#define CAN_FAIL_CALLOC 1
+extern void *__libc_calloc(size_t n, size_t size);
+#endif
+static long calloc_fail_at;  /* the Nth calloc from now fails; 0 = none */
+static int calloc_fail_all; /* every calloc fails */
+
+#if CAN_FAIL_CALLOC
+void *calloc(size_t n, size_t size)
+{
+    if (calloc_fail_all || (calloc_fail_at > 0 && --calloc_fail_at == 0))
+        return NULL;
+    return __libc_calloc(n, size);
+}
+#endif
+
 static char capture_path[256];
 
 static void start_capture(const char *tag)
@@ -454,6 +480,273 @@ static void test_out_of_order_beyond_window(void **state)
     remove(capture_path);
 }
 
+/* A crafted capture with more pools than key_of can tell apart (pool index + 1 lives in 16 bits)
+ * made keys collide and an address 0 gave key 0, the map's empty slot, so a free followed an
+ * uninitialised entry. Pools past the first 0xffff and null addresses are now refused and
+ * counted. */
+static void test_too_many_pools_and_null_address(void **state)
+{
+    (void)state;
+    enum { N = 0xffff };
+    size_t cap = (size_t)N * 40 + 256;
+    unsigned char *ev = malloc(cap), *o = ev;
+    assert_non_null(ev);
+    uint64_t t = 0;
+    char name[16];
+    for (uint32_t n = 1; n <= N; n++) {
+        *o++ = MPROF_EV_DEF_STRING;
+        o = mprof_put_varint(o, n);
+        snprintf(name, sizeof name, "p%u", n);
+        o = put_str(o, name);
+    }
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    for (uint32_t n = 1; n <= N; n++) { /* pools 0 .. 0xfffe */
+        *o++ = MPROF_EV_ALLOC;
+        o = put_ts(o, &t, n);
+        o = mprof_put_varint(o, 0x1000 + n);
+        o = mprof_put_varint(o, 8);
+        o = mprof_put_varint(o, n);
+        o = mprof_put_varint(o, 0);
+    }
+    for (int k = 0; k < 2; k++) { /* the 0x10000th pool ("heap"): refused */
+        *o++ = MPROF_EV_ALLOC;
+        o = put_ts(o, &t, 70000 + k);
+        o = mprof_put_varint(o, 0x2000 + k);
+        o = mprof_put_varint(o, 8);
+        o = mprof_put_varint(o, 0);
+        o = mprof_put_varint(o, 0);
+    }
+    *o++ = MPROF_EV_ALLOC; /* a null address: refused */
+    o = put_ts(o, &t, 80000);
+    o = mprof_put_varint(o, 0);
+    o = mprof_put_varint(o, 8);
+    o = mprof_put_varint(o, 1);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_FREE; /* likewise */
+    o = put_ts(o, &t, 80001);
+    o = mprof_put_varint(o, 0);
+    o = mprof_put_varint(o, 1);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_FREE; /* a real free in the last pool kept */
+    o = put_ts(o, &t, 80002);
+    o = mprof_put_varint(o, 0x1000 + N);
+    o = mprof_put_varint(o, N);
+    o = mprof_put_varint(o, 0);
+    assert_true((size_t)(o - ev) <= cap);
+    write_capture(ev, (size_t)(o - ev));
+    free(ev);
+
+    char err[512];
+    mprof_analysis_opts opts = {.top_n = 5, .passes = "memory"};
+    mprof_analysis *a = mprof_analysis_run(capture_path, &opts, err, sizeof err);
+    if (!a)
+        fail_msg("analysis failed: %s", err);
+    mprof_pool_result p;
+    assert_int_equal(mprof__memory_pool(a, "p1", &p), 0);
+    assert_int_equal(p.allocs, 1);
+    assert_int_equal(p.frees, 0);
+    assert_int_equal(p.live_bytes, 8);
+    snprintf(name, sizeof name, "p%u", (unsigned)N);
+    assert_int_equal(mprof__memory_pool(a, name, &p), 0);
+    assert_int_equal(p.allocs, 1);
+    assert_int_equal(p.frees, 1);
+    assert_int_equal(p.live_count, 0);
+    assert_int_equal(mprof__memory_pool(a, "heap", &p), -1);
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *out = open_memstream(&text, &text_len);
+    assert_non_null(out);
+    mprof_analysis_print_text(a, out);
+    fclose(out);
+    assert_non_null(strstr(text, "4 memory events ignored as corrupt"));
+    free(text);
+    mprof_analysis_free(a);
+    remove(capture_path);
+}
+
+/* Capture values that overflowed signed arithmetic (undefined behaviour): sizes near 2^63 summed
+ * into live bytes, and timestamps 10^19 ns apart subtracted for a lifetime, a lock wait or a
+ * lock hold. Such sizes and intervals are now ignored and counted as corrupt. The locks pass is
+ * checked here too, on the same hand-written capture. */
+static void test_corrupt_sizes_and_times(void **state)
+{
+    (void)state;
+    const uint64_t early = (uint64_t)-5000000000000000000ll, late = 5000000000000000000ull;
+    unsigned char ev[512], *o = ev;
+    uint64_t t = 0;
+    *o++ = MPROF_EV_DEF_STRING;
+    o = mprof_put_varint(o, 1);
+    o = put_str(o, "big");
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    for (int k = 0; k < 3; k++) { /* sizes past 2^48: refused */
+        *o++ = MPROF_EV_ALLOC;
+        o = put_ts(o, &t, 10 + k);
+        o = mprof_put_varint(o, 0x100 + k);
+        o = mprof_put_varint(o, 0x7fffffffffffffffull);
+        o = mprof_put_varint(o, 1);
+        o = mprof_put_varint(o, 0);
+    }
+    *o++ = MPROF_EV_ALLOC; /* the largest size accepted */
+    o = put_ts(o, &t, 20);
+    o = mprof_put_varint(o, 0x200);
+    o = mprof_put_varint(o, 1ull << 48);
+    o = mprof_put_varint(o, 1);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_LOCK_ANNOUNCE;
+    o = put_ts(o, &t, 30);
+    o = mprof_put_varint(o, 1);
+    o = mprof_put_varint(o, 1);
+    *o++ = 1;
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_LOCK_OBTAINED; /* held from -5e18 ... */
+    o = put_ts(o, &t, early);
+    o = mprof_put_varint(o, 1);
+    *o++ = 0;
+    *o++ = MPROF_EV_ALLOC; /* ... and an allocation made then */
+    o = put_ts(o, &t, early);
+    o = mprof_put_varint(o, 0x300);
+    o = mprof_put_varint(o, 8);
+    o = mprof_put_varint(o, 0);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_FREE; /* freed 10^19 ns later */
+    o = put_ts(o, &t, late);
+    o = mprof_put_varint(o, 0x300);
+    o = mprof_put_varint(o, 0);
+    o = mprof_put_varint(o, 0);
+    *o++ = MPROF_EV_LOCK_RELEASED; /* ... to +5e18 */
+    o = put_ts(o, &t, late);
+    o = mprof_put_varint(o, 1);
+    *o++ = 0;
+    *o++ = MPROF_EV_LOCK_WAIT; /* a wait from +5e18 ... */
+    o = put_ts(o, &t, late + 1);
+    o = mprof_put_varint(o, 2);
+    *o++ = 0;
+    *o++ = MPROF_EV_LOCK_OBTAINED; /* ... that ends at -5e18 */
+    o = put_ts(o, &t, early + 1024); /* a multiple of 1024: exact as a double */
+    o = mprof_put_varint(o, 2);
+    *o++ = 0;
+    *o++ = MPROF_EV_LOCK_RELEASED;
+    o = put_ts(o, &t, early + 3072);
+    o = mprof_put_varint(o, 2);
+    *o++ = 0;
+    assert_true((size_t)(o - ev) <= sizeof ev);
+    write_capture(ev, (size_t)(o - ev));
+
+    char err[512];
+    mprof_analysis_opts opts = {.top_n = 5, .passes = "memory,locks"};
+    mprof_analysis *a = mprof_analysis_run(capture_path, &opts, err, sizeof err);
+    if (!a)
+        fail_msg("analysis failed: %s", err);
+    mprof_pool_result p;
+    assert_int_equal(mprof__memory_pool(a, "big", &p), 0);
+    assert_int_equal(p.allocs, 1);
+    assert_int_equal(p.live_bytes, 1ll << 48);
+    assert_int_equal(mprof__memory_pool(a, "heap", &p), 0);
+    assert_int_equal(p.allocs, 1);
+    assert_int_equal(p.frees, 1);
+    assert_int_equal(p.live_count, 0);
+    assert_int_equal(p.lifetime_count, 0);
+    mprof_lock_result l;
+    assert_int_equal(mprof__locks_get(a, "big", &l), 0);
+    assert_int_equal(l.acquisitions, 1);
+    assert_int_equal(l.hold_count, 0);
+    assert_int_equal(l.hold_total_ns, 0);
+    assert_int_equal(mprof__locks_get(a, "lock #2", &l), 0);
+    assert_int_equal(l.contended, 1);
+    assert_int_equal(l.wait_count, 0);
+    assert_int_equal(l.wait_total_ns, 0);
+    assert_int_equal(l.hold_count, 1);
+    assert_int_equal(l.hold_total_ns, 2048);
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *out = open_memstream(&text, &text_len);
+    assert_non_null(out);
+    /* The two passes' sections only: the capture summary has its own overflow (analysis.c). */
+    mprof__memory_pass.print_text(mprof_analysis_pass_state(a, "memory"), a, out, 5);
+    mprof__locks_pass.print_text(mprof_analysis_pass_state(a, "locks"), a, out, 5);
+    fclose(out);
+    assert_non_null(strstr(text, "4 memory events ignored as corrupt"));
+    assert_non_null(strstr(text, "2 waits or holds ignored as corrupt"));
+    free(text);
+    mprof_analysis_free(a);
+    remove(capture_path);
+}
+
+/* The symbol cache grows at half full; when it could not, it kept caching until no slot was
+ * empty and the next lookup probed forever. Now a lookup that finds the cache nearly full and
+ * unable to grow returns the symbol uncached. */
+static void test_symbol_cache_cannot_grow(void **state)
+{
+    (void)state;
+    if (!CAN_FAIL_CALLOC)
+        skip();
+    mprof_symbolizer *s = mprof_symbolizer_new();
+    assert_non_null(s);
+    mprof_symbol sym;
+    calloc_fail_all = 1;
+    for (uint64_t i = 1; i <= 5000; i++)
+        mprof_symbolizer_lookup(s, i * 16, &sym);
+    for (uint64_t i = 1; i <= 5000; i++)
+        mprof_symbolizer_lookup(s, i * 16, &sym); /* cached or not, each lookup ends */
+    calloc_fail_all = 0;
+    mprof_symbolizer_free(s);
+}
+
+/* An allocation whose key could not be added to the live map (out of memory) used to stay
+ * linked into its pool's live list, uncounted; a discard then released it, leaving the pool's
+ * live count wrapped around and its live bytes negative. Fail each calloc of the analysis in
+ * turn: the pool must always end consistent. */
+static void test_live_map_out_of_memory(void **state)
+{
+    (void)state;
+    if (!CAN_FAIL_CALLOC)
+        skip();
+    enum { N = 300 };
+    unsigned char ev[N * 16 + 64], *o = ev;
+    uint64_t t = 0;
+    *o++ = MPROF_EV_DEF_STRING;
+    o = mprof_put_varint(o, 1);
+    o = put_str(o, "arena");
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    for (uint32_t i = 0; i < N; i++) {
+        *o++ = MPROF_EV_ALLOC;
+        o = put_ts(o, &t, 1000 + i);
+        o = mprof_put_varint(o, 0x10000 + 16 * i);
+        o = mprof_put_varint(o, 16);
+        o = mprof_put_varint(o, 1);
+        o = mprof_put_varint(o, 0);
+    }
+    *o++ = MPROF_EV_POOL_DISCARD;
+    o = put_ts(o, &t, 5000);
+    o = mprof_put_varint(o, 1);
+    assert_true((size_t)(o - ev) <= sizeof ev);
+    write_capture(ev, (size_t)(o - ev));
+    mprof_analysis_opts opts = {.top_n = 5, .passes = "memory"};
+    char err[512];
+    for (long n = 1;; n++) {
+        calloc_fail_at = n;
+        mprof_analysis *a = mprof_analysis_run(capture_path, &opts, err, sizeof err);
+        long left = calloc_fail_at;
+        calloc_fail_at = 0;
+        mprof_pool_result p;
+        if (a && mprof__memory_pool(a, "arena", &p) == 0) {
+            assert_true(p.allocs <= N);
+            assert_int_equal(p.live_count, 0);
+            assert_int_equal(p.live_bytes, 0);
+            assert_int_equal(p.discarded_allocs, p.allocs);
+            if (left)
+                assert_int_equal(p.allocs, N); /* no failure this time */
+        }
+        mprof_analysis_free(a);
+        if (left)
+            break; /* every calloc has been failed once */
+    }
+    remove(capture_path);
+}
+
 /* Run in a fresh process (see main): an allocation is the very first event, so it starts the
  * profiler from MPROF_CAPTURE; its timestamp must be on the calibrated clock. */
 static int first_alloc_child(void)
@@ -509,6 +802,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_capture_leaks_pools_and_threads),
         cmocka_unit_test(test_fp_method_end_to_end),
         cmocka_unit_test(test_out_of_order_beyond_window),
+        cmocka_unit_test(test_too_many_pools_and_null_address),
+        cmocka_unit_test(test_corrupt_sizes_and_times),
+        cmocka_unit_test(test_symbol_cache_cannot_grow),
+        cmocka_unit_test(test_live_map_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

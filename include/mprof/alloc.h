@@ -135,8 +135,9 @@ typedef struct mprof_slab mprof_slab;
 typedef struct mprof_slab_desc {
     const char *name;               /* pool name (literal); default "slab" */
     int callstack_depth;            /* frames recorded per allocation; default 0 = none */
-    size_t max_size;                /* largest class; power of two in [16, page_bytes/8];
-                                       default 2048. Classes: 16, 32, ..., max_size. */
+    size_t max_size;                /* largest class; power of two in [16, page_bytes/8] and
+                                       at most 524288 (16 classes); default 2048. Classes: 16,
+                                       32, ..., max_size. */
     size_t page_bytes;              /* page size, power of two >= 4096; default 65536 */
     size_t capacity_bytes;          /* cap on pages held; 0 = no cap */
     mprof_alloc_backing backing;

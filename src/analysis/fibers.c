@@ -63,7 +63,7 @@ typedef struct fiber_acc {
     uint32_t last_thread;
     mprof_hist gaps;
     fzone *zones;
-    uint32_t n_zones;
+    uint32_t n_zones, cap_zones;
 } fiber_acc;
 
 typedef struct fthread {
@@ -130,13 +130,17 @@ static void fiber_zone_end(fiber_acc *f, mprof_analysis *a, int64_t ts)
     for (uint32_t i = 0; i < f->n_zones; i++)
         if (f->zones[i].loc == z.loc)
             fz = &f->zones[i];
-    if (!fz) {
-        fzone *n = realloc(f->zones, (f->n_zones + 1) * sizeof *n);
+    if (!fz && f->n_zones == f->cap_zones) {
+        uint32_t nc = f->cap_zones ? f->cap_zones * 2 : 16;
+        fzone *n = realloc(f->zones, nc * sizeof *n);
         if (n) {
             f->zones = n;
-            fz = &f->zones[f->n_zones++];
-            *fz = (fzone){z.loc, 0, 0, 0};
+            f->cap_zones = nc;
         }
+    }
+    if (!fz && f->n_zones < f->cap_zones) {
+        fz = &f->zones[f->n_zones++];
+        *fz = (fzone){z.loc, 0, 0, 0};
     }
     if (fz) {
         fz->count++;

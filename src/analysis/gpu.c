@@ -6,8 +6,10 @@
  * across threads, even before the begin in file order. Each context keeps one slot per query
  * pair, filled as pieces come and emptied when the zone is complete (ids are reused only after
  * both timestamps returned, so a slot never mixes two zones; a piece that would, means the older
- * zone lost a record and it is counted as incomplete). Memory is per context, per query pair,
- * per zone name and per frame, never per event.
+ * zone lost a record and it is counted as incomplete). Memory is per context, per query pair in
+ * flight, per zone name and per frame, never per event. Query pairs and source locations come
+ * from the file, so both are found through maps, not used as array indices: a corrupt capture
+ * with huge ids costs nothing, and a pair past MAX_PAIRS is refused and counted.
  *
  * GPU ticks become CPU nanoseconds through the context's calibrations (GPU_CALIBRATE pairs, kept
  * per context: one a second at most, so few): between two of them by linear interpolation, which
@@ -19,6 +21,7 @@
  * whose GPU time exceeds their CPU time (GPU-bound).
  */
 #include "analysis/analysis.h"
+#include "analysis/umap.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -34,6 +37,8 @@ typedef struct slot {
     uint8_t have;
     uint32_t loc;
     uint32_t depth;
+    uint32_t pair;      /* query id / 2 */
+    uint32_t next_free; /* free list, index + 1, while unused */
     int64_t cpu_begin, cpu_end;
     int64_t gpu_begin, gpu_end;
 } slot;
@@ -58,14 +63,16 @@ typedef struct gctx {
     int64_t cal_gpu, cal_cpu_ns; /* the latest */
     int64_t (*cals)[2];          /* {gpu, cpu_ns}, increasing in gpu */
     uint32_t n_cals, cap_cals;
-    slot *slots;
-    uint32_t n_slots;
+    slot *slots;                /* zones in flight; unused ones are on the free list */
+    uint32_t n_slots, cap_slots, free_slot; /* free_slot: free list head, index + 1 */
+    mprof_umap slot_by_pair;    /* pair + 1 -> slots index */
+    uint64_t ids_refused;       /* pieces with a query id past MAX_PAIRS pairs */
+    uint64_t n_corrupt;         /* zones whose GPU times overflow, periods out of range */
     uint32_t *depth; /* per thread: open zones of this context */
     uint32_t n_depth;
     zone_acc *zones;
     uint32_t n_zones, cap_zones;
-    uint32_t *loc_zone; /* srcloc id -> zones index + 1 */
-    uint32_t n_loc_zone;
+    mprof_umap zone_by_loc; /* srcloc id + 1 -> zones index + 1 */
     double *frame_gpu_ns; /* per frame index (see frame_of) */
     uint32_t n_frames;
     uint64_t complete, incomplete;
@@ -131,8 +138,9 @@ static void gpu_destroy(void *p)
         }
         free(c->zones);
         free(c->slots);
+        mprof_umap_free(&c->slot_by_pair);
         free(c->depth);
-        free(c->loc_zone);
+        mprof_umap_free(&c->zone_by_loc);
         free(c->frame_gpu_ns);
         free(c->cals);
         free(c);
@@ -156,19 +164,27 @@ static uint32_t frame_of(const gpu_state *s, int64_t t)
     return lo;
 }
 
+/* Caches srcloc loc -> zones index + 1 (a cache: nothing is lost if out of memory). */
+static void cache_loc(gctx *c, uint32_t *cached, uint32_t loc, uint32_t zone)
+{
+    if (cached)
+        *cached = zone;
+    else
+        (void)mprof_umap_put(&c->zone_by_loc, (uint64_t)loc + 1, zone);
+}
+
 static zone_acc *zone_for(gctx *c, const mprof_reader *r, uint32_t loc)
 {
-    if (mprof_grow_zeroed((void **)&c->loc_zone, &c->n_loc_zone, loc, sizeof *c->loc_zone, 1u << 24))
-        return NULL;
     /* The reader's tables may be redefined and reallocated as the capture goes on: names are
      * copied, and a cached mapping is used only while the name still matches. */
     const mprof_srcloc_def *d = mprof_reader_srcloc(r, loc);
     const char *name = d && d->name ? d->name : "?";
-    if (c->loc_zone[loc] && strcmp(c->zones[c->loc_zone[loc] - 1].name, name) == 0)
-        return &c->zones[c->loc_zone[loc] - 1];
+    uint32_t *cached = mprof_umap_get(&c->zone_by_loc, (uint64_t)loc + 1);
+    if (cached && strcmp(c->zones[*cached - 1].name, name) == 0)
+        return &c->zones[*cached - 1];
     for (uint32_t i = 0; i < c->n_zones; i++) {
         if (strcmp(c->zones[i].name, name) == 0) {
-            c->loc_zone[loc] = i + 1;
+            cache_loc(c, cached, loc, i + 1);
             return &c->zones[i];
         }
     }
@@ -188,8 +204,33 @@ static zone_acc *zone_for(gctx *c, const mprof_reader *r, uint32_t loc)
     memset(z, 0, sizeof *z);
     z->name = copy;
     z->lat_min = INT64_MAX;
-    c->loc_zone[loc] = c->n_zones;
+    cache_loc(c, cached, loc, c->n_zones);
     return z;
+}
+
+/* a - b as a double, exact while it fits in int64_t (GPU ticks come from the file). */
+static double diff_f(int64_t a, int64_t b)
+{
+    int64_t d;
+    if (__builtin_sub_overflow(a, b, &d))
+        return (double)a - (double)b;
+    return (double)d;
+}
+
+/* v clamped to [0, 2^63) (NaN gives 0): converting a double out of range is undefined. */
+static uint64_t clamp_u63(double v)
+{
+    if (!(v > 0))
+        return 0;
+    return v < 0x1p63 ? (uint64_t)v : (uint64_t)INT64_MAX;
+}
+
+/* v clamped to [-2^63, 2^63). */
+static int64_t clamp_i64(double v)
+{
+    if (!(v < 0x1p63))
+        return INT64_MAX;
+    return v >= -0x1p63 ? (int64_t)v : INT64_MIN;
 }
 
 static double to_cpu_ns(const gctx *c, int64_t gpu)
@@ -210,27 +251,43 @@ static double to_cpu_ns(const gctx *c, int64_t gpu)
         return c0;
     }
     if (c->n_cals >= 1 && gpu < c->cals[0][0])
-        return (double)c->cals[0][1] + (double)(gpu - c->cals[0][0]) * c->period_ns;
-    return (double)c->cal_cpu_ns + (double)(gpu - c->cal_gpu) * c->period_ns;
+        return (double)c->cals[0][1] + diff_f(gpu, c->cals[0][0]) * c->period_ns;
+    return (double)c->cal_cpu_ns + diff_f(gpu, c->cal_gpu) * c->period_ns;
+}
+
+/* Returns slot z to the free list. */
+static void slot_release(gctx *c, slot *z)
+{
+    uint32_t i = (uint32_t)(z - c->slots);
+    mprof_umap_del(&c->slot_by_pair, (uint64_t)z->pair + 1);
+    memset(z, 0, sizeof *z);
+    z->next_free = c->free_slot;
+    c->free_slot = i + 1;
 }
 
 static void complete(gpu_state *s, gctx *c, const mprof_reader *r, slot *z)
 {
+    int64_t ticks;
+    if (__builtin_sub_overflow(z->gpu_end, z->gpu_begin, &ticks)) {
+        c->n_corrupt++; /* GPU times no real clock gives */
+        slot_release(c, z);
+        return;
+    }
     zone_acc *acc = zone_for(c, r, z->loc);
-    double dur = (double)(z->gpu_end - z->gpu_begin) * c->period_ns;
+    double dur = (double)ticks * c->period_ns;
     if (dur < 0)
         dur = 0;
     c->complete++;
     if (acc) {
         acc->count++;
         acc->dur_sum += dur;
-        (void)mprof_hist_add(&acc->dur, (uint64_t)dur);
+        (void)mprof_hist_add(&acc->dur, clamp_u63(dur));
         if (c->have_cal) {
             double lat = to_cpu_ns(c, z->gpu_begin) - (double)z->cpu_begin;
             acc->lat_sum += lat;
-            if ((int64_t)lat < acc->lat_min)
-                acc->lat_min = (int64_t)lat;
-            (void)mprof_hist_add(&acc->lat, lat > 0 ? (uint64_t)lat : 0);
+            if (clamp_i64(lat) < acc->lat_min)
+                acc->lat_min = clamp_i64(lat);
+            (void)mprof_hist_add(&acc->lat, clamp_u63(lat));
         }
     }
     if (z->depth == 0 && s->n_marks > 0) {
@@ -238,17 +295,45 @@ static void complete(gpu_state *s, gctx *c, const mprof_reader *r, slot *z)
         if (mprof_grow_zeroed((void **)&c->frame_gpu_ns, &c->n_frames, f, sizeof *c->frame_gpu_ns, 1u << 24) == 0)
             c->frame_gpu_ns[f] += dur;
     }
-    memset(z, 0, sizeof *z);
+    slot_release(c, z);
 }
 
+/* The slot of query's pair, taken from the free list if the pair has none yet. NULL for a pair
+ * past MAX_PAIRS (counted) or when out of memory. The pointer is valid until the next call. */
 static slot *slot_for(gctx *c, uint64_t query)
 {
     uint64_t pair = query / 2;
-    if (pair >= MAX_PAIRS)
+    if (pair >= MAX_PAIRS) {
+        c->ids_refused++;
         return NULL;
-    if (mprof_grow_zeroed((void **)&c->slots, &c->n_slots, (uint32_t)pair, sizeof *c->slots, 1u << 24))
+    }
+    uint32_t *at = mprof_umap_get(&c->slot_by_pair, pair + 1);
+    if (at)
+        return &c->slots[*at];
+    uint32_t i;
+    if (c->free_slot) {
+        i = c->free_slot - 1;
+        c->free_slot = c->slots[i].next_free;
+    } else {
+        if (c->n_slots == c->cap_slots) {
+            uint32_t nc = c->cap_slots ? c->cap_slots * 2 : 64;
+            slot *grown = realloc(c->slots, (size_t)nc * sizeof *grown);
+            if (!grown)
+                return NULL;
+            c->slots = grown;
+            c->cap_slots = nc;
+        }
+        i = c->n_slots++;
+    }
+    slot *z = &c->slots[i];
+    memset(z, 0, sizeof *z);
+    z->pair = (uint32_t)pair;
+    if (mprof_umap_put(&c->slot_by_pair, pair + 1, i) != 0) {
+        z->next_free = c->free_slot;
+        c->free_slot = i + 1;
         return NULL;
-    return &c->slots[pair];
+    }
+    return z;
 }
 
 static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
@@ -281,7 +366,13 @@ static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
         snprintf(c->name, sizeof c->name, "%s", name ? name : "?");
         c->api = (int)ev->u[2];
         double period = mprof_event_f64(ev, 3);
-        c->period_ns = period > 0 && isfinite(period) ? period : 1.0;
+        /* No GPU ticks slower than a millisecond; anything else is corrupt (1 ns is assumed). */
+        if (isfinite(period) && period > 0 && period <= 1e6) {
+            c->period_ns = period;
+        } else {
+            c->period_ns = 1.0;
+            c->n_corrupt++;
+        }
         return;
     }
     case MPROF_EV_GPU_CALIBRATE: {
@@ -322,7 +413,9 @@ static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
             return;
         if (z->have & HAVE_BEGIN) {
             c->incomplete++; /* the zone that held this pair never completed */
+            uint32_t pair = z->pair;
             memset(z, 0, sizeof *z);
+            z->pair = pair;
         }
         if (mprof_grow_zeroed((void **)&c->depth, &c->n_depth, ev->thread, sizeof *c->depth, 1u << 24))
             return;
@@ -339,8 +432,11 @@ static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
             return;
         if (ev->thread < c->n_depth && c->depth[ev->thread] > 0)
             c->depth[ev->thread]--;
-        if (!(z->have & HAVE_BEGIN))
+        if (!(z->have & HAVE_BEGIN)) {
+            if (!z->have)
+                slot_release(c, z);
             return; /* begun before the capture */
+        }
         z->have |= HAVE_END;
         z->cpu_end = ev->ts_ns;
         if (z->have == HAVE_ALL)
@@ -355,7 +451,9 @@ static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
         uint8_t bit = (ev->u[1] & 1) ? HAVE_T_END : HAVE_T_BEGIN;
         if (z->have & bit) {
             c->incomplete++;
+            uint32_t pair = z->pair;
             memset(z, 0, sizeof *z);
+            z->pair = pair;
         }
         z->have |= bit;
         if (bit == HAVE_T_END)
@@ -456,6 +554,14 @@ static void gpu_print_text(void *p, mprof_analysis *a, FILE *out, int top_n)
                 c->period_ns);
         if (!c->have_cal)
             fprintf(out, "    no calibration: GPU times cannot be placed on the CPU timeline\n");
+        if (c->n_corrupt)
+            fprintf(out, "    %" PRIu64 " records ignored as corrupt (GPU times that overflow, a "
+                         "tick period out of range)\n",
+                    c->n_corrupt);
+        if (c->ids_refused)
+            fprintf(out, "    %" PRIu64 " records refused: query id past the %u pairs a context may "
+                         "use (a corrupt capture)\n",
+                    c->ids_refused, MAX_PAIRS);
         fprintf(out, "    %-28s %8s %10s %10s %10s %10s   %s\n", "zone", "count", "mean us",
                 "p50 us", "p95 us", "max us", "submit->start mean/p50/p95 us");
         uint32_t shown = 0;
@@ -517,6 +623,8 @@ static void gpu_print_json(void *p, mprof_analysis *a, mprof_json *j)
         mprof_json_u64(j, "calibrations", c->n_cal);
         mprof_json_u64(j, "zones_complete", c->complete);
         mprof_json_u64(j, "zones_incomplete", c->incomplete);
+        mprof_json_u64(j, "query_ids_refused", c->ids_refused);
+        mprof_json_u64(j, "corrupt_records", c->n_corrupt);
         mprof_json_arr_begin(j, "zones");
         for (uint32_t z = 0; z < c->n_zones; z++) {
             const zone_acc *x = &c->zones[z];

@@ -31,7 +31,7 @@ typedef struct waiter {
 
 typedef struct waiters {
     waiter *v;
-    uint32_t n;
+    uint32_t n, cap;
 } waiters;
 
 typedef struct lock_acc {
@@ -39,7 +39,8 @@ typedef struct lock_acc {
     uint8_t kind;
     uint64_t acquisitions, contended, shared_acquisitions, try_failed;
     uint64_t waits_abandoned; /* LOCK_WAIT never followed by LOCK_OBTAINED */
-    int64_t wait_total, hold_total;
+    int64_t wait_total, hold_total; /* saturate at INT64_MAX */
+    uint64_t n_corrupt; /* waits or holds whose length overflows: a corrupt capture */
     mprof_hist wait, hold;
     waiters by_thread, by_zone;
 } lock_acc;
@@ -135,18 +136,40 @@ static void zpush(zstack *z, uint32_t loc)
     z->v[z->n++] = loc;
 }
 
+/* a + b for b >= 0, saturating at INT64_MAX (totals of capture values). */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+/* *out = end - start, at least 0. 0 when it overflows (timestamps no real capture has), which
+ * the caller counts as corrupt. */
+static int span_ns(int64_t start, int64_t end, int64_t *out)
+{
+    if (__builtin_sub_overflow(end, start, out))
+        return 0;
+    if (*out < 0)
+        *out = 0;
+    return 1;
+}
+
 static void add_waiter(waiters *w, uint32_t key, int64_t dur)
 {
     for (uint32_t i = 0; i < w->n; i++)
         if (w->v[i].key == key) {
             w->v[i].count++;
-            w->v[i].total += dur;
+            w->v[i].total = sat_add(w->v[i].total, dur);
             return;
         }
-    waiter *n = realloc(w->v, (w->n + 1) * sizeof *n);
-    if (!n)
-        return;
-    w->v = n;
+    if (w->n == w->cap) {
+        uint32_t nc = w->cap ? w->cap * 2 : 8;
+        waiter *n = realloc(w->v, nc * sizeof *n);
+        if (!n)
+            return;
+        w->v = n;
+        w->cap = nc;
+    }
     w->v[w->n++] = (waiter){key, 1, dur};
 }
 
@@ -232,14 +255,16 @@ static void locks_event(void *state, mprof_analysis *a, const mprof_event *ev)
         if (ev->u[1])
             l->shared_acquisitions++;
         if (h->wait_ts >= 0) {
-            int64_t w = ev->ts_ns - h->wait_ts;
-            if (w < 0)
-                w = 0;
+            int64_t w;
             l->contended++;
-            l->wait_total += w;
-            mprof_hist_add(&l->wait, (uint64_t)w);
-            add_waiter(&l->by_thread, ev->thread, w);
-            add_waiter(&l->by_zone, h->wait_zone, w);
+            if (span_ns(h->wait_ts, ev->ts_ns, &w)) {
+                l->wait_total = sat_add(l->wait_total, w);
+                mprof_hist_add(&l->wait, (uint64_t)w);
+                add_waiter(&l->by_thread, ev->thread, w);
+                add_waiter(&l->by_zone, h->wait_zone, w);
+            } else {
+                l->n_corrupt++;
+            }
             h->wait_ts = -1;
         }
         if (h->depth++ == 0)
@@ -247,11 +272,13 @@ static void locks_event(void *state, mprof_analysis *a, const mprof_event *ev)
         break;
     case MPROF_EV_LOCK_RELEASED:
         if (h->depth && --h->depth == 0) {
-            int64_t d = ev->ts_ns - h->hold_start;
-            if (d < 0)
-                d = 0;
-            l->hold_total += d;
-            mprof_hist_add(&l->hold, (uint64_t)d);
+            int64_t d;
+            if (span_ns(h->hold_start, ev->ts_ns, &d)) {
+                l->hold_total = sat_add(l->hold_total, d);
+                mprof_hist_add(&l->hold, (uint64_t)d);
+            } else {
+                l->n_corrupt++;
+            }
         }
         break;
     case MPROF_EV_LOCK_TRY_FAILED:
@@ -416,6 +443,12 @@ static void locks_print_text(void *state, mprof_analysis *a, FILE *out, int top_
                     l->by_zone.v[k].count);
         fprintf(out, "\n");
     }
+    uint64_t corrupt = 0;
+    for (uint32_t i = 0; i < s->n_locks; i++)
+        corrupt += s->locks[i].n_corrupt;
+    if (corrupt)
+        fprintf(out, "  %" PRIu64 " waits or holds ignored as corrupt (timestamps too far apart)\n",
+                corrupt);
     free(v);
 }
 
@@ -460,6 +493,7 @@ static void locks_print_json(void *state, mprof_analysis *a, mprof_json *j)
         mprof_json_u64(j, "shared_acquisitions", l->shared_acquisitions);
         mprof_json_u64(j, "contended", l->contended);
         mprof_json_u64(j, "try_failed", l->try_failed);
+        mprof_json_u64(j, "corrupt_intervals", l->n_corrupt);
         mprof_json_u64(j, "waits_abandoned", l->waits_abandoned);
         mprof_json_obj_begin(j, "wait_ms");
         mprof_json_f64(j, "total", (double)l->wait_total / 1e6);

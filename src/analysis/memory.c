@@ -33,6 +33,12 @@
 
 #define SERIES_MAX 2048u /* live-bytes samples kept per pool; older ones are merged pairwise */
 #define REORDER_WINDOW_NS 200000000ll /* 200 ms: far beyond the collector's drain interval */
+/* Pools kept: key_of puts pool index + 1 in the top 16 bits of a key, so it must fit there and
+ * be nonzero (a zero key is the umap's empty slot). Events of further pools are refused. */
+#define POOLS_MAX 0xffffu
+/* Larger allocations are refused as corrupt: no address space has 2^48 bytes to hand out, and
+ * the bound keeps live byte counts far from overflowing. */
+#define SIZE_MAX_BYTES (1ull << 48)
 
 typedef struct mev {
     int64_t ts;
@@ -101,6 +107,9 @@ typedef struct mem_state {
     size_t n_marks, cap_marks;
     uint32_t main_thread;
     uint64_t events;
+    uint64_t n_corrupt; /* events refused: a null address, a pool past POOLS_MAX, a size past
+                           SIZE_MAX_BYTES or live bytes past INT64_MAX, a lifetime that
+                           overflows */
     mprof_symbolizer *sym;
     mev *heap;
     size_t n_heap, cap_heap;
@@ -108,6 +117,7 @@ typedef struct mem_state {
     int64_t newest;
 } mem_state;
 
+/* Never 0: pool < POOLS_MAX (get_pool refuses more), so pool + 1 is in 1..0xffff. */
 static uint64_t key_of(uint32_t pool, uint64_t ptr)
 {
     return (ptr & 0xffffffffffffull) ^ ((uint64_t)(pool + 1) << 48);
@@ -119,6 +129,10 @@ static pool_acc *get_pool(mem_state *m, uint32_t name, uint32_t *out_idx)
     if (p) {
         *out_idx = *p;
         return &m->pools[*p];
+    }
+    if (m->n_pools >= POOLS_MAX) {
+        m->n_corrupt++;
+        return NULL;
     }
     if (mprof_array_reserve((void **)&m->pools, &m->cap_pools, m->n_pools + 1, sizeof *m->pools))
         return NULL;
@@ -176,7 +190,11 @@ static uint64_t frames_between(const mem_state *m, int64_t a, int64_t b)
 static void record_lifetime(mem_state *m, uint32_t pool, int64_t alloc_ts, int64_t free_ts,
                             uint64_t frames)
 {
-    int64_t d = free_ts - alloc_ts;
+    int64_t d;
+    if (__builtin_sub_overflow(free_ts, alloc_ts, &d)) {
+        m->n_corrupt++; /* timestamps no real capture has */
+        return;
+    }
     mprof_hist_add(&m->pools[pool].life_ns, (uint64_t)(d > 0 ? d : 0));
     mprof_hist_add(&m->pools[pool].life_frames, frames);
 }
@@ -271,9 +289,17 @@ static void on_alloc(mem_state *m, const mprof_event *ev)
 {
     uint64_t ptr = ev->u[0], size = ev->u[1];
     uint32_t name = (uint32_t)ev->u[2], cs = (uint32_t)ev->u[3], pi;
+    if (!ptr) { /* the library never records NULL: a corrupt capture */
+        m->n_corrupt++;
+        return;
+    }
     pool_acc *p = get_pool(m, name, &pi);
     if (!p)
         return;
+    if (size > SIZE_MAX_BYTES || p->live_bytes > INT64_MAX - (int64_t)size) {
+        m->n_corrupt++;
+        return;
+    }
     uint64_t key = key_of(pi, ptr);
     /* A free of this address read earlier but timestamped later pairs with this allocation. */
     uint32_t best = UINT32_MAX;
@@ -295,19 +321,23 @@ static void on_alloc(mem_state *m, const mprof_event *ev)
     uint32_t e = ent_new(m);
     if (!e)
         return;
+    /* Into the key map first: if that fails the entry goes back to the free list and nothing
+     * else has changed. */
+    uint32_t same = 0;
+    uint32_t *head = mprof_umap_get(&m->live, key);
+    if (head) {
+        same = *head;
+        *head = e;
+    } else if (mprof_umap_put(&m->live, key, e) != 0) {
+        m->ents[e - 1].same = m->free_ent;
+        m->free_ent = e;
+        return;
+    }
     p = &m->pools[pi];
-    alloc_ent *a = &m->ents[e - 1];
-    *a = (alloc_ent){ptr, size, ev->ts_ns, m->n_marks, cs, pi, 0, 0, p->live_head};
+    m->ents[e - 1] = (alloc_ent){ptr, size, ev->ts_ns, m->n_marks, cs, pi, same, 0, p->live_head};
     if (p->live_head)
         m->ents[p->live_head - 1].prev = e;
     p->live_head = e;
-    uint32_t *head = mprof_umap_get(&m->live, key);
-    if (head) {
-        a->same = *head;
-        *head = e;
-    } else if (mprof_umap_put(&m->live, key, e) != 0) {
-        return;
-    }
     p->n_allocs++;
     p->bytes_allocated += size;
     p->live_bytes += (int64_t)size;
@@ -357,6 +387,10 @@ static void on_free(mem_state *m, const mprof_event *ev)
 {
     uint64_t ptr = ev->u[0];
     uint32_t pi;
+    if (!ptr) { /* free(NULL) is never recorded */
+        m->n_corrupt++;
+        return;
+    }
     if (!get_pool(m, (uint32_t)ev->u[1], &pi))
         return;
     uint64_t key = key_of(pi, ptr);
@@ -700,6 +734,15 @@ static cs_acc **sorted_cs(mem_state *m, int leaks, uint32_t *out_n)
     return v;
 }
 
+static void print_corrupt(const mem_state *m, FILE *out)
+{
+    if (m->n_corrupt)
+        fprintf(out,
+                "  %" PRIu64 " memory events ignored as corrupt (a null address, a pool past the "
+                "first %u, a size past 2^48 bytes or timestamps too far apart)\n",
+                m->n_corrupt, POOLS_MAX);
+}
+
 static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
 {
     mem_state *m = state;
@@ -707,6 +750,7 @@ static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
     fprintf(out, "\nMemory\n");
     if (!m->n_pools) {
         fprintf(out, "  no allocation events (MPROF_ALLOC/MPROF_FREE or the allocator kit)\n");
+        print_corrupt(m, out);
         return;
     }
     fprintf(out, "  %-16s %10s %10s %9s %12s %12s %10s  %-22s %s\n", "pool", "allocs", "frees",
@@ -768,6 +812,7 @@ static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
         }
     }
     free(v);
+    print_corrupt(m, out);
     const char *w = mprof_symbolizer_warning(m->sym);
     if (w)
         fprintf(out, "  Symbols: %s\n", w);
@@ -820,6 +865,7 @@ static void mem_print_json(void *state, mprof_analysis *a, mprof_json *j)
     mem_state *m = state;
     mprof_json_obj_begin(j, "memory");
     mprof_json_u64(j, "events", m->events);
+    mprof_json_u64(j, "corrupt_events", m->n_corrupt);
     mprof_json_arr_begin(j, "pools");
     for (uint32_t i = 0; i < m->n_pools; i++) {
         pool_acc *p = &m->pools[i];

@@ -272,11 +272,19 @@ int mprof_symbolizer_lookup(mprof_symbolizer *s, uint64_t addr, mprof_symbol *ou
         h = (h + 1) & (s->cache_cap - 1);
     }
     int found = resolve(s, addr, out);
+    /* Grow at half full. If that fails the table stays valid, just fuller; past three quarters
+     * the symbol is returned uncached, so probing always ends at an empty slot. */
+    if ((s->cache_used + 1) * 2 > s->cache_cap) {
+        if (cache_grow(s) != 0 && (s->cache_used + 1) * 4 > s->cache_cap * 3)
+            return found;
+        h = (size_t)(addr * 0x9e3779b97f4a7c15ull) & (s->cache_cap - 1);
+        while (s->cache[h].addr)
+            h = (h + 1) & (s->cache_cap - 1);
+    }
     s->cache[h].addr = addr;
     s->cache[h].found = found;
     s->cache[h].sym = *out;
-    if (++s->cache_used * 2 > s->cache_cap)
-        cache_grow(s); /* on failure the table stays valid, just fuller */
+    s->cache_used++;
     return found;
 }
 
