@@ -136,7 +136,6 @@ mprof_gpu_ctx mprof_gpu_context_new(const char *name, mprof_gpu_api api, double 
     c->state = calloc(n_queries / 2, 1);
     atomic_flag_clear(&c->lock);
     if (!c->state) {
-        free(c->state);
         free(c);
         return 0;
     }

@@ -150,9 +150,9 @@ static void zone_end(mprof_analysis *a, thread_acc *t, uint32_t tid, int64_t ts)
         return;
     }
     zone_frame f = t->stack[--t->depth];
-    int64_t dur = ts - f.start;
-    if (dur < 0)
-        dur = 0;
+    int64_t dur;
+    if (__builtin_sub_overflow(ts, f.start, &dur) || dur < 0)
+        dur = 0; /* out-of-order or corrupt timestamps */
     if (t->depth)
         t->stack[t->depth - 1].child += dur;
     if (mprof_reader_srcloc(a->r, f.loc) && GROW(a->zones, a->n_zones, f.loc) == 0) {
@@ -295,6 +295,12 @@ static void core_event(mprof_analysis *a, const mprof_event *ev)
     default:
         break;
     }
+}
+
+/* Seconds between the first and last timestamps (in double: corrupt extremes cannot overflow). */
+static double duration_s(const mprof_analysis *a)
+{
+    return a->have_ts ? ((double)a->last_ts - (double)a->first_ts) / 1e9 : 0.0;
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -532,7 +538,7 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
     for (uint32_t i = 1; i < a->n_threads; i++)
         nthreads += a->threads[i].seen;
     fprintf(out, "Duration  %.3f s, %u threads, %s events, %s lost%s\n",
-            a->have_ts ? (double)(a->last_ts - a->first_ts) / 1e9 : 0.0, nthreads, b1, b2,
+            duration_s(a), nthreads, b1, b2,
             a->lost ? "  <-- events were dropped: raise the memory cap (MPROF_MEMORY_MIB)" : "");
     fprintf(out, "File      %.2f MB, %s", (double)a->rst.file_bytes / 1e6,
             a->rst.complete ? "complete" : "incomplete (no end record: the process was killed or is still writing)");
@@ -646,7 +652,7 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out)
     mprof_json_str(&j, "timer", mprof_reader_info(r, "timer"));
     mprof_json_str(&j, "hostname", mprof_reader_info(r, "hostname"));
     mprof_json_str(&j, "git_sha", mprof_reader_info(r, "git_sha"));
-    mprof_json_f64(&j, "duration_s", a->have_ts ? (double)(a->last_ts - a->first_ts) / 1e9 : 0.0);
+    mprof_json_f64(&j, "duration_s", duration_s(a));
     mprof_json_u64(&j, "file_bytes", a->rst.file_bytes);
     mprof_json_bool(&j, "complete", a->rst.complete);
     mprof_json_u64(&j, "truncated_bytes", a->rst.truncated_bytes);

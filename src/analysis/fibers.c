@@ -122,7 +122,9 @@ static void fiber_zone_end(fiber_acc *f, mprof_analysis *a, int64_t ts)
         return;
     }
     open_zone z = f->stack[--f->depth];
-    int64_t dur = ts - z.start > 0 ? ts - z.start : 0;
+    int64_t dur;
+    if (__builtin_sub_overflow(ts, z.start, &dur) || dur < 0)
+        dur = 0; /* out-of-order or corrupt timestamps */
     int64_t self = dur - z.child > 0 ? dur - z.child : 0;
     if (f->depth)
         f->stack[f->depth - 1].child += dur;

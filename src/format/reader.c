@@ -456,7 +456,9 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
                 uint64_t ticks = base + (uint64_t)mprof_unzigzag(v);
                 t->last_ticks = ticks;
                 t->chunk_seq = r->st.chunks;
-                ev->ts_ns = (int64_t)((double)(int64_t)(ticks - r->tick0) * r->ns_per_tick);
+                /* Clamped: a corrupt delta must not make the conversion undefined. */
+                double ns = (double)(int64_t)(ticks - r->tick0) * r->ns_per_tick;
+                ev->ts_ns = ns >= 9.2e18 ? INT64_MAX : ns <= -9.2e18 ? INT64_MIN : (int64_t)ns;
                 continue;
             }
             case MPROF_F_U8:
