@@ -30,12 +30,12 @@
 #include <cmocka.h>
 
 /* Fault injection: calloc is interposed so that a test can make it fail (the analysis has no
- * allocator hook of its own). Not under AddressSanitizer, which owns calloc; those tests then
- * skip. */
-#if defined(__SANITIZE_ADDRESS__)
+ * allocator hook of its own). Not under AddressSanitizer or ThreadSanitizer, which own calloc;
+ * those tests then skip. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define CAN_FAIL_CALLOC 0
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define CAN_FAIL_CALLOC 0
 #endif
 #endif
