@@ -4,6 +4,7 @@
 #include "analysis/analysis.h"
 #include "mprof_tool.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@ static const char *const help =
     "\n"
     "Options:\n"
     "  --json          print one JSON object (schema mprof.report.v1) instead of text\n"
-    "  --top N         zone rows in the text table (default 20; JSON lists all)\n"
+    "  --top N         rows in each text table (default 20; 0 = all; JSON lists all)\n"
     "  --memory        add the memory section (pools, leaks, callstacks)\n"
     "  --locks         add the lock contention section\n"
     "  --fibers        add the fiber section\n"
@@ -63,7 +64,7 @@ int cmd_report(int argc, char **argv)
     }
     if (!path)
         return tool_error("report", EXIT_USAGE, "no capture file given (see --help)");
-    mprof_analysis_opts opts = {.top_n = top ? (int)top : 20, .passes = passes[0] ? passes : NULL};
+    mprof_analysis_opts opts = {.top_n = top ? (int)top : INT_MAX, .passes = passes[0] ? passes : NULL};
     char err[512];
     mprof_analysis *an = mprof_analysis_run(path, &opts, err, sizeof err);
     if (!an)

@@ -33,7 +33,7 @@ typedef struct mprof_pass_vtbl {
 } mprof_pass_vtbl;
 
 typedef struct mprof_analysis_opts {
-    int top_n;                /* rows in zone tables (default 20) */
+    int top_n;                /* rows in each text table (0 = default 20; INT_MAX = all) */
     const char *passes;       /* comma list of optional passes to enable, "all", or NULL */
 } mprof_analysis_opts;
 
@@ -54,8 +54,10 @@ extern const mprof_pass_vtbl mprof__locks_pass;
 extern const mprof_pass_vtbl mprof__fibers_pass;
 /* Fiber hook: the core pass ignores zone events recorded inside a fiber (between FIBER_ENTER
  * and FIBER_LEAVE on a thread); the fibers pass matches them on the fiber's track, across
- * threads, and adds each completed zone to the zone table through this function. */
-void mprof__analysis_fiber_zone(mprof_analysis *a, uint32_t loc, int64_t dur, int64_t self);
+ * threads, and adds each completed zone to the zone table through this function (nested: an
+ * instance of the same source location was open on the fiber, see the recursion rule). */
+void mprof__analysis_fiber_zone(mprof_analysis *a, uint32_t loc, int64_t start, int64_t dur,
+                                int64_t self, int nested);
 /* Non-zero when the pass called name was asked for (--name or --all). */
 int mprof__analysis_wants(const mprof_analysis *a, const char *name);
 /* Share (0..1) of main-thread frame time covered by top-level zones. */

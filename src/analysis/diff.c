@@ -2,7 +2,8 @@
  * diff.c - the comparison of two captures (see diff.h).
  *
  * Each capture is reduced to its per-source-location statistics (export.h), then zones are
- * matched by name, file and line (ids differ between captures). The impact of a zone is the
+ * paired by zone identity (zone_key.h: name and function; file, without its build directory,
+ * and line only break ties), so a rebuild with moved lines or from another checkout matches. The impact of a zone is the
  * change in its total time per frame, (total_b / frames_b) - (total_a / frames_a): a zone that
  * got slower per call but runs less often can have no impact, and the sort shows first what
  * moved the frame time most. Captures without frames compare total time per second instead.
@@ -11,6 +12,7 @@
 #include "analysis/export.h"
 #include "analysis/hist.h"
 #include "analysis/json_out.h"
+#include "analysis/zone_key.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -59,9 +61,9 @@ static int cmp_rows(const void *x, const void *y)
     return strcmp(za->name, zb->name);
 }
 
-static int same(const mprof_zstat *x, const mprof_zstat *y)
+static mprof_zone_key key_of(const mprof_zstat *z)
 {
-    return x->line == y->line && strcmp(x->name, y->name) == 0 && strcmp(x->file, y->file) == 0;
+    return (mprof_zone_key){z->name, z->function, z->file, z->line};
 }
 
 mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, size_t errlen)
@@ -92,28 +94,52 @@ mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, s
         mprof__diff_free(d);
         return NULL;
     }
-    char *matched = calloc((size_t)d->b.n + 1, 1);
-    if (!matched) {
+    /* The used zones of each side, as keys, paired one to one. */
+    const mprof_zstat **za = malloc((cap + 1) * sizeof *za), **zb = malloc((cap + 1) * sizeof *zb);
+    mprof_zone_key *ka = malloc((cap + 1) * sizeof *ka), *kb = malloc((cap + 1) * sizeof *kb);
+    ptrdiff_t *pair = malloc((cap + 1) * sizeof *pair);
+    char *matched = calloc(cap + 1, 1);
+    size_t na = 0, nb = 0;
+    if (za && zb && ka && kb && pair && matched) {
+        for (uint32_t i = 0; i < d->a.n; i++)
+            if (d->a.z[i].count) {
+                za[na] = &d->a.z[i];
+                ka[na++] = key_of(&d->a.z[i]);
+            }
+        for (uint32_t i = 0; i < d->b.n; i++)
+            if (d->b.z[i].count) {
+                zb[nb] = &d->b.z[i];
+                kb[nb++] = key_of(&d->b.z[i]);
+            }
+    }
+    if (!za || !zb || !ka || !kb || !pair || !matched ||
+        mprof__zone_key_pair(ka, na, kb, nb, pair) != 0) {
+        free(za);
+        free(zb);
+        free(ka);
+        free(kb);
+        free(pair);
+        free(matched);
         snprintf(err, errlen, "out of memory");
         mprof__diff_free(d);
         return NULL;
     }
-    for (uint32_t i = 0; i < d->a.n; i++) {
-        const mprof_zstat *za = &d->a.z[i];
-        if (!za->count)
-            continue;
+    for (size_t i = 0; i < na; i++) {
         diff_row *row = &d->rows[d->n_rows++];
-        row->a = za;
-        for (uint32_t k = 0; k < d->b.n; k++)
-            if (d->b.z[k].count && !matched[k] && same(za, &d->b.z[k])) {
-                row->b = &d->b.z[k];
-                matched[k] = 1;
-                break;
-            }
+        row->a = za[i];
+        if (pair[i] >= 0) {
+            row->b = zb[pair[i]];
+            matched[pair[i]] = 1;
+        }
     }
-    for (uint32_t k = 0; k < d->b.n; k++)
-        if (d->b.z[k].count && !matched[k])
-            d->rows[d->n_rows++].b = &d->b.z[k];
+    for (size_t k = 0; k < nb; k++)
+        if (!matched[k])
+            d->rows[d->n_rows++].b = zb[k];
+    free(za);
+    free(zb);
+    free(ka);
+    free(kb);
+    free(pair);
     free(matched);
     for (size_t i = 0; i < d->n_rows; i++)
         d->rows[i].impact_ns = rate(d, &d->b, d->rows[i].b) - rate(d, &d->a, d->rows[i].a);
@@ -249,8 +275,13 @@ void mprof__diff_print_json(const mprof_diff *d, FILE *o, int top_n)
         const mprof_zstat *z = r->a ? r->a : r->b;
         mprof_json_obj_begin(&j, NULL);
         mprof_json_str(&j, "name", z->name);
+        mprof_json_str(&j, "function", z->function);
         mprof_json_str(&j, "file", z->file);
         mprof_json_u64(&j, "line", z->line);
+        if (r->a && r->b) {
+            mprof_json_str(&j, "b_file", r->b->file);
+            mprof_json_u64(&j, "b_line", r->b->line);
+        }
         mprof_json_str(&j, "status", !r->a ? "only_b" : !r->b ? "only_a" : "both");
         mprof_json_u64(&j, "a_count", r->a ? r->a->count : 0);
         mprof_json_u64(&j, "b_count", r->b ? r->b->count : 0);

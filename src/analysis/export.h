@@ -25,15 +25,18 @@ typedef struct mprof_zstat {
     char *name, *function, *file; /* owned */
     uint32_t line, color;
     uint64_t count;
-    int64_t total_ns, self_ns;
-    mprof_hist hist; /* durations */
+    int64_t total_ns, self_ns; /* total: inclusive, an instance nested in another instance of
+                                  the same location on its track adds nothing (recursion) */
+    mprof_hist hist; /* durations of every call */
 } mprof_zstat;
 
 typedef struct mprof_zstats {
     mprof_zstat *z; /* indexed by the capture's srcloc id; count 0 = unused */
     uint32_t n;
-    double *frame_ns; /* durations of the main frame set, sorted */
+    double *frame_ns; /* durations of the main frame set, sorted (frames that spanned lost
+                         events left out) */
     uint64_t n_frames;
+    uint64_t n_lossy; /* main frames left out because they spanned lost events */
     int64_t duration_ns;
     uint64_t zones;
 } mprof_zstats;

@@ -87,7 +87,8 @@ static void zs_zone(void *user, const mprof_tl_zone *z)
     int64_t dur = z->end_ns - z->start_ns;
     int64_t self = dur - z->child_ns;
     st->count++;
-    st->total_ns += dur;
+    if (!z->nested) /* recursion: the outer instance already holds this time */
+        st->total_ns += dur;
     st->self_ns += self > 0 ? self : 0;
     if (mprof_hist_add(&st->hist, (uint64_t)(dur > 0 ? dur : 0)) != 0)
         c->oom = 1;
@@ -135,10 +136,13 @@ int mprof__zstats_collect(const char *path, mprof_zstats *out, char *err, size_t
                 snprintf(err, errlen, "%s: out of memory", path);
                 rc = -2;
             } else {
+                uint64_t k = 0; /* frames that spanned lost events are not real frames */
                 for (uint64_t i = 0; i < f->n; i++)
-                    out->frame_ns[i] = (double)f->dur[i];
-                qsort(out->frame_ns, f->n, sizeof *out->frame_ns, cmp_double);
-                out->n_frames = f->n;
+                    if (!f->lossy[i])
+                        out->frame_ns[k++] = (double)f->dur[i];
+                qsort(out->frame_ns, k, sizeof *out->frame_ns, cmp_double);
+                out->n_frames = k;
+                out->n_lossy = f->n_lossy;
             }
         }
         out->duration_ns = mprof__walker_last_ns(w) - mprof__walker_first_ns(w);
