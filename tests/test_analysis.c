@@ -10,7 +10,8 @@
  *   - timer-bound zones are flagged against the capture's zone_cost_ns;
  *   - zone identity: a rebuild with moved lines from another directory pairs every zone, in
  *     diff and in the gate, and same-named zones of two functions stay apart;
- *   - --top 0 prints every row.
+ *   - --top 0 prints every row;
+ *   - the GPU busy share of a frame is the union of overlapping GPU zones, never above 1.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -461,6 +462,95 @@ static void test_timer_bound_and_top(void **state)
     cJSON_Delete(j);
 }
 
+/* ---- GPU busy share --------------------------------------------------------------------------- */
+
+static void put_f64(cap *c, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(u >> (8 * i));
+    put(c, b, 8);
+}
+
+static void gpu_zone(cap *c, int64_t submit, uint32_t q, int64_t gb, int64_t ge)
+{
+    put_u8(c, MPROF_EV_GPU_ZONE_BEGIN);
+    put_ts(c, submit);
+    put_var(c, 1);
+    put_var(c, q);
+    put_var(c, 1);
+    put_u8(c, MPROF_EV_GPU_ZONE_END);
+    put_ts(c, submit);
+    put_var(c, 1);
+    put_var(c, q + 1);
+    put_u8(c, MPROF_EV_GPU_TIME);
+    put_var(c, 1);
+    put_var(c, q);
+    put_var(c, mprof_zigzag(gb));
+    put_u8(c, MPROF_EV_GPU_TIME);
+    put_var(c, 1);
+    put_var(c, q + 1);
+    put_var(c, mprof_zigzag(ge));
+}
+
+static void test_gpu_busy_union(void **state)
+{
+    (void)state;
+    /* Frames [0, 10) and [10, 20) ms. Frame 1 submits two passes that both run on the GPU over
+     * [2, 8) ms (two queues): busy 6 ms, not 12. Frame 2's pass runs [12, 14). GPU tick = CPU ns. */
+    cap c = {0};
+    thread(&c, 1);
+    put_u8(&c, MPROF_EV_DEF_STRING);
+    put_var(&c, 1);
+    put_s(&c, "Queue");
+    def_loc(&c, 1, "Pass", "draw", "/src/gpu.c", 1);
+    put_u8(&c, MPROF_EV_GPU_CONTEXT);
+    put_ts(&c, 0);
+    put_var(&c, 1);
+    put_var(&c, 1);
+    put_u8(&c, 0);
+    put_f64(&c, 1.0);
+    put_u8(&c, MPROF_EV_GPU_CALIBRATE);
+    put_ts(&c, 0);
+    put_var(&c, 1);
+    put_var(&c, mprof_zigzag(0));
+    mark(&c, 0);
+    gpu_zone(&c, 1 * MS, 0, 2 * MS, 8 * MS);
+    gpu_zone(&c, 1 * MS, 2, 2 * MS, 8 * MS);
+    mark(&c, 10 * MS);
+    gpu_zone(&c, 11 * MS, 4, 12 * MS, 14 * MS);
+    mark(&c, 20 * MS);
+    write_capture(tp("gpu.mprof"), &c);
+
+    char err[512];
+    mprof_analysis_opts o = {.passes = "gpu"};
+    mprof_analysis *a = mprof_analysis_run(tp("gpu.mprof"), &o, err, sizeof err);
+    if (!a)
+        fail_msg("%s", err);
+    FILE *f = fopen(tp("gpu.json"), "w");
+    mprof_analysis_print_json(a, f);
+    fclose(f);
+    mprof_analysis_free(a);
+    char *js = slurp(tp("gpu.json"));
+    cJSON *j = cJSON_Parse(js);
+    free(js);
+    assert_non_null(j);
+    const cJSON *ctx = cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "gpu"), "contexts"), 0);
+    assert_non_null(ctx);
+    const cJSON *fr = cJSON_GetObjectItemCaseSensitive(ctx, "frames");
+    const cJSON *share = cJSON_GetObjectItemCaseSensitive(fr, "busy_share");
+    assert_int_equal(cJSON_GetArraySize(share), 2);
+    assert_float_equal(cJSON_GetArrayItem(share, 0)->valuedouble, 0.6, 1e-9);
+    assert_float_equal(cJSON_GetArrayItem(share, 1)->valuedouble, 0.2, 1e-9);
+    assert_float_equal(num(fr, "busy_share_max"), 0.6, 1e-9);
+    /* 12 ms of work submitted in a 10 ms frame: GPU-bound all the same. */
+    assert_int_equal((int)num(fr, "gpu_bound"), 1);
+    cJSON_Delete(j);
+}
+
 /* ---- zone identity ---------------------------------------------------------------------------- */
 
 /*
@@ -604,6 +694,7 @@ int main(void)
         cmocka_unit_test(test_recursion_csv_diff_frames),
         cmocka_unit_test(test_lost_frame_marks),
         cmocka_unit_test(test_timer_bound_and_top),
+        cmocka_unit_test(test_gpu_busy_union),
         cmocka_unit_test(test_zone_key),
         cmocka_unit_test(test_rebuild_diff_and_gate),
     };
