@@ -241,7 +241,7 @@ static void frame_mark(mprof_analysis *a, uint32_t tid, uint32_t name, int64_t t
 
 static void core_event(mprof_analysis *a, const mprof_event *ev)
 {
-    if (ev->type < 0x10 && ev->type != MPROF_EV_LOST && ev->type != MPROF_EV_THREAD_EXIT)
+    if (!mprof_event_counted(ev->type))
         return;
     uint32_t tid = ev->thread;
     if (GROW(a->threads, a->n_threads, tid) != 0)
