@@ -9,6 +9,7 @@
 #ifndef MPROF_EXPORT_H
 #define MPROF_EXPORT_H
 
+#include "analysis/export_range.h"
 #include "analysis/hist.h"
 
 #include <stdint.h>
@@ -19,6 +20,13 @@
 int mprof__export_chrome(const char *capture_path, FILE *out, char *err, size_t errlen);
 int mprof__export_csv_stats(const char *capture_path, FILE *out, char *err, size_t errlen);
 int mprof__export_csv_zones(const char *capture_path, FILE *out, char *err, size_t errlen);
+/* The same, limited to a resolved range (export_range.h; NULL = everything). */
+int mprof__export_chrome_range(const char *capture_path, const mprof_export_range *range,
+                               FILE *out, char *err, size_t errlen);
+int mprof__export_csv_stats_range(const char *capture_path, const mprof_export_range *range,
+                                  FILE *out, char *err, size_t errlen);
+int mprof__export_csv_zones_range(const char *capture_path, const mprof_export_range *range,
+                                  FILE *out, char *err, size_t errlen);
 
 /* Zone statistics of a capture, per source location (also used by mprof diff). */
 typedef struct mprof_zstat {
@@ -42,6 +50,9 @@ typedef struct mprof_zstats {
 } mprof_zstats;
 
 int mprof__zstats_collect(const char *capture_path, mprof_zstats *out, char *err, size_t errlen);
+/* Only zones overlapping range (NULL = all), and only frames inside it. */
+int mprof__zstats_collect_range(const char *capture_path, const mprof_export_range *range,
+                                mprof_zstats *out, char *err, size_t errlen);
 void mprof__zstats_free(mprof_zstats *s);
 
 #endif

@@ -87,6 +87,7 @@ typedef struct tstack {
 
 typedef struct exporter {
     const char *path;
+    const mprof_export_range *range; /* NULL = the whole capture */
     fset *sets;
     size_t n_sets;
     /* per source location id: index into zones + 1 (0 = unknown) and pass-1 totals */
@@ -284,6 +285,8 @@ static int pass1_event(exporter *x, const mprof_event *ev)
         /* Only defined source locations count (a corrupt id must not size the tables). */
         if (z.loc == 0 || !mprof_reader_srcloc(x->r, z.loc))
             return 0;
+        if (!mprof__range_overlaps(x->range, z.begin, ev->ts_ns))
+            return 0;
         if (ensure_loc(x, z.loc))
             return fail(x, "out of memory");
         x->loc_count[z.loc]++;
@@ -337,14 +340,14 @@ static int spans_loss(const fset *f, int64_t s, int64_t e)
     return lo < f->losses.n && f->losses.v[lo] <= e;
 }
 
-/* Drops the frames that span a loss, keeping the order. */
-static void drop_lossy(fset *f)
+/* Drops the frames that span a loss (counted) and those outside the range, keeping the order. */
+static void drop_lossy(fset *f, const mprof_export_range *range)
 {
-    if (!f->losses.n)
-        return;
     size_t k = 0;
     for (size_t i = 0; i < f->nf; i++) {
-        if (spans_loss(f, f->fs[i], f->fe[i])) {
+        if (!mprof__range_has(range, f->fs[i]) || !mprof__range_has(range, f->fe[i] - (f->fe[i] > f->fs[i])))
+            continue;
+        if (f->losses.n && spans_loss(f, f->fs[i], f->fe[i])) {
             f->incomplete++;
             continue;
         }
@@ -356,7 +359,7 @@ static void drop_lossy(fset *f)
 }
 
 /* Turns a set's marks or ranges into sorted intervals. */
-static int build_frames(fset *f)
+static int build_frames(fset *f, const mprof_export_range *range)
 {
     if (f->losses.n > 1)
         qsort(f->losses.v, f->losses.n, sizeof *f->losses.v, cmp_i64);
@@ -373,7 +376,7 @@ static int build_frames(fset *f)
             f->fe[i] = f->marks.v[i + 1];
         }
         f->nf = n;
-        drop_lossy(f);
+        drop_lossy(f, range);
         return 0;
     }
     size_t n = f->begins.n;
@@ -394,7 +397,7 @@ static int build_frames(fset *f)
     }
     f->nf = n;
     free(p);
-    drop_lossy(f);
+    drop_lossy(f, range);
     return 0;
 }
 
@@ -765,6 +768,19 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
         fputs("null", out);
     fputs("\n  },\n  \"frameSet\": ", out);
     put_str(out, x->main ? set_name(r, x->main) : NULL);
+    fputs(",\n  \"range\": ", out);
+    if (x->range && x->range->active) {
+        fputs("{\"firstFrame\": ", out);
+        if (x->range->first_frame >= 0)
+            fprintf(out, "%" PRId64 ", \"endFrame\": %" PRId64, x->range->first_frame,
+                    x->range->end_frame);
+        else
+            fputs("null, \"endFrame\": null", out);
+        fprintf(out, ", \"startNs\": %" PRId64 ", \"endNs\": %" PRId64 "}", x->range->t0_ns,
+                x->range->t1_ns);
+    } else {
+        fputs("null", out);
+    }
     fputs(",\n", out);
 
     /* The main set's summary and frames at the top level. */
@@ -865,9 +881,16 @@ static void exporter_free(exporter *x)
 int mprof__export_frames(const char *capture_path, const char *out_path, char *err,
                          size_t errlen)
 {
+    return mprof__export_frames_range(capture_path, NULL, out_path, err, errlen);
+}
+
+int mprof__export_frames_range(const char *capture_path, const mprof_export_range *range,
+                               const char *out_path, char *err, size_t errlen)
+{
     exporter x;
     memset(&x, 0, sizeof x);
     x.path = capture_path;
+    x.range = range;
     x.err = err;
     x.errlen = errlen;
     mprof_reader *r = NULL;
@@ -891,7 +914,7 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
 
     /* The main frame set: unnamed marks, else the named set with the most frames. */
     for (size_t i = 0; i < x.n_sets; i++)
-        if (build_frames(&x.sets[i])) {
+        if (build_frames(&x.sets[i], range)) {
             fail(&x, "out of memory");
             goto out;
         }
