@@ -919,7 +919,7 @@ int mprof__export_frames_range(const char *capture_path, const mprof_export_rang
             goto out;
         }
     for (size_t i = 0; i < x.n_sets; i++)
-        if (x.sets[i].name == 0 && x.sets[i].nf > 0)
+        if (x.sets[i].name == 0 && (x.sets[i].nf > 0 || x.sets[i].incomplete > 0))
             x.main = &x.sets[i];
     if (!x.main) {
         for (size_t i = 0; i < x.n_sets; i++)
