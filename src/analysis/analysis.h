@@ -1,7 +1,8 @@
 /*
- * analysis.h - statistics over a capture, computed in one streaming pass.
+ * analysis.h - statistics over a capture, computed in streaming passes (docs/STATISTICS.md).
  *
- * A report is a set of passes. Each pass sees every event once, in file order (per-thread order
+ * A first read finds the main frame marks (their span tells time inside frames from start-up
+ * and shutdown). Then a report is a set of passes. Each pass sees every event once, in file order (per-thread order
  * is time order; across threads it is not), keeps only per-source-location, per-frame or
  * per-object state, and prints its section as text and as JSON. Memory grows with the number of
  * distinct zones, frames and objects, never with the number of events.
