@@ -755,6 +755,46 @@ static void test_real_tiny_memory_cap(void **state)
     cJSON_Delete(j);
 }
 
+/* Loading that got slower before the first frame moves no per-frame figure in diff. */
+static void startup_capture(const char *path, int load_ms)
+{
+    cap c = {0};
+    thread(&c, 1);
+    def_loc(&c, 1, "Load", "load", "/src/main.c", 1);
+    def_loc(&c, 2, "Update", "update", "/src/main.c", 2);
+    zone(&c, 0, load_ms * MS, 1);
+    for (int i = 0; i <= 10; i++) {
+        int64_t t = (load_ms + i * 10) * MS;
+        mark(&c, t);
+        if (i < 10)
+            zone(&c, t + MS, t + 3 * MS, 2);
+    }
+    write_capture(path, &c);
+}
+
+static void test_diff_startup(void **state)
+{
+    (void)state;
+    startup_capture(tp("su_a.mprof"), 10);
+    startup_capture(tp("su_b.mprof"), 50);
+    char err[512];
+    mprof_diff *d = mprof__diff_run(tp("su_a.mprof"), tp("su_b.mprof"), err, sizeof err);
+    assert_non_null(d);
+    FILE *f = fopen(tp("su.json"), "w");
+    mprof__diff_print_json(d, f, 0);
+    fclose(f);
+    mprof__diff_free(d);
+    char *js = slurp(tp("su.json"));
+    cJSON *j = cJSON_Parse(js);
+    free(js);
+    const cJSON *zs = cJSON_GetObjectItemCaseSensitive(j, "zones");
+    assert_float_equal(num(zone_named(zs, "Load", "load"), "impact_ns"), 0.0, 0);
+    assert_float_equal(num(zone_named(zs, "Load", "load"), "b_total_ns"), 50.0 * MS, 0);
+    assert_float_equal(num(zone_named(zs, "Update", "update"), "impact_ns"), 0.0, 0);
+    assert_float_equal(num(zone_named(zs, "Update", "update"), "a_in_frames_ns"), 20.0 * MS, 0);
+    cJSON_Delete(j);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -780,6 +820,7 @@ int main(void)
         cmocka_unit_test(test_gpu_busy_union),
         cmocka_unit_test(test_zone_key),
         cmocka_unit_test(test_rebuild_diff_and_gate),
+        cmocka_unit_test(test_diff_startup),
         cmocka_unit_test(test_real_recursion_two_threads),
         cmocka_unit_test(test_real_tiny_memory_cap),
     };

@@ -4,7 +4,9 @@
  * Each capture is reduced to its per-source-location statistics (export.h), then zones are
  * paired by zone identity (zone_key.h: name and function; file, without its build directory,
  * and line only break ties), so a rebuild with moved lines or from another checkout matches. The impact of a zone is the
- * change in its total time per frame, (total_b / frames_b) - (total_a / frames_a): a zone that
+ * change in its time inside frames per frame, (in_b / frames_b) - (in_a / frames_a), where
+ * "in" is the zone's total (recursion counted once) inside the main frames' span and frames
+ * counts the frames of that span; start-up and shutdown do not move it. A zone that
  * got slower per call but runs less often can have no impact, and the sort shows first what
  * moved the frame time most. Captures without frames compare total time per second instead.
  */
@@ -46,6 +48,8 @@ static double rate(const mprof_diff *d, const mprof_zstats *s, const mprof_zstat
 {
     if (!z)
         return 0.0;
+    if (d->per_frame && s->span_first_ns >= 0) /* time inside frames, frames in the span */
+        return (double)z->in_frames_ns / (double)(s->n_frames + s->n_lossy);
     if (d->per_frame)
         return (double)z->total_ns / (double)s->n_frames;
     return s->duration_ns > 0 ? (double)z->total_ns / ((double)s->duration_ns / 1e9) : 0.0;
@@ -218,7 +222,8 @@ void mprof__diff_print_text(const mprof_diff *d, FILE *o, int top_n)
     else
         fprintf(o, "  (%s has no frames: zone impact is per second of capture)\n",
                 fa.n ? "B" : fb.n ? "A" : "neither capture");
-    fprintf(o, "\nZones by impact (change of total time per %s, us)\n", d->per_frame ? "frame" : "second");
+    fprintf(o, "\nZones by impact (change of %s, us)\n",
+            d->per_frame ? "time inside frames per frame" : "total time per second");
     fprintf(o, "  %-28s %9s %9s %10s %10s %10s %10s %12s  %s\n", "zone", "count A", "count B",
             "mean A us", "mean B us", "p95 A us", "p95 B us", "impact us", "location");
     size_t n = top_n > 0 && (size_t)top_n < d->n_rows ? (size_t)top_n : d->n_rows;
@@ -258,6 +263,7 @@ void mprof__diff_print_json(const mprof_diff *d, FILE *o, int top_n)
         mprof_json_obj_begin(&j, s ? "b" : "a");
         mprof_json_str(&j, "file", paths[s]);
         mprof_json_u64(&j, "frames", f.n);
+        mprof_json_u64(&j, "incomplete_frames", sides[s]->n_lossy);
         mprof_json_f64(&j, "mean_ns", f.mean);
         mprof_json_f64(&j, "p50_ns", f.p50);
         mprof_json_f64(&j, "p90_ns", f.p90);
@@ -293,6 +299,8 @@ void mprof__diff_print_json(const mprof_diff *d, FILE *o, int top_n)
         mprof_json_u64(&j, "b_p95_ns", r->b ? mprof_hist_quantile(&r->b->hist, 0.95) : 0);
         mprof_json_i64(&j, "a_total_ns", r->a ? r->a->total_ns : 0);
         mprof_json_i64(&j, "b_total_ns", r->b ? r->b->total_ns : 0);
+        mprof_json_i64(&j, "a_in_frames_ns", r->a ? r->a->in_frames_ns : 0);
+        mprof_json_i64(&j, "b_in_frames_ns", r->b ? r->b->in_frames_ns : 0);
         mprof_json_f64(&j, "impact_ns", r->impact_ns);
         mprof_json_obj_end(&j);
     }

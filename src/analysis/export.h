@@ -35,6 +35,7 @@ typedef struct mprof_zstat {
     uint64_t count;
     int64_t total_ns, self_ns; /* total: inclusive, an instance nested in another instance of
                                   the same location on its track adds nothing (recursion) */
+    int64_t in_frames_ns;      /* the part of total inside the main frames' span */
     mprof_hist hist; /* durations of every call */
 } mprof_zstat;
 
@@ -45,6 +46,7 @@ typedef struct mprof_zstats {
                          events left out) */
     uint64_t n_frames;
     uint64_t n_lossy; /* main frames left out because they spanned lost events */
+    int64_t span_first_ns, span_last_ns; /* first and last main frame mark; -1 when none */
     int64_t duration_ns;
     uint64_t zones;
 } mprof_zstats;

@@ -10,6 +10,7 @@
 #include "analysis/timeline.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,8 +91,15 @@ static void zs_zone(void *user, const mprof_tl_zone *z)
     int64_t dur = z->end_ns - z->start_ns;
     int64_t self = dur - z->child_ns;
     st->count++;
-    if (!z->nested) /* recursion: the outer instance already holds this time */
+    if (!z->nested) { /* recursion: the outer instance already holds this time */
         st->total_ns += dur;
+        if (s->span_first_ns >= 0) {
+            int64_t a = z->start_ns > s->span_first_ns ? z->start_ns : s->span_first_ns;
+            int64_t b = z->end_ns < s->span_last_ns ? z->end_ns : s->span_last_ns;
+            if (b > a)
+                st->in_frames_ns += b - a;
+        }
+    }
     st->self_ns += self > 0 ? self : 0;
     if (mprof_hist_add(&st->hist, (uint64_t)(dur > 0 ? dur : 0)) != 0)
         c->oom = 1;
@@ -114,6 +122,14 @@ int mprof__zstats_collect_range(const char *path, const mprof_export_range *rang
 {
     memset(out, 0, sizeof *out);
     collect c = {.s = out, .range = range};
+    /* The main frames' span first (per-frame figures count only time inside frames). */
+    mprof_export_range span = {.first_frame = 0, .end_frame = INT64_MAX, .active = 1};
+    char serr[256];
+    out->span_first_ns = out->span_last_ns = -1;
+    if (mprof__export_range_resolve(path, &span, serr, sizeof serr) == 0) {
+        out->span_first_ns = span.t0_ns;
+        out->span_last_ns = span.t1_ns;
+    }
     mprof_tl_hooks h = {.user = &c, .zone = zs_zone};
     mprof_reader *r = mprof_reader_open(path, err, errlen);
     if (!r)
