@@ -25,7 +25,8 @@ rm -rf "$W" && mkdir -p "$W" || exit 1
 # The hog: one CPU-bound process for the whole proof, ended by its pid.
 sh -c 'while :; do :; done' &
 hog=$!
-trap 'kill "$hog" 2> /dev/null' EXIT INT TERM
+trap 'kill "$hog" 2> /dev/null' EXIT
+trap 'kill "$hog" 2> /dev/null; exit 130' INT TERM
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 PORT=$((21000 + $$ % 20000))

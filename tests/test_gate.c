@@ -319,6 +319,34 @@ static void test_runs(void **state)
     mprof__gate_result_free(r);
 }
 
+/* Unchanged code, but the three current runs met a machine busier by different amounts (their
+ * Render 2 %, 10 % and 40 % slower): the pooled p95 crosses the threshold, the frames differ and
+ * the bootstrap over three runs lies above 1, but the run-level t interval sees how far apart the
+ * runs are, and the verdict stays inconclusive. */
+static void test_run_offsets_are_not_evidence(void **state)
+{
+    (void)state;
+    write_export("off_base/r1.json", &(model){600, 31, 1.0, 0, "h"});
+    write_export("off_base/r2.json", &(model){600, 32, 1.02, 0, "h"});
+    write_export("off_base/r3.json", &(model){600, 33, 0.98, 0, "h"});
+    write_export("off_cur/r1.json", &(model){600, 34, 1.02, 0, "h"});
+    write_export("off_cur/r2.json", &(model){600, 35, 1.10, 0, "h"});
+    write_export("off_cur/r3.json", &(model){600, 36, 1.40, 0, "h"});
+    mprof_gate_result *r = compare("off_base", "off_cur", NULL);
+    assert_true(r->magnitude);
+    assert_true(r->rank_p < 0.05);
+    assert_true(r->ci_lo > 1.0); /* the bootstrap over three runs alone would have said so */
+    assert_true(r->run_ci);
+    assert_float_equal(r->run_ci_df, 4.0, 0);
+    if (!(r->run_ci_lo < 1.0 && r->run_ci_hi > 1.2))
+        fail_msg("run interval %g..%g, bootstrap %g..%g, verdict %d: %s", r->run_ci_lo, r->run_ci_hi, r->ci_lo, r->ci_hi, (int)r->verdict, r->reason);
+    assert_false(r->significant);
+    assert_int_equal(r->verdict, MPROF_GATE_INCONCLUSIVE);
+    assert_non_null(strstr(r->reason, "the runs' p95s vary too much"));
+    assert_true(r->need_runs >= 1);
+    mprof__gate_result_free(r);
+}
+
 static void test_guard_and_skip(void **state)
 {
     (void)state;
@@ -729,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_slower_zone_is_regression),
         cmocka_unit_test(test_too_few_frames_inconclusive),
         cmocka_unit_test(test_runs),
+        cmocka_unit_test(test_run_offsets_are_not_evidence),
         cmocka_unit_test(test_tail_only_inconclusive),
         cmocka_unit_test(test_guard_and_skip),
         cmocka_unit_test(test_bad_input),

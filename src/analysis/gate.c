@@ -675,12 +675,18 @@ static int identity_differs(const mprof_gate_side *b, const mprof_gate_side *c, 
     return 0;
 }
 
-/* The zone of run that is the same zone as name: how zones are paired across runs and sides.
- * NULL when the run does not list it. */
-static const mprof_gate_zone *find_zone(const mprof_gate_run *run, const char *name)
+/* How zones are paired across runs and sides: the one place that says when two zone entries
+ * of two exports are the same zone (today: the same name). */
+static int same_zone(const mprof_gate_zone *a, const mprof_gate_zone *b)
+{
+    return strcmp(a->name, b->name) == 0;
+}
+
+/* The zone of run that is the same zone as key, or NULL when the run does not list it. */
+static const mprof_gate_zone *find_zone(const mprof_gate_run *run, const mprof_gate_zone *key)
 {
     for (size_t k = 0; k < run->n_zones; k++)
-        if (strcmp(run->zones[k].name, name) == 0)
+        if (same_zone(&run->zones[k], key))
             return &run->zones[k];
     return NULL;
 }
@@ -712,7 +718,8 @@ static double zone_frame_ms(const mprof_gate_zone *z, size_t f, int on_cpu)
     return v;
 }
 
-static int zone_on_side(const mprof_gate_side *s, const char *name, int on_cpu, zone_side *out)
+static int zone_on_side(const mprof_gate_side *s, const mprof_gate_zone *key, int on_cpu,
+                        zone_side *out)
 {
     memset(out, 0, sizeof *out);
     size_t total = 0;
@@ -721,7 +728,7 @@ static int zone_on_side(const mprof_gate_side *s, const char *name, int on_cpu, 
     for (size_t i = 0; i < s->n_runs; i++) {
         const mprof_gate_run *run = &s->runs[i];
         total += run->n_frames;
-        const mprof_gate_zone *z = find_zone(run, name);
+        const mprof_gate_zone *z = find_zone(run, key);
         if (!z) {
             frames_sum += (double)run->n_frames;
             continue;
@@ -753,7 +760,7 @@ static int zone_on_side(const mprof_gate_side *s, const char *name, int on_cpu, 
     size_t k = 0;
     for (size_t i = 0; i < s->n_runs; i++) {
         const mprof_gate_run *run = &s->runs[i];
-        const mprof_gate_zone *z = find_zone(run, name);
+        const mprof_gate_zone *z = find_zone(run, key);
         for (size_t f = 0; f < run->n_frames; f++)
             out->frames[k++] = zone_frame_ms(z, f, on_cpu);
     }
@@ -806,27 +813,28 @@ static int attribute(const mprof_gate_side *b, const mprof_gate_side *c, mprof_g
 {
     const mprof_gate_side *sides[2] = {b, c};
     int on_cpu = zones_have_off_cpu(b, c);
-    char **names = NULL;
+    /* One key per distinct zone of both sides (the first entry met stands for the zone). */
+    const mprof_gate_zone **keys = NULL;
     size_t n = 0, cap = 0;
     for (int s = 0; s < 2; s++)
         for (size_t i = 0; i < sides[s]->n_runs; i++)
             for (size_t k = 0; k < sides[s]->runs[i].n_zones; k++) {
-                const char *nm = sides[s]->runs[i].zones[k].name;
+                const mprof_gate_zone *z = &sides[s]->runs[i].zones[k];
                 int seen = 0;
                 for (size_t j = 0; j < n && !seen; j++)
-                    seen = strcmp(names[j], nm) == 0;
+                    seen = same_zone(keys[j], z);
                 if (seen)
                     continue;
                 if (n == cap) {
                     cap = cap ? cap * 2 : 16;
-                    char **nn = realloc(names, cap * sizeof *nn);
-                    if (!nn) {
-                        free(names);
+                    const mprof_gate_zone **nk = realloc(keys, cap * sizeof *nk);
+                    if (!nk) {
+                        free(keys);
                         return -1;
                     }
-                    names = nn;
+                    keys = nk;
                 }
-                names[n++] = (char *)nm;
+                keys[n++] = z;
             }
     /* Run boundaries of the pooled per-frame zone values (runs without frames add none). */
     size_t *zstarts[2] = {NULL, NULL}, zruns[2] = {0, 0};
@@ -846,21 +854,21 @@ static int attribute(const mprof_gate_side *b, const mprof_gate_side *c, mprof_g
         free(rows);
         free(zstarts[0]);
         free(zstarts[1]);
-        free(names);
+        free(keys);
         return -1;
     }
     int rc = 0;
     for (size_t j = 0; j < n; j++) {
         zone_side zb, zc;
         memset(&zc, 0, sizeof zc);
-        if (zone_on_side(b, names[j], on_cpu, &zb) || zone_on_side(c, names[j], on_cpu, &zc)) {
+        if (zone_on_side(b, keys[j], on_cpu, &zb) || zone_on_side(c, keys[j], on_cpu, &zc)) {
             free(zb.frames);
             free(zc.frames);
             rc = -1;
             break;
         }
         mprof_gate_attrib *a = &rows[j];
-        a->name = names[j]; /* borrowed until the top rows are copied */
+        a->name = keys[j]->name; /* borrowed until the top rows are copied */
         a->base_ms = zb.self_ms;
         a->cur_ms = zc.self_ms;
         a->base_incl_ms = zb.incl_ms;
@@ -904,7 +912,7 @@ static int attribute(const mprof_gate_side *b, const mprof_gate_side *c, mprof_g
     free(rows);
     free(zstarts[0]);
     free(zstarts[1]);
-    free(names);
+    free(keys);
     return rc;
 }
 
@@ -1131,14 +1139,7 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
     }
     r->ci_lo = ci.lo;
     r->ci_hi = ci.hi;
-    if (bruns >= 2 && cruns >= 2 && mprof__mwu_min_p(bruns, cruns) >= o->alpha) {
-        size_t k = 2;
-        while (mprof__mwu_min_p(k, k) >= o->alpha)
-            k++;
-        warn(r, "the per-run p95 rank test cannot reach p < %g with %zu and %zu runs (it needs %zu "
-                "per side); run-to-run variation enters through the bootstrap only",
-             o->alpha, bruns, cruns, k);
-    } else if (bruns >= 2 && cruns >= 2) {
+    if (bruns >= 2 && cruns >= 2) {
         bp95 = malloc(bruns * sizeof *bp95);
         cp95 = malloc(cruns * sizeof *cp95);
         size_t big = nb > nc ? nb : nc;
@@ -1149,6 +1150,25 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
             bp95[i] = mprof__percentile_select(bv + bs[i], bs[i + 1] - bs[i], 95, scratch);
         for (size_t i = 0; i < cruns; i++)
             cp95[i] = mprof__percentile_select(cv + cs[i], cs[i + 1] - cs[i], 95, scratch);
+        /* The run-level interval: how far apart the runs' p95s are, with the t distribution's
+         * allowance for judging that from a few runs. */
+        mprof_ratio_ci rci;
+        if (mprof__runs_log_ratio_ci(bp95, bruns, cp95, cruns, 1.0 - o->alpha, &rci,
+                                      &r->run_ci_df) == 0) {
+            r->run_ci = 1;
+            r->run_ci_lo = rci.lo;
+            r->run_ci_hi = rci.hi;
+        }
+    }
+    if (bruns >= 2 && cruns >= 2 && mprof__mwu_min_p(bruns, cruns) >= o->alpha) {
+        size_t k = 2;
+        while (mprof__mwu_min_p(k, k) >= o->alpha)
+            k++;
+        warn(r, "the per-run p95 rank test cannot reach p < %g with %zu and %zu runs (it needs %zu "
+                "per side); run-to-run variation enters through the bootstrap and the run-level "
+                "interval only",
+             o->alpha, bruns, cruns, k);
+    } else if (bruns >= 2 && cruns >= 2) {
         mprof_mwu rm;
         if (mprof__mann_whitney(bp95, bruns, cp95, cruns, &rm))
             goto oom;
@@ -1167,9 +1187,12 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
      * would be narrow around whatever that offset made of the ratio. Significance needs two or
      * more runs on each side, whose resampling is what carries run-to-run variation. */
     int runs_ok = bruns >= 2 && cruns >= 2;
+    /* With a handful of runs, resampling them understates how much a run can differ from the
+     * next (three runs give ten distinct resamples); the run-level interval must clear 1 too. */
+    int run_ci_ok = r->run_ci && r->run_ci_lo > 1.0;
     r->magnitude =
         r->cur_dec.p95_ms > r->base_dec.p95_ms * (1.0 + o->threshold_pct / 100.0);
-    r->significant = rank_ok && ci_ok && run_ok && runs_ok;
+    r->significant = rank_ok && ci_ok && run_ok && runs_ok && run_ci_ok;
     double change = 100.0 * (r->p95_ratio - 1.0);
     const char *what = r->noise_model ? "p95 frame time (noise accounted)" : "p95 frame time";
     /* A zone named in a verdict must itself have grown significantly. */
@@ -1249,6 +1272,17 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
         r->need_frames = estimable ? (long)ceil((double)have * (f - 1.0)) + 1 : 0;
     if (!runs_ok)
         r->need_runs = (long)(2 - (bruns < cruns ? bruns : cruns));
+    if (runs_ok && !run_ci_ok && r->p95_ratio > 1.0 && r->run_ci) {
+        /* The run-level interval's half-width (in logs) shrinks with the square root of the runs
+         * (and its t factor with them: left out, so this is an upper estimate). */
+        double half = log(r->p95_ratio) - log(r->run_ci_lo), room = log(r->p95_ratio);
+        size_t runs = bruns < cruns ? bruns : cruns;
+        long k = room > 0 ? (long)ceil((double)runs * (half / room) * (half / room)) : 0;
+        if (k > (long)runs && k - (long)runs > r->need_runs)
+            r->need_runs = k - (long)runs;
+        else if (r->need_runs < 1)
+            r->need_runs = 1;
+    }
     if (r->run_test && !run_ok) {
         size_t runs = bruns < cruns ? bruns : cruns, k = runs;
         while (mprof__mwu_min_p(k, k) >= o->alpha)
@@ -1277,7 +1311,7 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
              "(rank test p %s, interval %.3f..%.3f%s)%s",
              what, change, o->threshold_pct, pstr(r->rank_p, pb, sizeof pb), r->ci_lo, r->ci_hi,
              r->run_test ? (run_ok ? ", per-run p95s differ" : ", per-run p95s do not differ")
-                         : "",
+                         : (r->run_ci && !run_ci_ok ? ", the runs' p95s vary too much" : ""),
              more);
 
 done:
@@ -1350,6 +1384,10 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
                 r->rank_design_effect);
         fprintf(out, "  bootstrap   %g %% interval of the p95 ratio: %.3f .. %.3f\n",
                 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi);
+        if (r->run_ci)
+            fprintf(out, "  runs        %g %% run-level interval of the p95 ratio: %.3f .. %.3f "
+                         "(Student t, %.0f degrees of freedom)\n",
+                    100.0 * (1.0 - o->alpha), r->run_ci_lo, r->run_ci_hi, r->run_ci_df);
         if (r->run_test)
             fprintf(out, "  runs        per-run p95 rank test p %s\n",
                     pstr(r->run_p, pb, sizeof pb));
@@ -1466,6 +1504,17 @@ int mprof__gate_write_json(const mprof_gate_result *r, FILE *out)
         cJSON_AddNumberToObject(rk, "designEffect", r6(r->rank_design_effect));
         cJSON_AddNumberToObject(rk, "blocksPerRun", o->blocks);
     }
+    if (r->run_ci) {
+        cJSON *ri = cJSON_AddObjectToObject(j, "runInterval");
+        if (ri) {
+            cJSON_AddNumberToObject(ri, "level", r6(1.0 - o->alpha));
+            cJSON_AddNumberToObject(ri, "low", r6(r->run_ci_lo));
+            cJSON_AddNumberToObject(ri, "high", r6(r->run_ci_hi));
+            cJSON_AddNumberToObject(ri, "df", r6(r->run_ci_df));
+        }
+    } else {
+        cJSON_AddNullToObject(j, "runInterval");
+    }
     if (r->run_test) {
         cJSON *rt = cJSON_AddObjectToObject(j, "runTest");
         if (rt)
@@ -1548,6 +1597,8 @@ int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out)
                      "rank test p %s",
                 o->threshold_pct, r->p95_ratio, 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi,
                 pstr(r->rank_p, pb, sizeof pb));
+        if (r->run_ci)
+            fprintf(out, "; run-level interval %.3f to %.3f", r->run_ci_lo, r->run_ci_hi);
         if (r->run_test)
             fprintf(out, "; per-run p95 test p %s", pstr(r->run_p, pb, sizeof pb));
         fprintf(out, ".\n");

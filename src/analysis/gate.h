@@ -8,8 +8,8 @@
  *   magnitude:    current p95 > baseline p95 * (1 + threshold / 100), and
  *   significance: two or more runs on each side, the one-sided rank test on frame times gives
  *                 p < alpha, the bootstrap interval of the p95 ratio (runs, then blocks of frames
- *                 resampled) lies wholly above 1.0, and, with enough runs, the rank test on the
- *                 per-run p95s gives p < alpha too.
+ *                 resampled) and the run-level t interval of the runs' p95s lie wholly above
+ *                 1.0, and, with enough runs, the rank test on the per-run p95s gives p < alpha.
  * The frame times are the decision frame times: with system tracing, the part of each frame that
  * the machine took from the main thread is left out (mprof__gate_decision_ms).
  *
@@ -160,6 +160,9 @@ typedef struct mprof_gate_result {
     double rank_p, rank_u, rank_z, rank_effect;
     double rank_design_effect; /* variance inflation for correlated frames (1 = none) */
     int rank_exact;
+    int run_ci;               /* 1 when the run-level interval was made (>= 2 runs per side) */
+    double run_ci_lo, run_ci_hi, run_ci_df; /* Student t interval of the ratio of the runs' p95s
+                                               (geometric means) at level 1 - alpha */
     int run_test;             /* 1 when the per-run p95 test was made (>= 2 runs per side) */
     double run_p;             /* its one-sided p */
     long need_frames;         /* more frames per side suggested by an inconclusive verdict, 0 */
