@@ -42,8 +42,10 @@ export_json slow.json 3 600 1.28 h1
 mkdir -p "$W/base2" "$W/slow2"
 export_json base2/r1.json 11 600 1.0 h1
 export_json base2/r2.json 12 600 1.0 h1
+export_json base2/r3.json 15 600 1.0 h1
 export_json slow2/r1.json 13 600 1.28 h1
 export_json slow2/r2.json 14 600 1.28 h1
+export_json slow2/r3.json 16 600 1.28 h1
 export_json few.json 4 30 1.5 h1
 export_json other.json 5 600 1.0 h2
 printf '{"schema": "mprof.frames.v1", "frameTimesMs": [1, 2,' > "$W/bad.json"
