@@ -243,6 +243,7 @@ int mprof__ci_store_record(const char *url, const char *report_path, int exit_co
             if (s && rc == MPROF_STORE_OK)
                 id = run.id;
             mprof__store_close(s);
+            mprof__store_run_clear(&run);
         }
         if (id < 0) {
             failed = 1;
