@@ -663,6 +663,35 @@ static void test_store_add_cli(void **state)
     assert_int_equal(tu_run(cmd, out, OUT_SIZE), 0);
     assert_non_null(strstr(out, "regression"));
     assert_non_null(strstr(out, "cli"));
+
+    /* A ci report of mprof ci --runs: the current side's exports are the repetitions, the
+     * baseline side's are not stored. */
+    const char *e2 = write_export("cli", 4), *e3 = write_export("cli", 5);
+    const char *report = tu_temp_path("ci-report.json");
+    f = fopen(report, "w");
+    fprintf(f, "{\"schema\": \"mprof.ciReport.v1\", \"verdict\": \"pass\", \"gitSha\": \"abc\", "
+            "\"command\": [\"./game\", \"a b\"], \"capture\": {\"path\": \"x.mprof\", \"bytes\": 99}, "
+            "\"frameExport\": \"%s\", \"runs\": [{\"side\": \"baseline\", \"frameExport\": \"%s\"}, "
+            "{\"side\": \"current\", \"frameExport\": \"%s\"}, {\"side\": \"current\", "
+            "\"frameExport\": \"%s\"}]}", e3, exp, e2, e3);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s store add %s --store '%s'", tu_mprof_bin(), report, url);
+    assert_int_equal(tu_run(cmd, out, OUT_SIZE), 0);
+    assert_non_null(strstr(out, "as run 2"));
+    assert_non_null(strstr(out, "80 frames, 2 repetitions, verdict pass"));
+    char err[2048];
+    mprof_store *s = open_ok(url);
+    mprof_store_run *runs;
+    size_t n;
+    assert_int_equal(mprof__store_baseline(s, "cli", "Release", 1, &runs, &n, err, sizeof err),
+                     MPROF_STORE_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(runs[0].n_reps, 2);
+    assert_string_equal(runs[0].command, "./game 'a b'");
+    assert_int_equal(runs[0].artifact_bytes, 99);
+    assert_true(runs[0].reps[0].frames_ms[0] < runs[0].reps[1].frames_ms[0]); /* 4 ms, 5 ms */
+    mprof__store_runs_free(runs, n);
+    mprof__store_close(s);
 }
 
 /* ---- the HTML page in a browser ------------------------------------------------------------- */

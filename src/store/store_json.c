@@ -337,26 +337,27 @@ mprof_store_result mprof__store_parse_file(const char *json, size_t len, const c
         rc = MPROF_STORE_NOMEM;
         seterr(err, errlen, "out of memory");
     }
-    /* The repetitions: frameExports[] (mprof ci --runs) or the one frameExport; a failed run may
-     * have none, and is stored without frames. */
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "frameExports");
+    /* The repetitions: the frame export of each current-side entry of runs[] (mprof ci --runs;
+     * baseline-side entries measure the baseline build and are not this run), else the one
+     * frameExport. A failed run may have none, and is stored without frames. */
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "runs");
+    if (!cJSON_IsArray(list))
+        list = NULL;
     const cJSON *one = cJSON_GetObjectItemCaseSensitive(root, "frameExport");
-    if (rc == MPROF_STORE_OK && cJSON_IsArray(list)) {
-        const cJSON *p;
-        cJSON_ArrayForEach(p, list)
-        {
-            if (!cJSON_IsString(p) || !p->valuestring) {
-                rc = MPROF_STORE_BAD_INPUT;
-                seterr(err, errlen, "%s: \"frameExports\" holds an entry that is not a path", name);
-                break;
-            }
-            rc = add_export_file(p->valuestring, name, run, err, errlen);
-            if (rc != MPROF_STORE_OK)
-                break;
-        }
-    } else if (rc == MPROF_STORE_OK && cJSON_IsString(one) && one->valuestring) {
-        rc = add_export_file(one->valuestring, name, run, err, errlen);
+    size_t from_list = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, list)
+    {
+        if (rc != MPROF_STORE_OK)
+            break;
+        const char *side = jstr(e, "side"), *path = jstr(e, "frameExport");
+        if (!cJSON_IsObject(e) || (side && strcmp(side, "current") != 0) || !path)
+            continue;
+        rc = add_export_file(path, name, run, err, errlen);
+        from_list++;
     }
+    if (rc == MPROF_STORE_OK && !from_list && cJSON_IsString(one) && one->valuestring)
+        rc = add_export_file(one->valuestring, name, run, err, errlen);
     cJSON_Delete(root);
 done:
     if (rc == MPROF_STORE_OK && mprof__store_summarise(run) != 0) {

@@ -19,8 +19,9 @@
 mprof_store_result mprof__store_parse_export(const char *json, size_t len, const char *name,
                                              mprof_store_run *run, char *err, size_t errlen);
 
-/* Parses a CI report (mprof.ciReport.v1: its frameExports[] or frameExport are read as the
- * repetitions, resolved against the report's directory when not found as written) or a frame
+/* Parses a CI report (mprof.ciReport.v1: the frameExport of each runs[] entry of side
+ * "current", else the top-level frameExport, is read as a repetition, resolved against the
+ * report's directory when not found as written) or a frame
  * export (verdict "no-baseline": not gated) into run (zeroed first), summarised. */
 mprof_store_result mprof__store_parse_file(const char *json, size_t len, const char *name,
                                            mprof_store_run *run, char *err, size_t errlen);
