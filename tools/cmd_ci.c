@@ -15,6 +15,7 @@
 
 #include "analysis/frames_export.h"
 #include "analysis/gate.h"
+#include "ci_store.h"
 #include "format/format.h"
 #include "mprof_tool.h"
 
@@ -59,6 +60,10 @@ static const char *const help =
     "  --drain-seconds S         how long the capture may take to finish after the command\n"
     "                            ends before it is stopped (default 10)\n"
     "  --fail-on-inconclusive    exit 1 when the gate is inconclusive (default: exit 0, noted)\n"
+    "  --store URL               record the run in a run store: sqlite:PATH or\n"
+    "                            postgresql://... (docs/STORE.md)\n"
+    "  --baseline store[:last=N] gate against the last N (default 5) passing runs of this host\n"
+    "                            and build type in the --store\n"
     "  --runs N                  run COMMAND N times and gate on all of them (default 3; the\n"
     "                            gate needs 2 or more runs per side to call anything significant)\n"
     "  --baseline-cmd CMD        also run the baseline build's command (a shell command line)\n"
@@ -80,7 +85,8 @@ static const char *const help =
     "Exit status: 0 pass (also no baseline, or inconclusive without --fail-on-inconclusive);\n"
     "1 regression, the command failed, or too many events were lost; 2 usage error; 3 the\n"
     "artifact is missing or invalid, the run has no frames, the gate refused the input (bad\n"
-    "input), or an output cannot be written.\n";
+    "input), or an output cannot be written; 4 the run store (--store, --baseline store) could\n"
+    "not be used though the run itself passed (ci-report.json is written and says why).\n";
 
 #define DEFAULT_DIR "Saved/Profiling/mprofCI"
 #define DEFAULT_RUNS 3
@@ -105,6 +111,7 @@ typedef struct ci_opts {
     int expect_exit[MAX_EXPECT]; /* --expect-exit: accepted exit statuses; none given: 0 */
     int n_expect_exit;
     int quiet; /* self-test: one line per step instead of the command's output */
+    const char *store; /* --store URL: the run store (tools/ci_store.c) */
 } ci_opts;
 
 /* One run of one side, for the report's runs[]. */
@@ -861,6 +868,7 @@ static void add_run(const ci_opts *o, ci_result *r, const ci_result *one, int ba
 static int ci_run(const ci_opts *o, ci_result *r)
 {
     double t0 = now_s();
+    ci_opts from_store; /* o with --baseline store replaced by the store's exports */
     memset(r, 0, sizeof *r);
     r->artifact_bytes = -1;
     r->frames = -1;
@@ -983,6 +991,13 @@ static int ci_run(const ci_opts *o, ci_result *r)
     }
 
     const char *baseline = o->baseline_argv ? base_runs_dir : o->baseline;
+    if (mprof__ci_store_is_baseline(baseline)) {
+        /* The store's recent passing runs, written out as frame exports, are the baseline. */
+        from_store = *o;
+        mprof__ci_store_baseline(o->store, &from_store.baseline, o->dir, r->export_path, o->quiet);
+        o = &from_store;
+        baseline = o->baseline;
+    }
     if (baseline) {
         double tg = now_s();
         run_gate(o, baseline, o->runs == 1 ? r->export_path : current_dir, r);
@@ -1018,6 +1033,8 @@ report:
     if (write_report(o, r, report_path) != 0) {
         tool_error("ci", EXIT_IO, "%s: cannot write the report: %s", report_path, strerror(errno));
         r->exit_code = EXIT_IO;
+    } else {
+        r->exit_code = mprof__ci_store_record(o->store, report_path, r->exit_code, o->quiet);
     }
     if (!o->quiet) {
         printf("mprof ci: %s (exit %d): %s\n", r->verdict, r->exit_code, report_path);
@@ -1202,6 +1219,11 @@ int cmd_ci(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--fail-on-inconclusive") == 0) {
             o.fail_on_inconclusive = 1;
+        } else if (strcmp(a, "--store") == 0) {
+            if (!v || !*v)
+                return tool_error("ci", EXIT_USAGE, "%s needs a value", a);
+            o.store = v;
+            i++;
         } else if (strcmp(a, "--runs") == 0) {
             if (tool_parse_uint("ci", a, v, MAX_RUNS / 2, &u))
                 return EXIT_USAGE;
@@ -1240,6 +1262,8 @@ int cmd_ci(int argc, char **argv)
     }
     if (i >= argc)
         return tool_error("ci", EXIT_USAGE, "no command to run (mprof ci [options] -- COMMAND)");
+    if (mprof__ci_store_check_args(o.store, o.baseline))
+        return EXIT_USAGE;
     o.command = argv + i;
     o.n_command = argc - i;
     char *base_argv[4] = {(char *)"/bin/sh", (char *)"-c", (char *)o.baseline_cmd, NULL};
