@@ -2,8 +2,8 @@
  * live.c - live capture in the instrumented process: listener, history ring, definitions copy
  * and the capture session (protocol in format/wire.h, guide in docs/CAPTURE.md).
  *
- * The idea: the collector already produces self-contained framed chunks for the file sink. Each
- * one is also handed here (mprof__live_chunk), where it is shared, by reference count, between
+ * The idea: live capture is one of the collector's sinks (sink.h), beside the capture file.
+ * Every framed EVENTS chunk is handed here (live_chunk), where it is shared, by reference count, between
  * the history ring (the last history_seconds of chunks, at most half the memory cap) and the
  * queue of the connected tool. A chunk is decodable on its own except for definitions, which are
  * written once per process; so every definition record is also copied into a growing buffer,
@@ -156,7 +156,7 @@ static void hist_clear(void)
 
 /* ---- definitions copy ---------------------------------------------------------------------- */
 
-void mprof__live_keep_def(const unsigned char *rec, const unsigned char *end)
+static void live_keep_def(const unsigned char *rec, const unsigned char *end)
 {
     if (!L.enabled || end <= rec)
         return;
@@ -167,7 +167,7 @@ void mprof__live_keep_def(const unsigned char *rec, const unsigned char *end)
     L.defs.len += n;
 }
 
-int mprof__live_keeps(int tag)
+static int live_keeps(int tag)
 {
     if (!L.enabled)
         return 0;
@@ -193,7 +193,7 @@ static int same_first_varint(const unsigned char *a, const unsigned char *aend,
     return mprof_get_varint(&a, aend, &x) == 0 && mprof_get_varint(&b, bend, &y) == 0 && x == y;
 }
 
-void mprof__live_keep_event(uint32_t thread, uint64_t ticks, const unsigned char *rec,
+static void live_keep_event(uint32_t thread, uint64_t ticks, const unsigned char *rec,
                             const unsigned char *end)
 {
     if (!L.enabled || end <= rec)
@@ -355,7 +355,7 @@ static int always_recording(void)
     return L.has_file || L.history_s > 0;
 }
 
-int mprof__live_pending(void)
+static int live_pending(void)
 {
     if (!L.enabled)
         return 0;
@@ -365,7 +365,7 @@ int mprof__live_pending(void)
     return p;
 }
 
-void mprof__live_attach(void)
+static void live_attach(void)
 {
     pthread_mutex_lock(&L.m);
     session *s = L.pending;
@@ -424,11 +424,11 @@ void mprof__live_attach(void)
     blob_unref(d);
 }
 
-void mprof__live_chunk(const mprof_buf *raw, const mprof_buf *framed)
+static void live_chunk(const mprof_buf *raw, const mprof_buf *framed)
 {
     if (!L.enabled)
         return;
-    blob *b = blob_new(framed->data, framed->len);
+    blob *b = framed ? blob_new(framed->data, framed->len) : NULL;
     if (!b) {
         /* Out of memory: a connected tool misses this chunk, which is counted as a drop. */
         mprof_wire_counts c = {0};
@@ -761,7 +761,7 @@ static void handshake(int fd)
     if (s->limit_bytes > mprof__g.cfg.memory_limit_bytes)
         s->limit_bytes = mprof__g.cfg.memory_limit_bytes;
     mprof_buf info = {0};
-    mprof__collector_info(&info);
+    mprof__info_payload(&info);
     char v[64];
     mprof_fmt_kv(&info, "capture", "live");
     snprintf(v, sizeof v, "%g", L.history_s > 0 ? L.history_s : 0.0);
@@ -856,7 +856,7 @@ static int open_listener(void)
 
 /* ---- start and stop ------------------------------------------------------------------------ */
 
-int mprof__live_start(int has_file)
+static int live_start(int has_file)
 {
     const mprof_config *c = &mprof__g.cfg;
     int want = c->listen == MPROF_TOGGLE_ON || (c->listen == MPROF_TOGGLE_DEFAULT && !c->capture_path);
@@ -890,7 +890,7 @@ int mprof__live_start(int has_file)
     return L.history_s > 0;
 }
 
-void mprof__live_stop(void)
+static void live_stop(void)
 {
     if (!L.enabled)
         return;
@@ -902,8 +902,8 @@ void mprof__live_stop(void)
     close(L.wake[1]);
     L.listen_fd = L.wake[0] = L.wake[1] = -1;
     /* A session that finished its handshake but was not attached yet still gets its stream. */
-    if (mprof__live_pending())
-        mprof__live_attach();
+    if (live_pending())
+        live_attach();
     pthread_mutex_lock(&L.m);
     session *s = L.active;
     if (s) {
@@ -929,4 +929,70 @@ void mprof__live_stop(void)
     free(L.ts_done);
     L.ts_done = NULL;
     L.ts_done_cap = 0;
+}
+
+/* ---- the sink interface (sink.h) ----------------------------------------------------------- */
+
+static void sink_chunk(mprof__sink *s, const mprof__chunk *c)
+{
+    (void)s;
+    if (c->kind == MPROF_CHUNK_EVENTS && L.enabled)
+        live_chunk(c->raw, c->framed(c));
+}
+
+static void sink_def(mprof__sink *s, const unsigned char *rec, const unsigned char *end)
+{
+    (void)s;
+    live_keep_def(rec, end);
+}
+
+static int sink_keeps(mprof__sink *s, int tag)
+{
+    (void)s;
+    return live_keeps(tag);
+}
+
+static void sink_keep(mprof__sink *s, uint32_t thread, uint64_t ticks, const unsigned char *rec,
+                      const unsigned char *end)
+{
+    (void)s;
+    live_keep_event(thread, ticks, rec, end);
+}
+
+static int sink_want_boundary(mprof__sink *s)
+{
+    (void)s;
+    return live_pending();
+}
+
+static void sink_boundary(mprof__sink *s)
+{
+    (void)s;
+    live_attach();
+}
+
+static void sink_close(mprof__sink *s)
+{
+    (void)s;
+    live_stop();
+}
+
+static const mprof__sink_ops live_ops = {
+    .name = "live",
+    .chunk = sink_chunk,
+    .def = sink_def,
+    .keeps = sink_keeps,
+    .keep = sink_keep,
+    .want_boundary = sink_want_boundary,
+    .boundary = sink_boundary,
+    .close = sink_close,
+};
+
+/* One listener per process: the sink is a handle on the module's state. */
+static mprof__sink live_sink = {&live_ops};
+
+mprof__sink *mprof__sink_live_open(int has_file, int *out_record)
+{
+    *out_record = live_start(has_file);
+    return L.enabled ? &live_sink : NULL;
 }
