@@ -201,6 +201,7 @@ static double collector_cost(const char *sink_kind, uint64_t n, double *out_even
     unsigned port = free_port();
     snprintf(portbuf, sizeof portbuf, "%u", port);
     pid_t tool = -1;
+    setenv("MPROF_LISTEN", strcmp(sink_kind, "file") ? "1" : "0", 1); /* env beats cfg */
     if (!strcmp(sink_kind, "file")) {
         cfg.capture_path = p;
         cfg.listen = MPROF_TOGGLE_OFF;
@@ -387,6 +388,7 @@ int main(int argc, char **argv)
         else
             printf("{\"bench\":\"collector_%s\",\"error\":\"not measured\"}\n", kinds[k]);
     }
+    setenv("MPROF_LISTEN", "0", 1);
 
     /* mprof report: events/s, and peak memory for 1x and 4x the events. */
     char *small = capture_path("report1");

@@ -635,33 +635,57 @@ static void translate(mprof__thread *th, const unsigned char *p, const unsigned 
         size_t room = chunk_bytes - C.chunk.len;
         if (C.chunk.len < chunk_bytes && mprof_buf_reserve(&C.chunk, room + 32) == 0) {
             unsigned char *o = C.chunk.data + C.chunk.len, *stop = o + room;
+            /* Everything the loop reads lives in locals: its byte stores could alias any
+             * global, which would make the compiler reload them after every byte. The thread's
+             * first TS in a chunk (absolute) goes through translate_one. */
+            const unsigned char *pe_begin = end - MPROF__ZONE_BEGIN_BYTES;
+            const unsigned char *pe_end = end - MPROF__ZONE_END_BYTES;
+            const uint64_t scale = C.scale, lowmask = C.q_lowmask, inv = C.q_inv,
+                           qmax = C.q_max;
+            const unsigned shift = C.q_shift;
             uint64_t last = th->col_last_ticks;
             int first = th->col_ts_first;
-            while (o < stop && p < end) {
-                uint64_t ticks, v;
-                if (*p == MPROF__EV_ZONE_BEGIN && end - p >= MPROF__ZONE_BEGIN_BYTES) {
+            while (!first && o < stop && p < end) {
+                uint64_t ticks;
+                int tag = *p;
+                uint32_t id = 0;
+                if (tag == MPROF__EV_ZONE_BEGIN && p <= pe_begin) {
                     const mprof_srcloc *loc;
                     memcpy(&ticks, p + 1, 8);
                     memcpy(&loc, p + 9, 8);
-                    uint32_t id = loc_id(loc);
-                    if (!id || !ts_code(first, last, ticks, &v))
+                    if (!(id = loc_id(loc)))
                         break;
-                    *o++ = MPROF__EV_ZONE_BEGIN;
-                    o = mprof_put_varint(o, v);
-                    o = mprof_put_varint(o, id);
-                    p += MPROF__ZONE_BEGIN_BYTES;
-                } else if (*p == MPROF__EV_ZONE_END && end - p >= MPROF__ZONE_END_BYTES) {
+                } else if (tag == MPROF__EV_ZONE_END && p <= pe_end) {
                     memcpy(&ticks, p + 1, 8);
-                    if (!ts_code(first, last, ticks, &v))
-                        break;
-                    *o++ = MPROF__EV_ZONE_END;
-                    o = mprof_put_varint(o, v);
-                    p += MPROF__ZONE_END_BYTES;
                 } else {
                     break;
                 }
+                int64_t d = (int64_t)(ticks - last);
+                uint64_t v;
+                if (scale == 1) {
+                    v = mprof_zigzag(d);
+                } else {
+                    uint64_t u = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
+                    uint64_t qv = (u >> shift) * inv;
+                    if ((u & lowmask) || qv > qmax)
+                        break;
+                    v = mprof_zigzag(d < 0 ? -(int64_t)qv : (int64_t)qv);
+                }
+                *o++ = (unsigned char)tag;
+                if (v < 0x80)
+                    *o++ = (unsigned char)v;
+                else
+                    o = mprof_put_varint(o, v);
+                if (id) {
+                    if (id < 0x80)
+                        *o++ = (unsigned char)id;
+                    else
+                        o = mprof_put_varint(o, id);
+                    p += MPROF__ZONE_BEGIN_BYTES;
+                } else {
+                    p += MPROF__ZONE_END_BYTES;
+                }
                 last = ticks;
-                first = 0;
                 n++;
             }
             th->col_last_ticks = last;
