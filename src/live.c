@@ -398,12 +398,29 @@ static void live_attach(void)
     pthread_mutex_unlock(&L.m);
     if (!s)
         return;
-    /* History is chosen newest-first within half the tool's limit, then sent oldest-first. */
-    size_t n_hist = 0;
+    /* History is chosen newest-first within half the tool's limit, then sent oldest-first.
+     * History kept unframed while nobody could read it is compressed first, now that a tool
+     * asks (so the limit applies to what is sent; the ring keeps the framed form, for the next
+     * tool). A chunk that cannot be compressed (out of memory) is dropped and counted. */
+    size_t n_hist = 0, n_raw_failed = 0;
+    mprof_wire_counts raw_failed = {0};
     hnode *first = NULL, *before_first = NULL;
     if ((hello.flags & MPROF_WIRE_F_HISTORY) && hello.history_ms) {
         uint64_t now = mprof__mono_ns();
         uint64_t span = (uint64_t)hello.history_ms * 1000000u;
+        for (hnode *h = L.hist_head; h; h = h->next) {
+            if (!h->b->raw || now - h->b->mono_ns > span)
+                continue;
+            blob *f = blob_frame(h->b);
+            if (!f) {
+                mprof_wire_scan_events(h->b->data, h->b->len, &raw_failed, NULL, 0);
+                n_raw_failed++;
+                continue;
+            }
+            L.hist_bytes = L.hist_bytes - h->b->len + f->len;
+            blob_unref(h->b);
+            h->b = f;
+        }
         size_t total = 0, count = 0;
         for (hnode *h = L.hist_head; h; h = h->next)
             if (now - h->b->mono_ns <= span) {
@@ -429,27 +446,6 @@ static void live_attach(void)
     if (first)
         ts = before_first ? before_first->b->ticks : L.hist_start_ticks;
     blob *d = defs_blob(ts, 0);
-    /* History kept unframed while nobody could read it is compressed now that a tool asks
-     * (the ring keeps the framed form, for the next tool). */
-    size_t n_raw_failed = 0;
-    mprof_wire_counts raw_failed = {0};
-    {
-        size_t k = n_hist;
-        for (hnode *h = first; h && k; h = h->next, k--) {
-            if (!h->b->raw)
-                continue;
-            blob *f = blob_frame(h->b);
-            if (!f) {
-                /* Out of memory: the tool misses this chunk, counted like any drop. */
-                mprof_wire_scan_events(h->b->data, h->b->len, &raw_failed, NULL, 0);
-                n_raw_failed++;
-                continue;
-            }
-            L.hist_bytes = L.hist_bytes - h->b->len + f->len;
-            blob_unref(h->b);
-            h->b = f;
-        }
-    }
     pthread_mutex_lock(&L.m);
     s = L.active;
     if (s && s->id == id && !s->closing) {
