@@ -12,6 +12,7 @@
  * environment overrides) and registers an atexit handler that flushes and closes the capture.
  */
 #include "core.h"
+#include "system/system.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -275,11 +276,13 @@ mprof_result mprof_startup(const mprof_config *cfg)
     apply_config(cfg);
     mprof__timer_init(mprof__g.cfg.invariant_check, mprof__g.cfg.verbose == MPROF_TOGGLE_ON);
     atomic_fetch_add(&mprof__g.session, 1);
+    mprof__system_probe(); /* before INFO is written: it says what system tracing does */
     int r = mprof__collector_start();
     if (r != 0) {
         pthread_mutex_unlock(&mprof__g.lock);
         return (mprof_result)r;
     }
+    mprof__system_start();
     if (!mprof__g.atexit_registered) {
         atexit(at_exit);
         mprof__g.atexit_registered = 1;
@@ -296,6 +299,7 @@ void mprof_shutdown(void)
         pthread_mutex_unlock(&mprof__g.lock);
         return;
     }
+    mprof__system_stop(); /* while still recording, so its last records reach the capture */
     __atomic_store_n(&mprof__mode, MPROF__MODE_OFF, __ATOMIC_RELEASE);
     mprof__collector_stop();
     pthread_mutex_unlock(&mprof__g.lock);

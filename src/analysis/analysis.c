@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis/system.h"
+
 /* Optional passes, added by their modules. */
 extern const mprof_pass_vtbl mprof__pass_gpu;
 static const mprof_pass_vtbl *const pass_table[] = {
@@ -21,6 +23,7 @@ static const mprof_pass_vtbl *const pass_table[] = {
     &mprof__memory_pass,
     &mprof__locks_pass,
     &mprof__fibers_pass,
+    &mprof__system_pass,
     NULL,
 };
 
@@ -571,19 +574,24 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
     double frame_total_ns = ms ? summarize(&ms->ms).total * 1e6 : 0;
     uint32_t shown = nz < (uint32_t)a->opts.top_n ? nz : (uint32_t)a->opts.top_n;
     fprintf(out, "\nZones (%u of %u by total time)\n", shown, nz);
-    fprintf(out, "  %-32s %9s %10s %10s %9s %9s %9s %9s %7s  %s\n", "name", "count", "total ms",
-            "self ms", "mean us", "p50 us", "p95 us", "max us", "%frame", "location");
+    int offcol = mprof__system_zone_off_ns(a, 0) >= 0; /* the capture has context switches */
+    fprintf(out, "  %-32s %9s %10s %10s %9s %9s %9s %9s %7s  %s%s\n", "name", "count", "total ms",
+            "self ms", "mean us", "p50 us", "p95 us", "max us", "%frame",
+            offcol ? "off-CPU ms  " : "", "location");
     for (uint32_t k = 0; k < shown; k++) {
         const zone_acc *z = &a->zones[ids[k]];
         const mprof_srcloc_def *d = mprof_reader_srcloc(r, ids[k]);
         const char *file = d ? d->file : "?";
         const char *slash = strrchr(file, '/');
-        fprintf(out, "  %-32.32s %9" PRIu64 " %10.3f %10.3f %9.2f %9.2f %9.2f %9.2f %7.1f  %s:%u\n",
+        char offbuf[32] = "";
+        if (offcol)
+            snprintf(offbuf, sizeof offbuf, "%10.3f  ", (double)mprof__system_zone_off_ns(a, ids[k]) / 1e6);
+        fprintf(out, "  %-32.32s %9" PRIu64 " %10.3f %10.3f %9.2f %9.2f %9.2f %9.2f %7.1f  %s%s:%u\n",
                 d ? d->name : "?", z->count, (double)z->total / 1e6, (double)z->self / 1e6,
                 (double)z->total / (double)z->count / 1e3,
                 (double)mprof_hist_quantile(&z->hist, 0.5) / 1e3,
                 (double)mprof_hist_quantile(&z->hist, 0.95) / 1e3, (double)z->hist.max / 1e3,
-                frame_total_ns > 0 ? 100.0 * (double)z->total / frame_total_ns : 0.0,
+                frame_total_ns > 0 ? 100.0 * (double)z->total / frame_total_ns : 0.0, offbuf,
                 slash ? slash + 1 : file, d ? d->line : 0);
     }
     free(ids);
@@ -706,6 +714,7 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out)
         mprof_json_u64(&j, "p95_ns", mprof_hist_quantile(&z->hist, 0.95));
         mprof_json_u64(&j, "max_ns", z->hist.max);
         mprof_json_f64(&j, "frame_share", frame_total_ns > 0 ? (double)z->total / frame_total_ns : 0.0);
+        mprof__system_zone_json(a, &j, ids[k]);
         mprof_json_obj_end(&j);
     }
     mprof_json_arr_end(&j);
@@ -723,6 +732,7 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out)
         mprof_json_u64(&j, "os_tid", d ? d->os_tid : 0);
         mprof_json_u64(&j, "events", t->events);
         mprof_json_u64(&j, "zones", t->zones);
+        mprof__system_thread_json(a, &j, i);
         mprof_json_obj_end(&j);
     }
     mprof_json_arr_end(&j);

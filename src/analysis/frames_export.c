@@ -15,6 +15,7 @@
 #include "analysis/frames_export.h"
 #include "analysis/json_out.h"
 #include "analysis/stats.h"
+#include "analysis/system.h"
 #include "format/format.h"
 
 #include <errno.h>
@@ -58,6 +59,7 @@ typedef struct fset {
     /* Frames as intervals [start, end), sorted by start. */
     int64_t *fs, *fe;
     size_t nf;
+    uint32_t thread; /* the thread of its first mark or begin */
 } fset;
 
 /* One zone name (source locations sharing a name are merged). */
@@ -68,6 +70,7 @@ typedef struct zone {
     uint64_t count;
     int64_t incl_ns, self_ns;
     double *self_ms, *incl_ms; /* per main frame, top zones only */
+    double *self_off_ms;       /* per main frame, when the capture has context switches */
 } zone;
 
 typedef struct open_zone {
@@ -101,6 +104,9 @@ typedef struct exporter {
     size_t n_warnings;
     char *err;
     size_t errlen;
+    mprof_sysmodel *sys; /* context switches and CPU usage (src/analysis/system.h) */
+    mprof_sys_status sys_st;
+    int sys_switches;    /* the main frame set's thread was traced */
 } exporter;
 
 #if defined(__GNUC__)
@@ -223,6 +229,8 @@ static int pass1_event(exporter *x, const mprof_event *ev)
             return 0;
         if (!f || vec_push(&f->marks, ev->ts_ns))
             return fail(x, "out of memory");
+        if (!f->thread)
+            f->thread = ev->thread;
         return 0;
     }
     case MPROF_EV_FRAME_BEGIN: {
@@ -233,6 +241,8 @@ static int pass1_event(exporter *x, const mprof_event *ev)
             return fail(x, "out of memory");
         f->range = 1;
         f->open = ev->ts_ns;
+        if (!f->thread)
+            f->thread = ev->thread;
         return 0;
     }
     case MPROF_EV_FRAME_END: {
@@ -431,6 +441,13 @@ static void spread(const fset *f, int64_t a, int64_t b, double *acc)
     }
 }
 
+/* The same for the part of [a, b) during which the zone's thread was off the CPU. */
+static void spread_off(const exporter *x, uint32_t thread, int64_t a, int64_t b, double *acc)
+{
+    if (acc && x->sys_switches)
+        mprof__sys_spread_off(x->sys, thread, x->main->fs, x->main->fe, x->main->nf, a, b, acc);
+}
+
 static zone *zone_of(exporter *x, uint32_t loc)
 {
     if (loc == 0 || loc >= x->n_locs || x->loc_zone[loc] == 0)
@@ -449,8 +466,10 @@ static int pass2_event(exporter *x, const mprof_event *ev)
             /* The parent's self time pauses while this child runs. */
             open_zone *p = &t->s[t->depth - 1];
             zone *pz = zone_of(x, p->loc);
-            if (pz)
+            if (pz) {
                 spread(x->main, p->mark, ev->ts_ns, pz->self_ms);
+                spread_off(x, ev->thread, p->mark, ev->ts_ns, pz->self_off_ms);
+            }
         }
         if (push_zone(t, (uint32_t)ev->u[0], ev->ts_ns))
             return fail(x, "out of memory");
@@ -467,6 +486,7 @@ static int pass2_event(exporter *x, const mprof_event *ev)
         zone *zz = zone_of(x, z.loc);
         if (zz) {
             spread(x->main, z.mark, ev->ts_ns, zz->self_ms);
+            spread_off(x, ev->thread, z.mark, ev->ts_ns, zz->self_off_ms);
             spread(x->main, z.begin, ev->ts_ns, zz->incl_ms);
         }
         if (t->depth)
@@ -496,6 +516,8 @@ static int read_pass(exporter *x, int pass, mprof_reader **keep)
     mprof_event ev;
     int rc;
     while ((rc = mprof_reader_next(r, &ev)) == 1) {
+        if (pass == 1 && x->sys && mprof__sys_event(x->sys, r, &ev) != 0)
+            warn(x, "out of memory reading the system records: on/off-CPU figures are incomplete");
         if ((pass == 1 ? pass1_event(x, &ev) : pass2_event(x, &ev)) != 0) {
             mprof_reader_close(r);
             return -1;
@@ -656,6 +678,49 @@ static const char *set_name(const mprof_reader *r, const fset *f)
     return s ? s : "(unnamed)";
 }
 
+/* The "system" object and the per-frame CPU arrays (docs/GATE.md, docs/SYSTEM.md). */
+static int write_system(const exporter *x, FILE *out)
+{
+    int cpu = x->sys_st.cpu_usage && mprof__sys_has_busy(x->sys);
+    const char *why = x->sys_st.why_not;
+    if (x->sys_st.context_switches && !x->sys_switches)
+        why = "the main frame set's thread has no context-switch records";
+    fprintf(out, ",\n  \"system\": {\"contextSwitches\": %s, \"cpuUsage\": %s, \"sampling\": %s, "
+                 "\"whyNot\": ",
+            x->sys_switches ? "true" : "false", cpu ? "true" : "false",
+            x->sys_st.sampling ? "true" : "false");
+    put_str(out, why);
+    fputc('}', out);
+    if (!x->sys_switches)
+        return 0;
+    const fset *m = x->main;
+    size_t n = m->nf ? m->nf : 1;
+    double *on = calloc(n, sizeof *on), *off = calloc(n, sizeof *off);
+    double *all = calloc(n, sizeof *all), *busy = calloc(n, sizeof *busy);
+    int rc = -1;
+    if (on && off && all && busy) {
+        mprof__sys_frames(x->sys, m->thread, m->fs, m->fe, m->nf, on, off, all, busy);
+        fputs(",\n  \"frameOnCpuMs\": ", out);
+        put_ms_array(out, on, m->nf);
+        fputs(",\n  \"frameOffCpuMs\": ", out);
+        put_ms_array(out, off, m->nf);
+        fputs(",\n  \"frameCpuMs\": ", out);
+        put_ms_array(out, all, m->nf);
+        if (cpu) {
+            fputs(",\n  \"frameMachineBusy\": [", out);
+            for (size_t i = 0; i < m->nf; i++)
+                fprintf(out, "%s%.4f", i ? ", " : "", busy[i]);
+            fputc(']', out);
+        }
+        rc = 0;
+    }
+    free(on);
+    free(off);
+    free(all);
+    free(busy);
+    return rc;
+}
+
 static int write_export(exporter *x, const mprof_reader *r, FILE *out)
 {
     char sha[128], when[64];
@@ -713,6 +778,8 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
     fputs("  \"frameTimesMs\": ", out);
     put_ms_array(out, d, m->nf);
     free(d);
+    if (write_system(x, out))
+        return -1;
 
     fputs(",\n  \"frameSets\": [", out);
     for (size_t i = 0; i < x->n_sets; i++) {
@@ -750,6 +817,10 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
             put_ms_array(out, z->incl_ms, m->nf);
             fputs(",\n     \"selfPerFrameMs\": ", out);
             put_ms_array(out, z->self_ms, m->nf);
+            if (z->self_off_ms) {
+                fputs(",\n     \"selfOffCpuPerFrameMs\": ", out);
+                put_ms_array(out, z->self_off_ms, m->nf);
+            }
         }
         fputc('}', out);
     }
@@ -781,6 +852,7 @@ static void exporter_free(exporter *x)
         free(x->zones[k].file_copy);
         free(x->zones[k].self_ms);
         free(x->zones[k].incl_ms);
+        free(x->zones[k].self_off_ms);
     }
     free(x->zones);
     for (uint32_t i = 0; i < x->n_stacks; i++)
@@ -789,6 +861,7 @@ static void exporter_free(exporter *x)
     for (size_t i = 0; i < x->n_warnings; i++)
         free(x->warnings[i]);
     free(x->warnings);
+    mprof__sys_free(x->sys);
 }
 
 int mprof__export_frames(const char *capture_path, const char *out_path, char *err,
@@ -815,8 +888,12 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
             goto out;
         }
     }
+    x.sys = mprof__sys_new(); /* NULL (out of memory): the export has no system figures */
     if (read_pass(&x, 1, &r))
         goto out;
+    mprof__sys_status(r, &x.sys_st);
+    if (x.sys)
+        mprof__sys_finish(x.sys, r);
 
     /* The main frame set: unnamed marks, else the named set with the most frames. */
     for (size_t i = 0; i < x.n_sets; i++)
@@ -851,9 +928,20 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
             warn(&x, "%s events were lost; frame and zone times near the gaps are incomplete",
                  lost);
     }
+    x.sys_switches = x.sys && x.main && x.sys_st.context_switches &&
+                     mprof__sys_thread_traced(x.sys, x.main->thread);
     if (build_zones(&x, r)) {
         fail(&x, "out of memory");
         goto out;
+    }
+    for (size_t k = 0; x.sys_switches && k < x.n_zones; k++) {
+        if (!x.zones[k].self_ms)
+            continue;
+        x.zones[k].self_off_ms = calloc(x.main->nf ? x.main->nf : 1, sizeof(double));
+        if (!x.zones[k].self_off_ms) {
+            fail(&x, "out of memory");
+            goto out;
+        }
     }
     if (x.main && x.n_zones > 0 && read_pass(&x, 2, NULL))
         goto out;

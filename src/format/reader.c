@@ -441,7 +441,8 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
         memset(ev, 0, sizeof *ev);
         ev->type = tag;
         ev->thread = r->cur_thread;
-        if ((tag >= 0x10 || tag == MPROF_EV_THREAD_EXIT) && r->cur_thread == 0)
+        if ((tag >= 0x10 || tag == MPROF_EV_THREAD_EXIT) && !MPROF_EV_IS_PROCESS(tag) &&
+            r->cur_thread == 0)
             return fail(r, "chunk at offset %" PRIu64 ": event 0x%02x before any THREAD record",
                         r->chunk_offset, tag);
         int ui = 0, si = 0;

@@ -1,0 +1,82 @@
+/*
+ * system.h - the operating system's side of a capture, for the tools: when each thread was on
+ * and off the CPU (SYS_SWITCH / SYS_THREAD), how busy the other processes kept the machine
+ * (SYS_CPU) and the callstack samples (SYS_SAMPLE). docs/SYSTEM.md describes them.
+ *
+ * Two users: the report's "samples" pass (per-thread, per-zone and per-function figures; always
+ * on) and the frame export (per-frame figures for the gate). Both feed every event of a capture
+ * to a model, then query it. Switch records come from the library's system thread, so they are
+ * not in time order with the zones they explain; the model keeps them per OS thread and only
+ * answers after mprof__sys_finish. Memory grows with the number of switches and samples.
+ */
+#ifndef MPROF_ANALYSIS_SYSTEM_H
+#define MPROF_ANALYSIS_SYSTEM_H
+
+#include "analysis/analysis.h"
+#include "format/format.h"
+
+#include <stdint.h>
+
+/* What the capture says about system tracing (its INFO keys), always filled. */
+typedef struct mprof_sys_status {
+    int context_switches, cpu_usage, sampling; /* booleans */
+    unsigned sample_hz;
+    const char *why_not; /* the first reason something is off, NULL when all is on; owned by the
+                            reader */
+} mprof_sys_status;
+
+void mprof__sys_status(const mprof_reader *r, mprof_sys_status *out);
+
+typedef struct mprof_sysmodel mprof_sysmodel;
+
+/* NULL when out of memory. */
+mprof_sysmodel *mprof__sys_new(void);
+void mprof__sys_free(mprof_sysmodel *m); /* NULL is a no-op */
+/* Feeds one event (any kind; the rest are ignored). Returns 0, or -1 when out of memory (the
+ * model then answers with what it kept, and mprof__sys_incomplete says so). */
+int mprof__sys_event(mprof_sysmodel *m, const mprof_reader *r, const mprof_event *ev);
+/* After the last event: maps OS thread ids to capture threads and builds the timelines. */
+void mprof__sys_finish(mprof_sysmodel *m, const mprof_reader *r);
+int mprof__sys_incomplete(const mprof_sysmodel *m);
+
+/* Whether any switch record was seen. */
+int mprof__sys_has_switches(const mprof_sysmodel *m);
+/* Off-CPU and traced time of capture thread idx within [a, b) (ns since the capture's start).
+ * Traced time is the part of [a, b) during which the thread was traced; on-CPU = traced - off.
+ * Both 0 for a thread that was never traced. */
+void mprof__sys_thread_time(const mprof_sysmodel *m, uint32_t idx, int64_t a, int64_t b,
+                            int64_t *out_off, int64_t *out_traced);
+/* Switches off the CPU of capture thread idx, and whether it was traced at all. */
+uint64_t mprof__sys_thread_switches(const mprof_sysmodel *m, uint32_t idx);
+int mprof__sys_thread_traced(const mprof_sysmodel *m, uint32_t idx);
+/* On-CPU time of every traced thread of the process within [a, b). */
+int64_t mprof__sys_process_cpu(const mprof_sysmodel *m, int64_t a, int64_t b);
+/* Mean share (0..1) of the machine's CPUs used by other processes during [a, b); -1 when the
+ * capture has no CPU-usage samples there. */
+double mprof__sys_machine_busy(const mprof_sysmodel *m, int64_t a, int64_t b);
+
+/* Whether the capture has CPU-usage samples. */
+int mprof__sys_has_busy(const mprof_sysmodel *m);
+/* CPU-usage samples: how many, the mean and largest share of the machine used by other
+ * processes, and the mean share used by this one (0..1). */
+void mprof__sys_busy_summary(const mprof_sysmodel *m, uint32_t *out_n, double *out_mean,
+                             double *out_max, double *out_self_mean);
+/* Per frame [fs[i], fe[i]): on-CPU and off-CPU milliseconds of capture thread idx, CPU
+ * milliseconds of the whole process, and the machine's busy share (0 when unknown). Any output
+ * may be NULL. */
+void mprof__sys_frames(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
+                       const int64_t *fe, size_t nf, double *out_on_ms, double *out_off_ms,
+                       double *out_cpu_ms, double *out_busy);
+/* Adds to acc[i] the off-CPU milliseconds of thread idx during [a, b) within frame i. */
+void mprof__sys_spread_off(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
+                           const int64_t *fe, size_t nf, int64_t a, int64_t b, double *acc);
+
+/* The report pass ("samples", always on; --samples adds the hot-function tables to the text).
+ * Hooks for the core pass's tables: the zone's off-CPU time (-1 when the capture has no
+ * switches), and the extra keys of a zones[] / threads[] JSON object. */
+extern const mprof_pass_vtbl mprof__system_pass;
+int64_t mprof__system_zone_off_ns(const mprof_analysis *a, uint32_t loc);
+void mprof__system_zone_json(const mprof_analysis *a, mprof_json *j, uint32_t loc);
+void mprof__system_thread_json(const mprof_analysis *a, mprof_json *j, uint32_t idx);
+
+#endif
