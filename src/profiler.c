@@ -208,6 +208,7 @@ static mprof__thread *register_thread(void)
     pthread_mutex_unlock(&mprof__g.threads_lock);
     pthread_setspecific(thread_key, th);
     mprof__tls = &th->tb;
+    mprof__system_thread_started();
     if (refill(th) != 0) {
         /* Registered, but over the cap: events are counted as lost until a block is free. */
         th->tb.cur = th->tb.end = NULL;

@@ -395,7 +395,7 @@ static void *sleeper(void *arg)
 {
     sleeper_arg *a = arg;
     a->tid = (uint64_t)syscall(SYS_gettid);
-    sleep_ms(30); /* threads that start later are picked up at the next scan */
+    sleep_ms(30); /* traced from its first event (the first zone) on, at the next poll */
     for (int i = 0; i < a->n; i++) {
         MPROF_ZONE_BEGIN("worker_sleep");
         sleep_ms(20);
@@ -459,7 +459,7 @@ static void test_threads_and_exit(void **state)
         if (num(t, "zones") == 0)
             continue;
         assert_non_null(cJSON_GetObjectItem(t, "context_switches"));
-        assert_true(num(t, "context_switches") >= 2);
+        assert_true(num(t, "context_switches") >= 1);
         traced++;
     }
     assert_int_equal(traced, 3);

@@ -16,8 +16,9 @@
  * tick counter against (CLOCK_MONOTONIC when the timer is the OS clock), and each timestamp is
  * converted to ticks here, so SYS_* records are on the same clock as zones.
  *
- * Threads that exist at startup are traced before mprof_startup returns; threads that start
- * later are picked up at the next scan (at most POLL_MS late, more on a loaded machine); a thread that
+ * Threads that exist at startup are traced before mprof_startup returns; a thread that registers
+ * with mprof later (its first event) asks for a scan at the next poll (at most POLL_MS late, more
+ * on a loaded machine), other threads are found by the full rescan every SCAN_EVERY_MS; a thread that
  * exits is drained, ends with SYS_THREAD(end) at the kernel's exit time, and its event is closed.
  * Whatever the kernel refuses (perf_event_open, mmap, /proc) is said in INFO and counted in END;
  * nothing else stops.
@@ -41,6 +42,7 @@
 
 #define POLL_MS 10
 #define CPU_EVERY_MS 100
+#define SCAN_EVERY_MS 100 /* full rescan; a thread registering with mprof asks for one sooner */
 #define MAX_SAMPLE_HZ 10000
 
 /* One traced thread. */
@@ -62,6 +64,7 @@ static struct {
     pthread_t thread;
     int running;
     _Atomic int stop;
+    _Atomic int rescan; /* a thread registered with mprof since the last scan */
     uint64_t self_tid;
     traced *t;
     size_t n, cap;
@@ -648,10 +651,14 @@ static void *system_main(void *arg)
     if (S.cpu_on)
         cpu_sample();
     int tracing = S.switches_on || S.sampling_on;
-    uint64_t last_cpu = mprof__mono_ns();
+    uint64_t last_cpu = mprof__mono_ns(), last_scan = last_cpu;
     while (!atomic_load(&S.stop)) {
         if (tracing) {
-            scan_threads();
+            uint64_t t = mprof__mono_ns();
+            if (atomic_exchange(&S.rescan, 0) || t - last_scan >= SCAN_EVERY_MS * 1000000ull) {
+                scan_threads();
+                last_scan = t;
+            }
             for (size_t i = 0; i < S.n; i++)
                 drain_ring(&S.t[i]);
         }
@@ -702,6 +709,11 @@ void mprof__system_start(void)
         return;
     }
     S.running = 1;
+}
+
+void mprof__system_thread_started(void)
+{
+    atomic_store_explicit(&S.rescan, 1, memory_order_relaxed);
 }
 
 void mprof__system_stop(void)

@@ -27,6 +27,9 @@ void mprof__system_probe(void);
 void mprof__system_info(mprof_buf *b);
 void mprof__system_start(void);
 void mprof__system_stop(void);
+/* A thread registered with mprof (its first event): the system thread traces it at its next
+ * poll. Any thread; one relaxed atomic store, no lock, no syscall. */
+void mprof__system_thread_started(void);
 void mprof__system_end_info(mprof_buf *b);
 
 #endif
