@@ -308,6 +308,28 @@ static void test_sleep_versus_compute(void **state)
     }
     assert_true(seen);
     cJSON_Delete(fr);
+
+    /* The Chrome export: the sleeps are "blocked" slices on the main thread's state track. */
+    snprintf(cmd, sizeof cmd, "'%s' export --format chrome -o '%s' '%s'", tu_mprof_bin(), fj, path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    f = fopen(fj, "r");
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *ch = cJSON_Parse(buf);
+    assert_non_null(ch);
+    double blocked_us = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(ch, "traceEvents"))
+    {
+        cJSON *pid = cJSON_GetObjectItem(e, "pid"), *nm = cJSON_GetObjectItem(e, "name");
+        if (cJSON_IsNumber(pid) && pid->valueint == 5 && cJSON_IsString(nm) &&
+            strcmp(nm->valuestring, "blocked") == 0)
+            blocked_us += num(e, "dur");
+    }
+    assert_true(blocked_us >= 0.8 * FRAMES * 40e3);
+    cJSON_Delete(ch);
     remove(fj);
     remove(path);
 }

@@ -16,6 +16,7 @@
 #include "format/format.h"
 
 #include <stdint.h>
+#include <stdio.h>
 
 /* What the capture says about system tracing (its INFO keys), always filled. */
 typedef struct mprof_sys_status {
@@ -70,6 +71,16 @@ void mprof__sys_frames(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
 /* Adds to acc[i] the off-CPU milliseconds of thread idx during [a, b) within frame i. */
 void mprof__sys_spread_off(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
                            const int64_t *fe, size_t nf, int64_t a, int64_t b, double *acc);
+
+/* The Chrome export's system tracks (export_chrome_system.c): per traced thread a state track
+ * (running / preempted / blocked slices, pid 5) and the CPU-usage counters. count is the
+ * export's event counter (for the separators). _event returns -1 when out of memory. */
+typedef struct mprof_sys_chrome mprof_sys_chrome;
+mprof_sys_chrome *mprof__sys_chrome_new(void);
+void mprof__sys_chrome_free(mprof_sys_chrome *s);
+int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *out, uint64_t *count, const mprof_event *ev);
+void mprof__sys_chrome_meta(const mprof_sys_chrome *s, const mprof_reader *r, FILE *out,
+                            uint64_t *count);
 
 /* The report pass ("samples", always on; --samples adds the hot-function tables to the text).
  * Hooks for the core pass's tables: the zone's off-CPU time (-1 when the capture has no
