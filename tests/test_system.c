@@ -309,6 +309,24 @@ static void test_sleep_versus_compute(void **state)
     assert_true(seen);
     cJSON_Delete(fr);
 
+    /* The viewer's document: the main thread's off-CPU intervals and the samples. */
+    snprintf(cmd, sizeof cmd, "'%s' view --json -o '%s' '%s'", tu_mprof_bin(), fj, path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    f = fopen(fj, "r");
+    assert_non_null(f);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *vd = cJSON_Parse(buf);
+    assert_non_null(vd);
+    cJSON *vs = cJSON_GetObjectItem(vd, "system");
+    assert_non_null(vs);
+    assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(vs, "threads")) >= 1);
+    cJSON *off = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(vs, "threads"), 0), "off");
+    assert_true(cJSON_GetArraySize(off) >= 3 * FRAMES);
+    assert_int_equal(cJSON_GetArraySize(off) % 3, 0);
+    cJSON_Delete(vd);
+
     /* The Chrome export: the sleeps are "blocked" slices on the main thread's state track. */
     snprintf(cmd, sizeof cmd, "'%s' export --format chrome -o '%s' '%s'", tu_mprof_bin(), fj, path);
     assert_int_equal(tu_run(cmd, out, sizeof out), 0);

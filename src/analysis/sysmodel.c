@@ -28,6 +28,7 @@ typedef struct otid {
     sw *sw;
     uint32_t n_sw, cap_sw;
     int64_t *os, *oe, *pre; /* off intervals [os, oe) and the off time before each */
+    uint8_t *orsn;          /* why each interval is off (MPROF_SYS_REASON_*) */
     uint32_t n_off;
     uint64_t n_out; /* switches off the CPU */
 } otid;
@@ -37,7 +38,7 @@ struct mprof_sysmodel {
     uint32_t n_t, cap_t;
     mprof_umap by_tid;    /* tid + 1 -> index into t */
     int64_t *bts;
-    double *bv;
+    double *bv, *bself;
     uint32_t nb, capb;
     uint32_t *idx_t; /* capture thread index -> index into t + 1 */
     uint32_t n_idx;
@@ -60,11 +61,13 @@ void mprof__sys_free(mprof_sysmodel *m)
         free(m->t[i].os);
         free(m->t[i].oe);
         free(m->t[i].pre);
+        free(m->t[i].orsn);
     }
     free(m->t);
     mprof_umap_free(&m->by_tid);
     free(m->bts);
     free(m->bv);
+    free(m->bself);
     free(m->idx_t);
     free(m);
 }
@@ -132,14 +135,20 @@ int mprof__sys_event(mprof_sysmodel *m, const mprof_reader *r, const mprof_event
         if (!nv)
             break;
         m->bv = nv;
+        nv = realloc(m->bself, (size_t)m->capb * sizeof *nv);
+        if (!nv)
+            break;
+        m->bself = nv;
         double v = mprof_event_f64(ev, 0);
         if (!(v >= 0))
             v = 0; /* NaN or negative from a corrupt file */
         if (v > 1)
             v = 1;
         double self = mprof_event_f64(ev, 1);
-        if (self >= 0 && self <= 1)
-            m->self_sum += self;
+        if (!(self >= 0 && self <= 1))
+            self = 0;
+        m->self_sum += self;
+        m->bself[m->nb] = self;
         m->bts[m->nb] = ev->ts_ns;
         m->bv[m->nb++] = v;
         m->busy_sum += v;
@@ -162,7 +171,7 @@ static int cmp_sw(const void *pa, const void *pb)
     return (int)a->dir - (int)b->dir; /* out before in at one instant */
 }
 
-static int push_off(otid *t, uint32_t *cap, int64_t s, int64_t e)
+static int push_off(otid *t, uint32_t *cap, int64_t s, int64_t e, int reason)
 {
     if (e <= s)
         return 0;
@@ -180,8 +189,13 @@ static int push_off(otid *t, uint32_t *cap, int64_t s, int64_t e)
         if (!a)
             return -1;
         t->pre = a;
+        uint8_t *r = realloc(t->orsn, nc);
+        if (!r)
+            return -1;
+        t->orsn = r;
         *cap = nc;
     }
+    t->orsn[t->n_off] = (uint8_t)reason;
     t->pre[t->n_off] = t->n_off ? t->pre[t->n_off - 1] + (t->oe[t->n_off - 1] - t->os[t->n_off - 1]) : 0;
     t->os[t->n_off] = s;
     t->oe[t->n_off] = e;
@@ -210,6 +224,7 @@ static void build(mprof_sysmodel *m, otid *t)
     else
         off = !(t->start_state == 'R');
     int64_t off_start = t->start;
+    int reason = MPROF_SYS_REASON_UNKNOWN;
     uint32_t cap = 0;
     for (uint32_t i = 0; i < t->n_sw; i++) {
         int64_t ts = t->sw[i].ts;
@@ -218,15 +233,16 @@ static void build(mprof_sysmodel *m, otid *t)
             off = 1;
             t->n_out++;
             off_start = ts;
+            reason = t->sw[i].reason;
         } else if (t->sw[i].dir == MPROF_SYS_IN && off) {
             off = 0;
-            if (push_off(t, &cap, off_start, ts) != 0) {
+            if (push_off(t, &cap, off_start, ts, reason) != 0) {
                 m->incomplete = 1;
                 return;
             }
         }
     }
-    if (off && push_off(t, &cap, off_start, t->end) != 0)
+    if (off && push_off(t, &cap, off_start, t->end, reason) != 0)
         m->incomplete = 1;
 }
 
@@ -442,4 +458,41 @@ void mprof__sys_spread_off(const mprof_sysmodel *m, uint32_t idx, const int64_t 
         mprof__sys_thread_time(m, idx, s, e, &off, &traced);
         acc[i] += (double)off / 1e6;
     }
+}
+
+uint32_t mprof__sys_tid_count(const mprof_sysmodel *m)
+{
+    return m->finished ? m->n_t : 0;
+}
+
+void mprof__sys_tid_info(const mprof_sysmodel *m, uint32_t i, uint64_t *out_tid,
+                         int64_t *out_start, int64_t *out_end, uint32_t *out_n_off)
+{
+    const otid *t = &m->t[i];
+    *out_tid = t->tid;
+    *out_start = t->start;
+    *out_end = t->end;
+    *out_n_off = t->n_off;
+}
+
+void mprof__sys_tid_off(const mprof_sysmodel *m, uint32_t i, uint32_t k, int64_t *out_s,
+                        int64_t *out_e, int *out_reason)
+{
+    const otid *t = &m->t[i];
+    *out_s = t->os[k];
+    *out_e = t->oe[k];
+    *out_reason = t->orsn[k];
+}
+
+uint32_t mprof__sys_cpu_count(const mprof_sysmodel *m)
+{
+    return m->nb;
+}
+
+void mprof__sys_cpu_sample(const mprof_sysmodel *m, uint32_t i, int64_t *out_ts,
+                           double *out_other, double *out_self)
+{
+    *out_ts = m->bts[i];
+    *out_other = m->bv[i];
+    *out_self = m->bself[i];
 }

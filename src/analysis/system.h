@@ -72,6 +72,21 @@ void mprof__sys_frames(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
 void mprof__sys_spread_off(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
                            const int64_t *fe, size_t nf, int64_t a, int64_t b, double *acc);
 
+/* Raw timelines, for the viewer: traced OS threads (index i < count) with their traced range and
+ * off-CPU intervals (sorted, with reasons), and the CPU-usage samples. */
+uint32_t mprof__sys_tid_count(const mprof_sysmodel *m);
+void mprof__sys_tid_info(const mprof_sysmodel *m, uint32_t i, uint64_t *out_tid,
+                         int64_t *out_start, int64_t *out_end, uint32_t *out_n_off);
+void mprof__sys_tid_off(const mprof_sysmodel *m, uint32_t i, uint32_t k, int64_t *out_s,
+                        int64_t *out_e, int *out_reason);
+uint32_t mprof__sys_cpu_count(const mprof_sysmodel *m);
+void mprof__sys_cpu_sample(const mprof_sysmodel *m, uint32_t i, int64_t *out_ts,
+                           double *out_other, double *out_self);
+/* The "system" object of the viewer's data document (docs/VIEW.md) for [t0, t1], written as
+ * ",\"system\":{...}" (nothing when the capture has no system records). Reads the capture at
+ * path once more. Returns 0, or -1 when it cannot be read or memory runs out. */
+int mprof__system_view_json(const char *path, FILE *out, int64_t t0, int64_t t1);
+
 /* The Chrome export's system tracks (export_chrome_system.c): per traced thread a state track
  * (running / preempted / blocked slices, pid 5) and the CPU-usage counters. count is the
  * export's event counter (for the separators). _event returns -1 when out of memory. */
