@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +38,7 @@ static const char *const help =
     "  --allow-different-machines compare exports whose hostname, CPU or build type differ\n"
     "  --resamples N              bootstrap rounds (default 2000)\n"
     "  --seed N                   bootstrap seed (default fixed, so verdicts repeat)\n"
-    "  --top N                    zones in the attribution (default 5)\n"
+    "  --top N                    zones in the attribution (default 5; 0 = all)\n"
     "  --json OUT                 write the report as JSON (schema mprof.gateReport.v1)\n"
     "  --markdown OUT             write the report as a Markdown table (a PR comment)\n"
     "  -h, --help                 show this help\n"
@@ -143,7 +144,7 @@ int cmd_gate(int argc, char **argv)
             else if (strcmp(a, "--resamples") == 0)
                 o.n_resamples = u ? (int)u : 1;
             else
-                o.top_zones = u ? (int)u : 1;
+                o.top_zones = u ? (int)u : INT_MAX;
         } else if (strcmp(a, "--seed") == 0) {
             if (tool_parse_uint("gate", a, next, ~0ull, &u))
                 return EXIT_IO;

@@ -5,6 +5,7 @@
  * CPU usage becomes two counters on the process. Written while the capture is read: a thread's
  * switch records are in time order in the file, so one pending switch per thread is enough.
  */
+#include "analysis/export_range.h"
 #include "analysis/json_out.h"
 #include "analysis/system.h"
 #include "analysis/umap.h"
@@ -57,9 +58,11 @@ static void us(FILE *o, int64_t ns)
     fprintf(o, "%s%" PRId64 ".%03d", ns < 0 ? "-" : "", a / 1000, (int)(a % 1000));
 }
 
+static const mprof_export_range *cur_range; /* of the event being handled */
+
 static void slice(FILE *o, uint64_t *count, uint64_t tid, const char *name, int64_t s, int64_t e)
 {
-    if (e <= s)
+    if (e <= s || !mprof__range_overlaps(cur_range, s, e))
         return;
     sep(o, count);
     fprintf(o, "{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"thread state\",\"pid\":%d,\"tid\":%" PRIu64
@@ -78,16 +81,21 @@ static const char *off_name(int reason)
                                                 : "off CPU";
 }
 
-int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *o, uint64_t *count, const mprof_event *ev)
+int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *o, uint64_t *count,
+                            const mprof_export_range *range, const mprof_event *ev)
 {
+    cur_range = range;
     if (ev->type == MPROF_EV_SYS_CPU) {
+        if (!mprof__range_has(range, ev->ts_ns))
+            return 0;
         static const char *const names[2] = {"CPU: other processes %", "CPU: this process %"};
         for (int i = 0; i < 2; i++) {
             double v = mprof_event_f64(ev, i) * 100;
             sep(o, count);
             fprintf(o, "{\"ph\":\"C\",\"name\":\"%s\",\"pid\":1,\"ts\":", names[i]);
             us(o, ev->ts_ns);
-            fprintf(o, ",\"args\":{\"value\":%.3f}}", isfinite(v) ? v : 0.0);
+            /* Keyed by the counter's own name, as export_chrome.c writes plots. */
+            fprintf(o, ",\"args\":{\"%s\":%.3f}}", names[i], isfinite(v) ? v : 0.0);
         }
         return 0;
     }

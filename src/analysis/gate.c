@@ -15,6 +15,7 @@
 
 #include "analysis/gate.h"
 #include "analysis/stats.h"
+#include "analysis/zone_key.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -79,6 +80,7 @@ void mprof__gate_run_clear(mprof_gate_run *run)
     free(run->frames_ms);
     for (size_t i = 0; i < run->n_zones; i++) {
         free(run->zones[i].name);
+        free(run->zones[i].function);
         free(run->zones[i].self_ms);
         free(run->zones[i].incl_ms);
     }
@@ -223,8 +225,11 @@ int mprof__gate_parse_run(const char *json, size_t len, const char *name, int sk
             goto fail;
         }
         gz->name = xstrdup(zn->valuestring);
+        const cJSON *zf = cJSON_GetObjectItemCaseSensitive(z, "function");
+        if (cJSON_IsString(zf) && zf->valuestring && zf->valuestring[0])
+            gz->function = xstrdup(zf->valuestring);
         run->n_zones = ++zi;
-        if (!gz->name) {
+        if (!gz->name || (cJSON_IsString(zf) && zf->valuestring && zf->valuestring[0] && !gz->function)) {
             seterr(err, errlen, "%s: out of memory", name);
             goto fail;
         }
@@ -447,8 +452,10 @@ void mprof__gate_result_free(mprof_gate_result *r)
     for (size_t i = 0; i < r->n_warnings; i++)
         free(r->warnings[i]);
     free(r->warnings);
-    for (size_t i = 0; i < r->n_zones; i++)
+    for (size_t i = 0; i < r->n_zones; i++) {
         free(r->zones[i].name);
+        free(r->zones[i].function);
+    }
     free(r->zones);
     if (r->base_paths)
         for (size_t i = 0; i < r->base.runs; i++)
@@ -560,7 +567,15 @@ typedef struct zone_side {
     size_t n;
 } zone_side;
 
-static int zone_on_side(const mprof_gate_side *s, const char *name, zone_side *out)
+/* Zone identity (zone_key.h): name and function; an export without functions matches by name. */
+static int zone_is(const mprof_gate_zone *z, const char *name, const char *function)
+{
+    mprof_zone_key a = {z->name, z->function, NULL, 0}, b = {name, function, NULL, 0};
+    return mprof__zone_key_same(&a, &b);
+}
+
+static int zone_on_side(const mprof_gate_side *s, const char *name, const char *function,
+                        zone_side *out)
 {
     memset(out, 0, sizeof *out);
     size_t total = 0;
@@ -571,7 +586,7 @@ static int zone_on_side(const mprof_gate_side *s, const char *name, zone_side *o
         total += run->n_frames;
         const mprof_gate_zone *z = NULL;
         for (size_t k = 0; k < run->n_zones; k++)
-            if (strcmp(run->zones[k].name, name) == 0) {
+            if (zone_is(&run->zones[k], name, function)) {
                 z = &run->zones[k];
                 break;
             }
@@ -606,7 +621,7 @@ static int zone_on_side(const mprof_gate_side *s, const char *name, zone_side *o
         const mprof_gate_run *run = &s->runs[i];
         const mprof_gate_zone *z = NULL;
         for (size_t j = 0; j < run->n_zones; j++)
-            if (strcmp(run->zones[j].name, name) == 0) {
+            if (zone_is(&run->zones[j], name, function)) {
                 z = &run->zones[j];
                 break;
             }
@@ -640,27 +655,27 @@ static int cmp_attrib(const void *pa, const void *pb)
 static int attribute(const mprof_gate_side *b, const mprof_gate_side *c, mprof_gate_result *r)
 {
     const mprof_gate_side *sides[2] = {b, c};
-    char **names = NULL;
+    const mprof_gate_zone **names = NULL; /* one zone of each identity (zone_key.h) */
     size_t n = 0, cap = 0;
     for (int s = 0; s < 2; s++)
         for (size_t i = 0; i < sides[s]->n_runs; i++)
             for (size_t k = 0; k < sides[s]->runs[i].n_zones; k++) {
-                const char *nm = sides[s]->runs[i].zones[k].name;
+                const mprof_gate_zone *gz = &sides[s]->runs[i].zones[k];
                 int seen = 0;
                 for (size_t j = 0; j < n && !seen; j++)
-                    seen = strcmp(names[j], nm) == 0;
+                    seen = zone_is(names[j], gz->name, gz->function);
                 if (seen)
                     continue;
                 if (n == cap) {
                     cap = cap ? cap * 2 : 16;
-                    char **nn = realloc(names, cap * sizeof *nn);
+                    const mprof_gate_zone **nn = realloc(names, cap * sizeof *nn);
                     if (!nn) {
                         free(names);
                         return -1;
                     }
                     names = nn;
                 }
-                names[n++] = (char *)nm;
+                names[n++] = gz;
             }
     mprof_gate_attrib *rows = calloc(n ? n : 1, sizeof *rows);
     if (!rows) {
@@ -670,13 +685,15 @@ static int attribute(const mprof_gate_side *b, const mprof_gate_side *c, mprof_g
     int rc = 0;
     for (size_t j = 0; j < n; j++) {
         zone_side zb, zc;
-        if (zone_on_side(b, names[j], &zb) || zone_on_side(c, names[j], &zc)) {
+        if (zone_on_side(b, names[j]->name, names[j]->function, &zb) ||
+            zone_on_side(c, names[j]->name, names[j]->function, &zc)) {
             free(zb.frames);
             rc = -1;
             break;
         }
         mprof_gate_attrib *a = &rows[j];
-        a->name = names[j]; /* borrowed until the top rows are copied */
+        a->name = names[j]->name; /* borrowed until the top rows are copied */
+        a->function = names[j]->function;
         a->base_ms = zb.self_ms;
         a->cur_ms = zc.self_ms;
         a->base_incl_ms = zb.incl_ms;
@@ -703,8 +720,9 @@ static int attribute(const mprof_gate_side *b, const mprof_gate_side *c, mprof_g
         for (size_t j = 0; rc == 0 && j < keep; j++) {
             r->zones[j] = rows[j];
             r->zones[j].name = xstrdup(rows[j].name);
+            r->zones[j].function = rows[j].function ? xstrdup(rows[j].function) : NULL;
             r->n_zones = j + 1;
-            if (!r->zones[j].name)
+            if (!r->zones[j].name || (rows[j].function && !r->zones[j].function))
                 rc = -1;
         }
     }
@@ -1188,6 +1206,8 @@ int mprof__gate_write_json(const mprof_gate_result *r, FILE *out)
         if (!z)
             break;
         cJSON_AddStringToObject(z, "name", a->name);
+        if (a->function)
+            cJSON_AddStringToObject(z, "function", a->function);
         cJSON_AddNumberToObject(z, "baselineSelfMsPerFrame", r6(a->base_ms));
         cJSON_AddNumberToObject(z, "currentSelfMsPerFrame", r6(a->cur_ms));
         cJSON_AddNumberToObject(z, "deltaMs", r6(a->delta_ms));

@@ -53,6 +53,7 @@ typedef struct mprof_gate_opts {
 /* One zone's per-frame time in one run (self time: the zone minus its children). */
 typedef struct mprof_gate_zone {
     char *name;
+    char *function;   /* "function" of the export, NULL when absent (older exports) */
     double *self_ms;  /* per frame, frames of the run (after skipping); NULL when not exported */
     double *incl_ms;  /* inclusive per frame, or NULL */
     double self_total_ms, incl_total_ms; /* whole-capture totals (fallback without per-frame) */
@@ -99,6 +100,7 @@ typedef struct mprof_gate_summary {
 /* One row of the attribution: a zone's mean per-frame self time on each side. */
 typedef struct mprof_gate_attrib {
     char *name;
+    char *function;           /* NULL when the exports did not say */
     double base_ms, cur_ms;   /* mean self ms per frame (the slowest 1 % of frames left out
                                  when per-frame data exists) */
     double delta_ms;          /* cur - base */

@@ -93,7 +93,10 @@ int mprof__system_view_json(const char *path, FILE *out, int64_t t0, int64_t t1)
 typedef struct mprof_sys_chrome mprof_sys_chrome;
 mprof_sys_chrome *mprof__sys_chrome_new(void);
 void mprof__sys_chrome_free(mprof_sys_chrome *s);
-int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *out, uint64_t *count, const mprof_event *ev);
+struct mprof_export_range;
+/* range: only what overlaps it (NULL = everything; export_range.h). */
+int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *out, uint64_t *count,
+                            const struct mprof_export_range *range, const mprof_event *ev);
 void mprof__sys_chrome_meta(const mprof_sys_chrome *s, const mprof_reader *r, FILE *out,
                             uint64_t *count);
 
