@@ -14,6 +14,7 @@
 #include "core.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -113,6 +114,8 @@ static double zone_cost_ns(void)
     return best;
 }
 
+static uint64_t measure_quantum(void);
+
 void mprof__timer_init(mprof_toggle check, bool verbose)
 {
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -155,6 +158,36 @@ void mprof__timer_init(mprof_toggle check, bool verbose)
     mprof__g.mono0_ns = mprof__use_tsc ? raw_ns() : mprof__g.tick0;
     mprof__g.real0_ns = mprof__real_ns();
     mprof__g.zone_cost_ns = zone_cost_ns();
+    /* MPROF_TIMER_STEP=n states the step instead (tests use it to force scaled deltas that do
+     * not fit, which the collector must then store unscaled). */
+    const char *step = getenv("MPROF_TIMER_STEP");
+    unsigned long long q = step && *step ? strtoull(step, NULL, 10) : 0;
+    mprof__g.tick_quantum = q >= 1 && q < (1u << 20) ? q : measure_quantum();
+    if (verbose && mprof__g.tick_quantum > 1)
+        mprof__log("timer: the counter advances in steps of %llu ticks",
+                   (unsigned long long)mprof__g.tick_quantum);
+}
+
+/* The counter's step. Some virtual machines advance the counter in multiples of a fixed step
+ * (this project's VM: 21 ticks); the collector then stores timestamp deltas in units of it
+ * (TS_SCALE, docs/FORMAT.md), which is exact and smaller. The gcd of a few thousand successive
+ * differences; 1 as soon as they share no factor (a real counter gets there in a few reads). */
+static uint64_t measure_quantum(void)
+{
+    uint64_t g = 0, prev = mprof__ticks();
+    for (int i = 0; i < 4096 && g != 1; i++) {
+        uint64_t t = mprof__ticks(), d = t - prev, a = g;
+        prev = t;
+        if (!d || d > ((uint64_t)1 << 40))
+            continue;
+        while (d) {
+            uint64_t r = a % d;
+            a = d;
+            d = r;
+        }
+        g = a;
+    }
+    return g && g < ((uint64_t)1 << 20) ? g : 1;
 }
 
 uint64_t mprof__ticks_to_ns(uint64_t ticks)

@@ -99,14 +99,16 @@ enum {
     X(GPU_CALIBRATE, 0x49, MPROF_F_TS, MPROF_F_U32, MPROF_F_I64)                                   \
     X(GPU_ZONE_BEGIN, 0x4a, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32, MPROF_F_LOC)                     \
     X(GPU_ZONE_END, 0x4b, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32)                                    \
-    X(GPU_TIME, 0x4c, MPROF_F_U32, MPROF_F_U32, MPROF_F_I64)                                   \
-    /* System tracing (src/system/, format 1.1): process-context records (thread 0) about the  \
-     * process's threads; the U64 is the OS thread id that DEF_THREAD gives a capture thread. */ \
-    X(SYS_SWITCH, 0x50, MPROF_F_TS, MPROF_F_U64, MPROF_F_U8, MPROF_F_U8, MPROF_F_U32)            \
-    X(SYS_THREAD, 0x51, MPROF_F_TS, MPROF_F_U64, MPROF_F_U8, MPROF_F_U8)                         \
-    X(SYS_SAMPLE, 0x52, MPROF_F_TS, MPROF_F_U64, MPROF_F_CS)                                     \
-    X(SYS_LOST, 0x53, MPROF_F_TS, MPROF_F_U64, MPROF_F_U64)                                     \
-    X(SYS_CPU, 0x54, MPROF_F_TS, MPROF_F_F64, MPROF_F_F64)
+    X(GPU_TIME, 0x4c, MPROF_F_U32, MPROF_F_U32, MPROF_F_I64)                                       \
+    /* System tracing (src/system/, format 1.1): process-context records (thread 0) about the    \
+     * process's threads; the U64 is the OS thread id that DEF_THREAD gives a capture thread. */   \
+    X(SYS_SWITCH, 0x50, MPROF_F_TS, MPROF_F_U64, MPROF_F_U8, MPROF_F_U8, MPROF_F_U32)              \
+    X(SYS_THREAD, 0x51, MPROF_F_TS, MPROF_F_U64, MPROF_F_U8, MPROF_F_U8)                           \
+    X(SYS_SAMPLE, 0x52, MPROF_F_TS, MPROF_F_U64, MPROF_F_CS)                                       \
+    X(SYS_LOST, 0x53, MPROF_F_TS, MPROF_F_U64, MPROF_F_U64)                                       \
+    X(SYS_CPU, 0x54, MPROF_F_TS, MPROF_F_F64, MPROF_F_F64)                                         \
+    /* 0x5c-0x5f: compaction (format 1.1). TS_SCALE applies to the rest of its chunk. */         \
+    X(TS_SCALE, 0x5c, MPROF_F_U64)
 
 enum {
 #define MPROF__EV_ENUM(name, tag, ...) MPROF_EV_##name = tag,
@@ -140,7 +142,9 @@ const mprof_event_desc *mprof_event_desc_get(int tag);
  * switches, definitions, calibrations, modules). LOST and THREAD_EXIT count. */
 static inline int mprof_event_counted(int tag)
 {
-    return tag >= 0x10 || tag == MPROF_EV_LOST || tag == MPROF_EV_THREAD_EXIT;
+    /* TS_SCALE is chunk encoding state, which the reader applies and never returns. */
+    return (tag >= 0x10 && tag != MPROF_EV_TS_SCALE) || tag == MPROF_EV_LOST ||
+           tag == MPROF_EV_THREAD_EXIT;
 }
 
 /* ---- little helpers shared by encoders and decoders ---------------------------------------- */
