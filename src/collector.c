@@ -14,6 +14,7 @@
 #include "core.h"
 #include "callstack.h"
 #include "sink.h"
+#include "system/system.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -116,7 +117,13 @@ static struct {
     uint64_t events;       /* records translated this session */
     mprof__thread **snap;
     size_t snap_cap;
+    /* Process-context records (thread 0): CALIBRATION, and the raw records handed over by
+     * mprof__collector_process_records; proc carries their timestamp state. */
+    mprof__thread proc;
+    pthread_mutex_t proc_lock;
+    mprof_buf proc_raw, proc_work;
 } C = {.m = PTHREAD_MUTEX_INITIALIZER,
+       .proc_lock = PTHREAD_MUTEX_INITIALIZER,
        .wake = PTHREAD_COND_INITIALIZER,
        .done = PTHREAD_COND_INITIALIZER};
 
@@ -836,6 +843,7 @@ static void write_end(void)
     mprof__kvf(&b, "peak_buffered_bytes", "%" PRIu64, atomic_load(&mprof__g.peak_buffered_bytes));
     mprof__kvf(&b, "gpu_queries_lost", "%" PRIu64, atomic_load(&mprof__g.gpu_queries_lost));
     mprof__kvf(&b, "end_ticks", "%" PRIu64, mprof__ticks());
+    mprof__system_end_info(&b);
     emit_framed(MPROF_CHUNK_END, &b);
     mprof_buf_free(&b);
 }
@@ -845,29 +853,53 @@ static void write_end(void)
 static void calibration_record(void)
 {
     /* A (ticks, CLOCK_MONOTONIC_RAW-based ns) pair in the process context lets a reader check
-     * the rate over the whole capture. */
-    static uint64_t last_ticks;
-    static uint32_t last_seq;
-    chunk_preamble();
-    uint64_t t = mprof__ticks(), v;
-    int first = last_seq != C.chunk_seq;
-    ts_fit(first, last_ticks, t);
-    if (!ts_code(first, last_ticks, t, &v))
-        return;
+     * the rate over the whole capture. Thread 0's timestamp state is C.proc, shared with the
+     * system records. */
+    thread_context(&C.proc);
+    uint64_t t = mprof__ticks();
+    ts_fit(C.proc.col_ts_first, C.proc.col_last_ticks, t);
     unsigned char *o = out_reserve(32);
     if (!o)
         return;
-    if (C.cur_thread != 0) {
-        *o++ = MPROF_EV_THREAD;
-        o = mprof_put_varint(o, 0);
-        C.cur_thread = 0;
-    }
-    last_ticks = t;
-    last_seq = C.chunk_seq;
     *o++ = MPROF_EV_CALIBRATION;
-    o = mprof_put_varint(o, v);
+    o = put_ts(o, &C.proc, t);
     o = mprof_put_varint(o, mprof__mono_ns() - mprof__g.mono0_ns);
     out_commit(o);
+}
+
+/* Raw process-context records waiting for the collector are capped; past it they are dropped
+ * and counted as lost. */
+#define PROC_RAW_LIMIT (16u << 20)
+
+int mprof__collector_process_records(const unsigned char *raw, size_t len, uint64_t n_records)
+{
+    int rc = -1;
+    pthread_mutex_lock(&C.proc_lock);
+    if (C.running && __atomic_load_n(&mprof__mode, __ATOMIC_ACQUIRE) == MPROF__MODE_RECORDING) {
+        if (C.proc_raw.len + len <= PROC_RAW_LIMIT && mprof_buf_reserve(&C.proc_raw, len) == 0) {
+            memcpy(C.proc_raw.data + C.proc_raw.len, raw, len);
+            C.proc_raw.len += len;
+            rc = 0;
+        } else {
+            atomic_fetch_add_explicit(&mprof__g.events_lost, n_records, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_unlock(&C.proc_lock);
+    return rc;
+}
+
+/* Translates the process-context records handed over since the last call. */
+static void drain_process_records(void)
+{
+    pthread_mutex_lock(&C.proc_lock);
+    mprof_buf t = C.proc_work;
+    C.proc_work = C.proc_raw;
+    C.proc_raw = t;
+    C.proc_raw.len = 0;
+    pthread_mutex_unlock(&C.proc_lock);
+    if (C.proc_work.len)
+        translate(&C.proc, C.proc_work.data, C.proc_work.data + C.proc_work.len);
+    C.proc_work.len = 0;
 }
 
 /* A sink asks for a chunk boundary (live.c: a tool finished its handshake, and its stream
@@ -894,6 +926,7 @@ static void *collector_main(void *arg)
         pthread_mutex_unlock(&C.m);
 
         drain_all(0);
+        drain_process_records();
         sinks_poll();
         uint64_t now = mprof__mono_ns();
         if (now - last_cal > 1000000000ull) {
@@ -919,6 +952,7 @@ static void *collector_main(void *arg)
     }
     pthread_mutex_unlock(&C.m);
     drain_all(0);
+    drain_process_records();
     emit_chunk();
     return NULL;
 }
@@ -957,6 +991,12 @@ int mprof__collector_start(void)
     C.preamble_done = 0;
     C.scale = 1;
     C.next_loc = C.next_name = C.next_stack = 0;
+    C.proc.idx = 0;
+    C.proc.col_named = 1; /* thread 0 is never defined */
+    C.proc.col_chunk_seq = 0;
+    pthread_mutex_lock(&C.proc_lock);
+    C.proc_raw.len = 0;
+    pthread_mutex_unlock(&C.proc_lock);
     C.events = 0;
     C.chunk.len = 0;
     C.chunk_seq++;

@@ -138,6 +138,12 @@ static inline unsigned char *mprof__w_str(unsigned char *p, const char *s, size_
 int mprof__collector_start(void);   /* after the sink is open */
 void mprof__collector_stop(void);   /* drains everything, writes END, joins */
 void mprof__collector_flush(void);  /* drains and writes everything now */
+/* Hands n_records raw records (the raw form of format.h, absolute tick timestamps) that belong
+ * to the process rather than to a thread (thread 0: system tracing's SYS_* records) to the
+ * collector, which translates them on its next drain. For a background thread that is not
+ * instrumented; takes a lock, never the hot path. Returns 0, or -1 when not recording or past
+ * the 16 MiB cap (the records are dropped; past the cap they count as lost events). */
+int mprof__collector_process_records(const unsigned char *raw, size_t len, uint64_t n_records);
 
 /* Sinks: see sink.h (the collector hands chunks to the file and live sinks). */
 

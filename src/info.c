@@ -6,6 +6,7 @@
  * captures describe the process the same way.
  */
 #include "sink.h"
+#include "system/system.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -94,6 +95,7 @@ void mprof__info_payload(mprof_buf *out)
     if ((v = getenv("MPROF_BUILD_TYPE")) && *v)
         mprof__kvf(&b, "build_type", "%s", v);
     mprof__kvf(&b, "memory_limit_bytes", "%zu", mprof__g.cfg.memory_limit_bytes);
+    mprof__system_info(&b);
     *out = b;
 }
 

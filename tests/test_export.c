@@ -153,6 +153,8 @@ static void validate_chrome(const char *json, size_t *out_zones, size_t *out_gpu
                 (*out_gpu)++;
             else if (strcmp(cat->valuestring, "frame") == 0)
                 (*out_frames)++;
+            else if (strcmp(cat->valuestring, "thread state") == 0)
+                assert_int_equal((int)pid, 5); /* system tracing (docs/SYSTEM.md) */
             else
                 assert_string_equal(cat->valuestring, "lock");
             break;
@@ -257,7 +259,8 @@ static void test_chrome_export(void **state)
     assert_int_equal(gpu, counts_a.by_type[MPROF_EV_GPU_ZONE_BEGIN]);
     assert_int_equal(msgs, counts_a.by_type[MPROF_EV_MESSAGE]);
     assert_int_equal(counters, counts_a.by_type[MPROF_EV_PLOT_F64] + counts_a.by_type[MPROF_EV_PLOT_I64] +
-                                   counts_a.by_type[MPROF_EV_ALLOC] + counts_a.by_type[MPROF_EV_FREE]);
+                                   counts_a.by_type[MPROF_EV_ALLOC] + counts_a.by_type[MPROF_EV_FREE] +
+                                   2 * counts_a.by_type[MPROF_EV_SYS_CPU]);
     /* Main frames between marks, plus the named set's begin/end frames. */
     assert_int_equal(frames, counts_a.by_type[MPROF_EV_FRAME_MARK] - 1 + counts_a.by_type[MPROF_EV_FRAME_BEGIN]);
     /* Units: Physics::step spins 300 us, so its median dur in microseconds is about 300. */

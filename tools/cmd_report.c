@@ -26,6 +26,8 @@ static const char *const help =
     "  --locks         add the lock contention section\n"
     "  --fibers        add the fiber section\n"
     "  --gpu           add the GPU section\n"
+    "  --samples       add the hot functions of the callstack samples (MPROF_SAMPLE_HZ),\n"
+    "                  overall and per innermost zone (docs/SYSTEM.md)\n"
     "  --all           add every section\n"
     "  -h, --help      show this help\n"
     "\n"
@@ -52,7 +54,8 @@ int cmd_report(int argc, char **argv)
         } else if (strcmp(a, "--all") == 0) {
             snprintf(passes, sizeof passes, "all");
         } else if (strcmp(a, "--memory") == 0 || strcmp(a, "--locks") == 0 ||
-                   strcmp(a, "--fibers") == 0 || strcmp(a, "--gpu") == 0) {
+                   strcmp(a, "--fibers") == 0 || strcmp(a, "--gpu") == 0 ||
+                   strcmp(a, "--samples") == 0) {
             if (strcmp(passes, "all") != 0) {
                 size_t l = strlen(passes);
                 snprintf(passes + l, sizeof passes - l, "%s%s", l ? "," : "", a + 2);

@@ -48,6 +48,8 @@
  *   MPROF_NO_INVARIANT_CHECK=1  skip the invariant-TSC check
  *   MPROF_ADDRESS, MPROF_PORT, MPROF_LISTEN, MPROF_HISTORY_SECONDS: live capture
  *   MPROF_VERBOSE=1             print start-up and shutdown lines on stderr
+ *   MPROF_CONTEXT_SWITCHES=0, MPROF_CPU_USAGE=0, MPROF_SAMPLE_HZ=N: system tracing
+ *                               (docs/SYSTEM.md; switches and CPU usage on, sampling off)
  */
 #ifndef MPROF_MPROF_H
 #define MPROF_MPROF_H

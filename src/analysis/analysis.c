@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis/system.h"
+
 /* Optional passes, added by their modules. */
 extern const mprof_pass_vtbl mprof__pass_gpu;
 static const mprof_pass_vtbl *const pass_table[] = {
@@ -21,6 +23,7 @@ static const mprof_pass_vtbl *const pass_table[] = {
     &mprof__memory_pass,
     &mprof__locks_pass,
     &mprof__fibers_pass,
+    &mprof__system_pass,
     NULL,
 };
 
@@ -721,8 +724,10 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
     uint32_t shown = nz < (uint32_t)a->opts.top_n ? nz : (uint32_t)a->opts.top_n;
     uint64_t nframes = span_frames(a);
     fprintf(out, "\nZones (%u of %u by total time)\n", shown, nz);
-    fprintf(out, "  %-32s %9s %10s %10s %9s %9s %9s %9s %7s %9s  %s\n", "name", "count", "total ms",
-            "self ms", "mean us", "p50 us", "p95 us", "max us", "%frame", "ms/frame", "location");
+    int offcol = mprof__system_zone_off_ns(a, 0) >= 0; /* the capture has context switches */
+    fprintf(out, "  %-32s %9s %10s %10s %9s %9s %9s %9s %7s %9s  %s%s\n", "name", "count", "total ms",
+            "self ms", "mean us", "p50 us", "p95 us", "max us", "%frame", "ms/frame",
+            offcol ? "off-CPU ms  " : "", "location");
     int any_bound = 0;
     for (uint32_t k = 0; k < shown; k++) {
         const zone_acc *z = &a->zones[ids[k]];
@@ -733,12 +738,16 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
         any_bound |= bound;
         char name[40];
         snprintf(name, sizeof name, "%s%s", bound ? "*" : "", d ? d->name : "?");
-        fprintf(out, "  %-32.32s %9" PRIu64 " %10.3f %10.3f %9.2f %9.2f %9.2f %9.2f %7.1f %9.3f  %s:%u\n",
+        char offbuf[32] = "";
+        if (offcol)
+            snprintf(offbuf, sizeof offbuf, "%10.3f  ", (double)mprof__system_zone_off_ns(a, ids[k]) / 1e6);
+        fprintf(out, "  %-32.32s %9" PRIu64 " %10.3f %10.3f %9.2f %9.2f %9.2f %9.2f %7.1f %9.3f  %s%s:%u\n",
                 name, z->count, (double)z->total / 1e6, (double)z->self / 1e6,
                 zone_mean_ns(z) / 1e3,
                 (double)mprof_hist_quantile(&z->hist, 0.5) / 1e3,
                 (double)mprof_hist_quantile(&z->hist, 0.95) / 1e3, (double)z->hist.max / 1e3,
                 100.0 * frame_share(a, z), nframes ? (double)z->in_frame / 1e6 / (double)nframes : 0.0,
+                offbuf,
                 slash ? slash + 1 : file, d ? d->line : 0);
     }
     if (shown < nz)
@@ -879,6 +888,7 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out)
         mprof_json_u64(&j, "in_frames_ns", (uint64_t)z->in_frame);
         mprof_json_f64(&j, "per_frame_ms", nframes ? (double)z->in_frame / 1e6 / (double)nframes : 0.0);
         mprof_json_bool(&j, "timer_bound", timer_bound(a, z));
+        mprof__system_zone_json(a, &j, ids[k]);
         mprof_json_obj_end(&j);
     }
     mprof_json_arr_end(&j);
@@ -896,6 +906,7 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out)
         mprof_json_u64(&j, "os_tid", d ? d->os_tid : 0);
         mprof_json_u64(&j, "events", t->events);
         mprof_json_u64(&j, "zones", t->zones);
+        mprof__system_thread_json(a, &j, i);
         mprof_json_obj_end(&j);
     }
     mprof_json_arr_end(&j);

@@ -10,12 +10,15 @@
  *   frame         "X" named "Frame N" on pid 4 ("Frames"), one tid per frame set
  *   message       "i" instant event, thread scope, on its thread; args.level, args.severity
  *   plot, memory  "C" counter events on pid 1, args.<counter name> (bytes for memory)
+ *   system        thread states as slices on pid 5 ("Thread states"), CPU usage as counters
+ *                 (export_chrome_system.c)
  *   names         "M" metadata events (process_name, thread_name, thread_sort_index) at the end,
  *                 since thread names may arrive late in the stream; the format allows any order.
  * Timestamps and durations are microseconds with three decimals (nanosecond precision).
  */
 #include "analysis/export.h"
 #include "analysis/json_out.h"
+#include "analysis/system.h"
 #include "analysis/timeline.h"
 #include "mprof/mprof.h"
 
@@ -40,6 +43,7 @@ typedef struct chrome {
     mprof_walker *w;
     uint64_t events;
     const mprof_export_range *range; /* NULL = everything */
+    mprof_sys_chrome *sys;
 } chrome;
 
 static void sep(chrome *c)
@@ -296,12 +300,14 @@ int mprof__export_chrome_range(const char *path, const mprof_export_range *range
         mprof_reader_close(c.r);
         return -1;
     }
+    c.sys = mprof__sys_chrome_new(); /* NULL: no thread states (out of memory) */
     fputs("{\"traceEvents\":[", out);
     mprof_event ev;
     int rc;
     while ((rc = mprof_reader_next(c.r, &ev)) == 1) {
         on_event(&c, &ev);
-        if (mprof__walker_event(c.w, &ev) != 0) {
+        if ((c.sys && mprof__sys_chrome_event(c.sys, out, &c.events, c.range, &ev) != 0) ||
+            mprof__walker_event(c.w, &ev) != 0) {
             rc = -2;
             break;
         }
@@ -316,10 +322,13 @@ int mprof__export_chrome_range(const char *path, const mprof_export_range *range
     } else {
         mprof__walker_finish(c.w);
         write_metadata(&c);
+        if (c.sys)
+            mprof__sys_chrome_meta(c.sys, c.r, out, &c.events);
         fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"source\":\"mprof\",\"capture\":", out);
         mprof_json_write_string(out, path, strlen(path));
         fputs("}}\n", out);
     }
+    mprof__sys_chrome_free(c.sys);
     mprof__walker_free(c.w);
     mprof_reader_close(c.r);
     return ret;

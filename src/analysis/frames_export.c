@@ -15,6 +15,7 @@
 #include "analysis/frames_export.h"
 #include "analysis/json_out.h"
 #include "analysis/stats.h"
+#include "analysis/system.h"
 #include "format/format.h"
 
 #include <errno.h>
@@ -72,6 +73,7 @@ typedef struct zone {
     uint64_t count;
     int64_t incl_ns, self_ns;
     double *self_ms, *incl_ms; /* per main frame, top zones only */
+    double *self_off_ms;       /* per main frame, when the capture has context switches */
 } zone;
 
 typedef struct open_zone {
@@ -106,6 +108,9 @@ typedef struct exporter {
     size_t n_warnings;
     char *err;
     size_t errlen;
+    mprof_sysmodel *sys; /* context switches and CPU usage (src/analysis/system.h) */
+    mprof_sys_status sys_st;
+    int sys_switches;    /* the main frame set's thread was traced */
 } exporter;
 
 #if defined(__GNUC__)
@@ -498,6 +503,13 @@ static void spread(const fset *f, int64_t a, int64_t b, double *acc)
     }
 }
 
+/* The same for the part of [a, b) during which the zone's thread was off the CPU. */
+static void spread_off(const exporter *x, uint32_t thread, int64_t a, int64_t b, double *acc)
+{
+    if (acc && x->sys_switches)
+        mprof__sys_spread_off(x->sys, thread, x->main->fs, x->main->fe, x->main->nf, a, b, acc);
+}
+
 static zone *zone_of(exporter *x, uint32_t loc)
 {
     if (loc == 0 || loc >= x->n_locs || x->loc_zone[loc] == 0)
@@ -516,8 +528,10 @@ static int pass2_event(exporter *x, const mprof_event *ev)
             /* The parent's self time pauses while this child runs. */
             open_zone *p = &t->s[t->depth - 1];
             zone *pz = zone_of(x, p->loc);
-            if (pz)
+            if (pz) {
                 spread(x->main, p->mark, ev->ts_ns, pz->self_ms);
+                spread_off(x, ev->thread, p->mark, ev->ts_ns, pz->self_off_ms);
+            }
         }
         if (push_zone(t, (uint32_t)ev->u[0], ev->ts_ns))
             return fail(x, "out of memory");
@@ -534,6 +548,7 @@ static int pass2_event(exporter *x, const mprof_event *ev)
         zone *zz = zone_of(x, z.loc);
         if (zz) {
             spread(x->main, z.mark, ev->ts_ns, zz->self_ms);
+            spread_off(x, ev->thread, z.mark, ev->ts_ns, zz->self_off_ms);
             if (!nested_in(t, z.loc))
                 spread(x->main, z.begin, ev->ts_ns, zz->incl_ms);
         }
@@ -564,6 +579,8 @@ static int read_pass(exporter *x, int pass, mprof_reader **keep)
     mprof_event ev;
     int rc;
     while ((rc = mprof_reader_next(r, &ev)) == 1) {
+        if (pass == 1 && x->sys && mprof__sys_event(x->sys, r, &ev) != 0)
+            warn(x, "out of memory reading the system records: on/off-CPU figures are incomplete");
         if ((pass == 1 ? pass1_event(x, &ev) : pass2_event(x, &ev)) != 0) {
             mprof_reader_close(r);
             return -1;
@@ -724,6 +741,49 @@ static const char *set_name(const mprof_reader *r, const fset *f)
     return s ? s : "(unnamed)";
 }
 
+/* The "system" object and the per-frame CPU arrays (docs/GATE.md, docs/SYSTEM.md). */
+static int write_system(const exporter *x, FILE *out)
+{
+    int cpu = x->sys_st.cpu_usage && mprof__sys_has_busy(x->sys);
+    const char *why = x->sys_st.why_not;
+    if (x->sys_st.context_switches && !x->sys_switches)
+        why = "the main frame set's thread has no context-switch records";
+    fprintf(out, ",\n  \"system\": {\"contextSwitches\": %s, \"cpuUsage\": %s, \"sampling\": %s, "
+                 "\"whyNot\": ",
+            x->sys_switches ? "true" : "false", cpu ? "true" : "false",
+            x->sys_st.sampling ? "true" : "false");
+    put_str(out, why);
+    fputc('}', out);
+    if (!x->sys_switches)
+        return 0;
+    const fset *m = x->main;
+    size_t n = m->nf ? m->nf : 1;
+    double *on = calloc(n, sizeof *on), *off = calloc(n, sizeof *off);
+    double *all = calloc(n, sizeof *all), *busy = calloc(n, sizeof *busy);
+    int rc = -1;
+    if (on && off && all && busy) {
+        mprof__sys_frames(x->sys, m->thread, m->fs, m->fe, m->nf, on, off, all, busy);
+        fputs(",\n  \"frameOnCpuMs\": ", out);
+        put_ms_array(out, on, m->nf);
+        fputs(",\n  \"frameOffCpuMs\": ", out);
+        put_ms_array(out, off, m->nf);
+        fputs(",\n  \"frameCpuMs\": ", out);
+        put_ms_array(out, all, m->nf);
+        if (cpu) {
+            fputs(",\n  \"frameMachineBusy\": [", out);
+            for (size_t i = 0; i < m->nf; i++)
+                fprintf(out, "%s%.4f", i ? ", " : "", busy[i]);
+            fputc(']', out);
+        }
+        rc = 0;
+    }
+    free(on);
+    free(off);
+    free(all);
+    free(busy);
+    return rc;
+}
+
 static int write_export(exporter *x, const mprof_reader *r, FILE *out)
 {
     char sha[128], when[64];
@@ -795,6 +855,8 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
     fputs("  \"frameTimesMs\": ", out);
     put_ms_array(out, d, m->nf);
     free(d);
+    if (write_system(x, out))
+        return -1;
 
     fputs(",\n  \"frameSets\": [", out);
     for (size_t i = 0; i < x->n_sets; i++) {
@@ -835,6 +897,10 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
             put_ms_array(out, z->incl_ms, m->nf);
             fputs(",\n     \"selfPerFrameMs\": ", out);
             put_ms_array(out, z->self_ms, m->nf);
+            if (z->self_off_ms) {
+                fputs(",\n     \"selfOffCpuPerFrameMs\": ", out);
+                put_ms_array(out, z->self_off_ms, m->nf);
+            }
         }
         fputc('}', out);
     }
@@ -868,6 +934,7 @@ static void exporter_free(exporter *x)
         free(x->zones[k].function_copy);
         free(x->zones[k].self_ms);
         free(x->zones[k].incl_ms);
+        free(x->zones[k].self_off_ms);
     }
     free(x->zones);
     for (uint32_t i = 0; i < x->n_stacks; i++)
@@ -876,6 +943,7 @@ static void exporter_free(exporter *x)
     for (size_t i = 0; i < x->n_warnings; i++)
         free(x->warnings[i]);
     free(x->warnings);
+    mprof__sys_free(x->sys);
 }
 
 int mprof__export_frames(const char *capture_path, const char *out_path, char *err,
@@ -909,8 +977,12 @@ int mprof__export_frames_range(const char *capture_path, const mprof_export_rang
             goto out;
         }
     }
+    x.sys = mprof__sys_new(); /* NULL (out of memory): the export has no system figures */
     if (read_pass(&x, 1, &r))
         goto out;
+    mprof__sys_status(r, &x.sys_st);
+    if (x.sys)
+        mprof__sys_finish(x.sys, r);
 
     /* The main frame set: unnamed marks, else the named set with the most frames. */
     for (size_t i = 0; i < x.n_sets; i++)
@@ -948,9 +1020,20 @@ int mprof__export_frames_range(const char *capture_path, const mprof_export_rang
             warn(&x, "%s events were lost; frame and zone times near the gaps are incomplete",
                  lost);
     }
+    x.sys_switches = x.sys && x.main && x.sys_st.context_switches &&
+                     mprof__sys_thread_traced(x.sys, x.main->thread);
     if (build_zones(&x, r)) {
         fail(&x, "out of memory");
         goto out;
+    }
+    for (size_t k = 0; x.sys_switches && k < x.n_zones; k++) {
+        if (!x.zones[k].self_ms)
+            continue;
+        x.zones[k].self_off_ms = calloc(x.main->nf ? x.main->nf : 1, sizeof(double));
+        if (!x.zones[k].self_off_ms) {
+            fail(&x, "out of memory");
+            goto out;
+        }
     }
     if (x.main && x.n_zones > 0 && read_pass(&x, 2, NULL))
         goto out;

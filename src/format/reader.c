@@ -444,6 +444,7 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
         ev->type = tag;
         ev->thread = r->cur_thread;
         if ((tag >= 0x10 || tag == MPROF_EV_THREAD_EXIT) && tag != MPROF_EV_TS_SCALE &&
+            !MPROF_EV_IS_PROCESS(tag) &&
             r->cur_thread == 0)
             return fail(r, "chunk at offset %" PRIu64 ": event 0x%02x before any THREAD record",
                         r->chunk_offset, tag);
