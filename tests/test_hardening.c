@@ -194,11 +194,110 @@ static void test_gate_output_over_input(void **state)
     assert_non_null(strstr(out, "--resamples"));
 }
 
+
+/* A copy of the good capture with edit applied to its bytes. */
+static const char *edited_copy(const char *stem, void (*edit)(unsigned char *d, size_t *n))
+{
+    unsigned char *d;
+    size_t n = slurp(good, &d);
+    edit(d, &n);
+    const char *p = tu_temp_path(stem);
+    spit(p, d, n);
+    free(d);
+    return p;
+}
+
+static int flip_bit = 20;
+
+/* One bit of a middle chunk's stored length flipped, so the chunk claims to run past the end. */
+static void flip_middle_length(unsigned char *d, size_t *n)
+{
+    size_t at[4096];
+    int k = chunk_offsets(d, *n, at, 4096);
+    assert_true(k > 6);
+    d[at[k / 3] + 8 + flip_bit / 8] ^= (unsigned char)(1u << (flip_bit % 8));
+}
+
+static void flip_last_events_length(unsigned char *d, size_t *n)
+{
+    size_t at[4096];
+    int k = chunk_offsets(d, *n, at, 4096);
+    assert_int_equal(d[at[k - 1] + 4], MPROF_CHUNK_END);
+    assert_int_equal(d[at[k - 2] + 4], MPROF_CHUNK_EVENTS);
+    d[at[k - 2] + 10] ^= 0x04; /* bit 18 */
+}
+
+static void cut_middle_chunk(unsigned char *d, size_t *n)
+{
+    size_t at[4096];
+    int k = chunk_offsets(d, *n, at, 4096);
+    size_t a = at[k / 2], b = at[k / 2 + 1];
+    memmove(d + a, d + b, *n - b);
+    *n -= b - a;
+}
+
+/* A flipped bit in a chunk's length is an error, never a cut-off that hides the rest. */
+static void test_flipped_length_is_error(void **state)
+{
+    (void)state;
+    int bits[] = {16, 20, 23, 25};
+    for (int i = 0; i < 4; i++) {
+        flip_bit = bits[i];
+        const char *p = edited_copy("flip.mprof", flip_middle_length);
+        assert_int_equal(run("report %s", p), 3);
+        assert_non_null(strstr(out, "damaged"));
+        tu_counts c;
+        assert_int_equal(tu_count_capture(p, &c), -1);
+    }
+    const char *p = edited_copy("fliplast.mprof", flip_last_events_length);
+    assert_int_equal(run("report %s", p), 3);
+    assert_non_null(strstr(out, "length field is damaged"));
+    /* A real cut-off still reads as one. */
+    unsigned char *d;
+    size_t n = slurp(good, &d);
+    const char *cut = tu_temp_path("cut.mprof");
+    spit(cut, d, n * 2 / 3);
+    free(d);
+    assert_int_equal(run("report %s", cut), 0);
+    assert_non_null(strstr(out, "incomplete"));
+    assert_non_null(strstr(out, "cut-off chunk ignored"));
+}
+
+/* A chunk cut out of the middle: END's counts say what is missing, and it is not complete. */
+static void test_missing_chunk_reported(void **state)
+{
+    (void)state;
+    assert_int_equal(run("report --json %s", good), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    cJSON *cap = cJSON_GetObjectItem(j, "capture");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cap, "complete")));
+    assert_string_equal(cJSON_GetObjectItem(cap, "ending")->valuestring, "clean");
+    assert_int_equal(cJSON_GetObjectItem(cap, "chunks_missing")->valuedouble, 0);
+    assert_int_equal(cJSON_GetObjectItem(cap, "events_missing")->valuedouble, 0);
+    cJSON_Delete(j);
+
+    const char *p = edited_copy("hole.mprof", cut_middle_chunk);
+    assert_int_equal(run("report %s", p), 0);
+    assert_non_null(strstr(out, "Missing   1 chunks"));
+    assert_int_equal(run("report --json %s", p), 0);
+    j = cJSON_Parse(out);
+    assert_non_null(j);
+    cap = cJSON_GetObjectItem(j, "capture");
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cap, "complete")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cap, "end_record")));
+    assert_int_equal(cJSON_GetObjectItem(cap, "chunks_missing")->valuedouble, 1);
+    assert_true(cJSON_GetObjectItem(cap, "events_missing")->valuedouble > 0);
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_failed_output_keeps_file),
         cmocka_unit_test(test_gate_output_over_input),
+        cmocka_unit_test(test_flipped_length_is_error),
+        cmocka_unit_test(test_missing_chunk_reported),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
