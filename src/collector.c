@@ -106,6 +106,12 @@ static struct {
     uint64_t chunk_started_ns;
     int fd;                /* file sink, -1 when none */
     int sink_failed;
+    int sink_errno;        /* why the sink failed (ENOSPC: the disk is full) */
+    /* File offsets just after the last few whole writes (header, chunks), newest last, so a
+     * failed write can be cut back to a chunk boundary and END written after it. */
+    uint64_t sink_ends[8];
+    uint64_t n_sink_writes;
+    uint64_t unwritten_chunks, unwritten_bytes; /* chunks the sink refused, with their bytes */
     uint64_t events;       /* records translated this session */
     mprof__thread **snap;
     size_t snap_cap;
@@ -116,23 +122,86 @@ static struct {
 
 static int sink_write(const void *data, size_t len)
 {
-    if (C.fd < 0 || C.sink_failed)
+    if (C.fd < 0)
         return -1;
+    if (C.sink_failed) {
+        C.unwritten_chunks++;
+        C.unwritten_bytes += len;
+        return -1;
+    }
     const unsigned char *p = data;
+    size_t whole = len;
     while (len) {
         ssize_t n = write(C.fd, p, len);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            mprof__log("writing the capture failed: %s; recording stops", strerror(errno));
+            C.sink_errno = errno;
+            mprof__log("writing the capture failed: %s; recording stops (the capture's end "
+                       "record says so and counts what was not written)",
+                       errno == ENOSPC || errno == EDQUOT ? "the disk is full" : strerror(errno));
             C.sink_failed = 1;
+            C.unwritten_chunks++;
+            C.unwritten_bytes += whole;
             return -1;
         }
         p += n;
         len -= (size_t)n;
         atomic_fetch_add(&mprof__g.bytes_written, (uint64_t)n);
     }
+    uint64_t prev = C.n_sink_writes ? C.sink_ends[(C.n_sink_writes - 1) % 8] : 0;
+    C.sink_ends[C.n_sink_writes++ % 8] = prev + whole;
     return 0;
+}
+
+static void kvf(mprof_buf *b, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* After a failed write: cuts the file back to its last whole chunk and writes END there, giving
+ * back whole chunks (counted as not written) until it fits; the file header and INFO (the first
+ * two writes) are kept. base is END's payload without the not-written counts. 0 when END was
+ * written. */
+static int sink_recover(const mprof_buf *base)
+{
+    int full = C.sink_errno == ENOSPC || C.sink_errno == EDQUOT;
+    int rc = -1;
+    mprof_buf b = {0};
+    for (int drop = 0; C.n_sink_writes >= 2; drop++) {
+        uint64_t at = C.sink_ends[(C.n_sink_writes - 1) % 8];
+        if (ftruncate(C.fd, (off_t)at) != 0 || lseek(C.fd, (off_t)at, SEEK_SET) < 0)
+            break;
+        b.len = 0;
+        if (mprof_buf_reserve(&b, base->len) != 0)
+            break;
+        memcpy(b.data, base->data, base->len);
+        b.len = base->len;
+        /* The reader compares END's events and chunks with what the file holds, so these say
+         * what was not written; ended_by says why. */
+        kvf(&b, "ended_by", "%s", full ? "disk-full" : "write-error");
+        kvf(&b, "write_error", "%s", strerror(C.sink_errno));
+        kvf(&b, "chunks_not_written", "%" PRIu64, C.unwritten_chunks);
+        kvf(&b, "bytes_not_written", "%" PRIu64, C.unwritten_bytes);
+        C.framed.len = 0;
+        if (mprof_fmt_chunk(&C.framed, MPROF_CHUNK_END, b.data, b.len, 0, NULL) != 0)
+            break;
+        C.sink_failed = 0;
+        if (sink_write(C.framed.data, C.framed.len) == 0) {
+            rc = 0;
+            break;
+        }
+        C.unwritten_chunks--; /* END is not one of the capture's chunks */
+        C.unwritten_bytes -= C.framed.len;
+        /* Not even END fits: give back the last whole chunk (never INFO) to make room; the
+         * ring of 8 boundaries allows 6 of them. */
+        if (drop == 6 || C.n_sink_writes <= 2)
+            break;
+        C.unwritten_chunks++;
+        C.unwritten_bytes += at - C.sink_ends[(C.n_sink_writes - 2) % 8];
+        C.n_sink_writes--;
+    }
+    if (rc != 0 && C.n_sink_writes)
+        (void)!ftruncate(C.fd, (off_t)C.sink_ends[(C.n_sink_writes - 1) % 8]);
+    mprof_buf_free(&b);
+    return rc;
 }
 
 static void emit_framed(int kind, const mprof_buf *payload)
@@ -703,6 +772,13 @@ static void write_end(void)
     kvf(&b, "peak_buffered_bytes", "%" PRIu64, atomic_load(&mprof__g.peak_buffered_bytes));
     kvf(&b, "gpu_queries_lost", "%" PRIu64, atomic_load(&mprof__g.gpu_queries_lost));
     kvf(&b, "end_ticks", "%" PRIu64, mprof__ticks());
+    if (C.sink_failed) {
+        if (sink_recover(&b) != 0)
+            mprof__log("the capture's end record could not be written either: the file reads "
+                       "as cut off");
+        mprof_buf_free(&b);
+        return;
+    }
     emit_framed(MPROF_CHUNK_END, &b);
     mprof_buf_free(&b);
 }
@@ -788,6 +864,8 @@ int mprof__collector_start(void)
     const char *path = mprof__g.cfg.capture_path;
     C.fd = -1;
     C.sink_failed = 0;
+    C.sink_errno = 0;
+    C.n_sink_writes = C.unwritten_chunks = C.unwritten_bytes = 0;
     if (path) {
         if (mprof__mkdirs_for(path) != 0) {
             mprof__log("cannot create the directories for %s: %s", path, strerror(errno));

@@ -11,7 +11,10 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char out[1 << 17];
@@ -291,6 +294,54 @@ static void test_missing_chunk_reported(void **state)
     cJSON_Delete(j);
 }
 
+/* Writing the capture fails part-way (a file size limit stands in for a full disk: the same
+ * write error path, EFBIG instead of ENOSPC): the file still ends with an END that says so, and
+ * the report counts what was not written instead of "process was killed, 0 lost". */
+static void test_write_failure_said_and_counted(void **state)
+{
+    (void)state;
+    const char *p = tu_temp_path("full.mprof");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {65536, 65536};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        mprof_config cfg = {.capture_path = p, .listen = MPROF_TOGGLE_OFF, .chunk_bytes = 4096};
+        if (mprof_startup(&cfg) != MPROF_OK)
+            _exit(9);
+        for (int i = 0; i < 100000; i++) {
+            MPROF_ZONE("z");
+            MPROF_PLOT("v", (int64_t)((unsigned)i * 2654435761u % 1000003u));
+            MPROF_FRAME_MARK();
+        }
+        mprof_shutdown();
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_true(st.st_size <= 65536);
+    assert_int_equal(run("report --json %s", p), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    cJSON *cap = cJSON_GetObjectItem(j, "capture");
+    assert_string_equal(cJSON_GetObjectItem(cap, "ending")->valuestring, "write-error");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cap, "end_record")));
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cap, "complete")));
+    assert_true(cJSON_GetObjectItem(cap, "chunks_missing")->valuedouble > 0);
+    assert_true(cJSON_GetObjectItem(cap, "events_missing")->valuedouble > 0);
+    assert_non_null(cJSON_GetObjectItem(cap, "write_error")->valuestring);
+    cJSON_Delete(j);
+    assert_int_equal(run("report %s", p), 0);
+    assert_non_null(strstr(out, "writing the capture failed"));
+    assert_non_null(strstr(out, "were not written"));
+    assert_non_null(strstr(out, " not written"));
+    assert_null(strstr(out, "events, 0 lost\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_gate_output_over_input),
         cmocka_unit_test(test_flipped_length_is_error),
         cmocka_unit_test(test_missing_chunk_reported),
+        cmocka_unit_test(test_write_failure_said_and_counted),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
