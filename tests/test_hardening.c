@@ -7,8 +7,14 @@
 #include "mprof/mprof.h"
 #include "test_util.h"
 
+#include "format/wire.h"
+
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
@@ -342,6 +348,208 @@ static void test_write_failure_said_and_counted(void **state)
     assert_null(strstr(out, "events, 0 lost\n"));
 }
 
+/* ---- hostile peers: a fake instrumented process on loopback, every wait bounded ------------ */
+
+typedef struct fake_peer {
+    int lfd, port;
+    mprof_buf send; /* what it answers after the hello */
+    pthread_t th;
+} fake_peer;
+
+static void *fake_peer_main(void *arg)
+{
+    fake_peer *f = arg;
+    struct pollfd pl = {.fd = f->lfd, .events = POLLIN};
+    if (poll(&pl, 1, 20000) <= 0)
+        return NULL;
+    int c = accept(f->lfd, NULL, NULL);
+    if (c < 0)
+        return NULL;
+    unsigned char hello[MPROF_WIRE_HELLO_BYTES];
+    size_t got = 0;
+    while (got < sizeof hello) {
+        struct pollfd pc = {.fd = c, .events = POLLIN};
+        if (poll(&pc, 1, 10000) <= 0)
+            break;
+        ssize_t n = recv(c, hello + got, sizeof hello - got, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got == sizeof hello)
+        send(c, f->send.data, f->send.len, MSG_NOSIGNAL);
+    /* Then it hangs up, as a killed process would. */
+    close(c);
+    return NULL;
+}
+
+static void fake_peer_start(fake_peer *f)
+{
+    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(f->lfd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(f->lfd, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t l = sizeof a;
+    assert_int_equal(getsockname(f->lfd, (struct sockaddr *)&a, &l), 0);
+    f->port = ntohs(a.sin_port);
+    assert_int_equal(listen(f->lfd, 4), 0);
+    assert_int_equal(pthread_create(&f->th, NULL, fake_peer_main, f), 0);
+}
+
+static void fake_peer_stop(fake_peer *f)
+{
+    pthread_join(f->th, NULL);
+    close(f->lfd);
+    mprof_buf_free(&f->send);
+}
+
+static void info_payload(mprof_buf *b)
+{
+    mprof_fmt_kv(b, "app", "fake");
+    mprof_fmt_kv(b, "pid", "42");
+    mprof_fmt_kv(b, "ns_per_tick", "1");
+}
+
+/* OK with a random info block: refused before any file is written (it exited 0 with a file
+ * that report refuses). */
+static void test_capture_random_info_refused(void **state)
+{
+    (void)state;
+    fake_peer f = {0};
+    unsigned char junk[200];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (unsigned char)(i * 131u + 7u);
+    assert_int_equal(mprof_wire_encode_reply(&f.send, MPROF_WIRE_OK, junk, sizeof junk), 0);
+    fake_peer_start(&f);
+    const char *p = tu_temp_path("hostile.mprof");
+    int rc = run("capture -p %d -o %s --wait 10", f.port, p);
+    fake_peer_stop(&f);
+    assert_int_equal(rc, 5);
+    assert_non_null(strstr(out, "malformed info block"));
+    assert_int_equal(access(p, F_OK), -1);
+}
+
+/* Chunks that pass every stream check but that no reader takes (an event before any THREAD
+ * record): exit 5, not 0. */
+static void test_capture_unreadable_stream_not_ok(void **state)
+{
+    (void)state;
+    fake_peer f = {0};
+    mprof_buf info = {0}, ev = {0};
+    info_payload(&info);
+    assert_int_equal(mprof_wire_encode_reply(&f.send, MPROF_WIRE_OK, info.data, info.len), 0);
+    assert_int_equal(mprof_buf_reserve(&ev, 4), 0);
+    ev.data[0] = MPROF_EV_ZONE_END;
+    ev.data[1] = 2; /* a TS delta */
+    ev.len = 2;
+    assert_int_equal(mprof_fmt_chunk(&f.send, MPROF_CHUNK_EVENTS, ev.data, ev.len, 0, NULL), 0);
+    mprof_buf_free(&info);
+    mprof_buf_free(&ev);
+    fake_peer_start(&f);
+    const char *p = tu_temp_path("unreadable.mprof");
+    int rc = run("capture -p %d -o %s --wait 10", f.port, p);
+    fake_peer_stop(&f);
+    assert_int_equal(rc, 5);
+    assert_non_null(strstr(out, "does not read back"));
+}
+
+/* A BUSY message and an app name with terminal escape sequences are printed escaped. */
+static void test_capture_peer_strings_escaped(void **state)
+{
+    (void)state;
+    fake_peer f = {0};
+    const char msg[] = "busy\x1b[2J\x1b[1;1Hmprof capture: wrote everything\r\n";
+    assert_int_equal(mprof_wire_encode_reply(&f.send, MPROF_WIRE_BUSY, msg, strlen(msg)), 0);
+    fake_peer_start(&f);
+    const char *p = tu_temp_path("busy.mprof");
+    int rc = run("capture -p %d -o %s --wait 10", f.port, p);
+    fake_peer_stop(&f);
+    assert_int_equal(rc, 4);
+    assert_null(strchr(out, 0x1b));
+    assert_null(strchr(out, '\r'));
+    assert_non_null(strstr(out, "\\x1b[2J"));
+
+    fake_peer g = {0};
+    mprof_buf info = {0};
+    mprof_fmt_kv(&info, "app", "game\x1b]0;owned\x07\x1b[2K");
+    mprof_fmt_kv(&info, "pid", "1\n2");
+    mprof_fmt_kv(&info, "ns_per_tick", "1");
+    assert_int_equal(mprof_wire_encode_reply(&g.send, MPROF_WIRE_OK, info.data, info.len), 0);
+    mprof_buf_free(&info);
+    fake_peer_start(&g);
+    p = tu_temp_path("escaped.mprof");
+    rc = run("capture -p %d -o %s --wait 10", g.port, p);
+    fake_peer_stop(&g);
+    assert_int_equal(rc, 0); /* the peer vanished: the tool wrote its own END; readable */
+    assert_null(strchr(out, 0x1b));
+    assert_null(strchr(out, 0x07));
+    assert_non_null(strstr(out, "game\\x1b]0;owned\\x07"));
+    assert_non_null(strstr(out, "pid 1\\x0a2"));
+    /* And the file says the peer was lost, not that it is complete. */
+    assert_int_equal(run("report --json %s", p), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    cJSON *cap = cJSON_GetObjectItem(j, "capture");
+    assert_string_equal(cJSON_GetObjectItem(cap, "ending")->valuestring, "peer-lost");
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cap, "complete")));
+    assert_int_equal(cJSON_GetObjectItem(cap, "chunks_missing")->valuedouble, 0);
+    cJSON_Delete(j);
+}
+
+/* mprof capture on a full disk (a file size limit stands in for it): exit 3 saying what was not
+ * written, and the file ends at its last whole chunk with an END that says so. */
+static void test_capture_write_failure(void **state)
+{
+    (void)state;
+    fake_peer f = {0};
+    mprof_buf info = {0}, ev = {0};
+    info_payload(&info);
+    assert_int_equal(mprof_wire_encode_reply(&f.send, MPROF_WIRE_OK, info.data, info.len), 0);
+    unsigned x = 12345;
+    for (int k = 0; k < 40; k++) {
+        ev.len = 0;
+        assert_int_equal(mprof_buf_reserve(&ev, 8192), 0);
+        unsigned char *o = ev.data;
+        *o++ = MPROF_EV_THREAD;
+        *o++ = 1;
+        for (int m = 0; m < 60; m++) {
+            *o++ = MPROF_EV_MESSAGE;
+            *o++ = (unsigned char)(2 * m); /* TS: zigzag delta */
+            *o++ = 1;                      /* level */
+            *o++ = 100;                    /* text length */
+            for (int i = 0; i < 100; i++) {
+                x = x * 1103515245u + 12345u;
+                *o++ = (unsigned char)('a' + (x >> 16) % 26);
+            }
+        }
+        ev.len = (size_t)(o - ev.data);
+        assert_int_equal(mprof_fmt_chunk(&f.send, MPROF_CHUNK_EVENTS, ev.data, ev.len, 0, NULL), 0);
+    }
+    mprof_buf_free(&info);
+    mprof_buf_free(&ev);
+    fake_peer_start(&f);
+    const char *p = tu_temp_path("toolfull.mprof");
+    struct rlimit old, rl = {100000, 100000};
+    getrlimit(RLIMIT_FSIZE, &old);
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &rl);
+    int rc = run("capture -p %d -o %s --wait 10", f.port, p);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    fake_peer_stop(&f);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "were not written"));
+    assert_non_null(strstr(out, "end record saying so"));
+    assert_int_equal(run("report --json %s", p), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    cJSON *cap = cJSON_GetObjectItem(j, "capture");
+    assert_string_equal(cJSON_GetObjectItem(cap, "ending")->valuestring, "write-error");
+    assert_true(cJSON_GetObjectItem(cap, "events_missing")->valuedouble > 0);
+    assert_true(cJSON_GetObjectItem(cap, "chunks_missing")->valuedouble >= 1);
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +558,10 @@ int main(void)
         cmocka_unit_test(test_flipped_length_is_error),
         cmocka_unit_test(test_missing_chunk_reported),
         cmocka_unit_test(test_write_failure_said_and_counted),
+        cmocka_unit_test(test_capture_random_info_refused),
+        cmocka_unit_test(test_capture_unreadable_stream_not_ok),
+        cmocka_unit_test(test_capture_peer_strings_escaped),
+        cmocka_unit_test(test_capture_write_failure),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

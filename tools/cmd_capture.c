@@ -61,12 +61,15 @@ static const char *const help =
     "frames; otherwise one line is printed at the start and a summary at the end.\n"
     "\n"
     "Exit status:\n"
-    "  0  a valid capture was written\n"
+    "  0  a valid capture was written (it is read back before the tool exits)\n"
     "  1  events were lost and --fail-on-lost was given (the capture is still valid)\n"
     "  2  usage error\n"
-    "  3  output file problem (exists without -f, cannot be created or written)\n"
+    "  3  output file problem (exists without -f, cannot be created or written; on a full\n"
+    "     disk the file ends at the last whole chunk with an end record saying what was not\n"
+    "     written)\n"
     "  4  connection or handshake failure (no process within --wait, process busy)\n"
-    "  5  protocol mismatch or corrupt stream (the file is finalised up to the last good chunk)\n";
+    "  5  protocol mismatch or corrupt stream (the file is finalised up to the last good chunk,\n"
+    "     its end record says corrupt-stream), or a written capture that does not read back\n";
 
 static volatile sig_atomic_t g_stop;
 
@@ -103,6 +106,10 @@ typedef struct capture {
     unsigned long long mib;
     int fd, sock;
     uint64_t bytes_written;
+    uint64_t good_bytes;     /* file size after the last whole chunk */
+    uint64_t chunks_written; /* INFO included */
+    uint64_t chunks_not_written, bytes_not_written;
+    int write_errno;
     mprof_wire_stream st;
     int write_failed;
     char app[128], pid[32];
@@ -207,11 +214,47 @@ static int store_chunk(void *user, const mprof_wire_chunk *ch)
 {
     capture *c = user;
     if (write_all(c->fd, ch->bytes, ch->size) != 0) {
+        c->write_errno = errno;
         c->write_failed = 1;
+        c->chunks_not_written++;
+        c->bytes_not_written += ch->size;
         return -1;
     }
     c->bytes_written += ch->size;
+    c->good_bytes += ch->size;
+    c->chunks_written++;
     return 0;
+}
+
+/* Reads the whole capture at path as report would. 0 when it reads to its end. */
+static int verify_file(const char *path, char *err, size_t errlen)
+{
+    mprof_reader *r = mprof_reader_open(path, err, errlen);
+    if (!r)
+        return -1;
+    mprof_event ev;
+    int rc;
+    while ((rc = mprof_reader_next(r, &ev)) == 1)
+        ;
+    if (rc < 0)
+        snprintf(err, errlen, "%s", mprof_reader_error(r));
+    mprof_reader_close(r);
+    return rc < 0 ? -1 : 0;
+}
+
+/* True when p..p+n is a well-formed key/value list (INFO's payload). */
+static int kv_well_formed(const unsigned char *p, size_t n)
+{
+    const unsigned char *end = p + n;
+    while (p < end) {
+        uint64_t l;
+        for (int i = 0; i < 2; i++) {
+            if (mprof_get_varint(&p, end, &l) || l > (uint64_t)(end - p))
+                return 0;
+            p += l;
+        }
+    }
+    return 1;
 }
 
 /* Writes an END chunk made by the tool (the process did not send one). */
@@ -223,8 +266,26 @@ static int write_own_end(capture *c, const char *why)
     mprof_fmt_kv(&kv, "events", v);
     snprintf(v, sizeof v, "%" PRIu64, c->st.counts.lost);
     mprof_fmt_kv(&kv, "events_lost", v);
+    /* Every chunk this tool took in, INFO included, written or not: the reader checks the file
+     * against it. */
+    snprintf(v, sizeof v, "%" PRIu64, c->chunks_written + c->chunks_not_written);
+    mprof_fmt_kv(&kv, "chunks", v);
     mprof_fmt_kv(&kv, "ended_by", why);
     mprof_fmt_kv(&kv, "end_written_by", "mprof capture");
+    if (c->write_failed) {
+        mprof_fmt_kv(&kv, "write_error", strerror(c->write_errno));
+        snprintf(v, sizeof v, "%" PRIu64, c->chunks_not_written);
+        mprof_fmt_kv(&kv, "chunks_not_written", v);
+        snprintf(v, sizeof v, "%" PRIu64, c->bytes_not_written);
+        mprof_fmt_kv(&kv, "bytes_not_written", v);
+        /* A failed write left part of a chunk: END goes where the last whole one ended. */
+        if (ftruncate(c->fd, (off_t)c->good_bytes) != 0 ||
+            lseek(c->fd, (off_t)c->good_bytes, SEEK_SET) < 0) {
+            mprof_buf_free(&kv);
+            return -1;
+        }
+        c->bytes_written = c->good_bytes;
+    }
     int rc = mprof_fmt_chunk(&fr, MPROF_CHUNK_END, kv.data, kv.len, 0, NULL);
     if (rc == 0)
         rc = write_all(c->fd, fr.data, fr.len);
@@ -372,12 +433,21 @@ int cmd_capture(int argc, char **argv)
         if (rep.status == MPROF_WIRE_OK)
             tool_error("capture", code, "protocol version mismatch: the process speaks version "
                        "%u, this tool speaks %d", (unsigned)rep.version, MPROF_WIRE_VERSION);
-        else
-            tool_error("capture", code, "the process refused the capture (%s): %.*s",
-                       mprof_wire_status_name(rep.status), n, (const char *)rep.payload);
+        else {
+            char msg[1700];
+            tool_escape(rep.payload, (size_t)n, msg, sizeof msg);
+            tool_error("capture", code, "the process refused the capture (%s): %s",
+                       mprof_wire_status_name(rep.status), msg);
+        }
         close(c.sock);
         mprof_buf_free(&in);
         return code;
+    }
+    if (!kv_well_formed(rep.payload, rep.payload_len)) {
+        close(c.sock);
+        mprof_buf_free(&in);
+        return tool_error("capture", EXIT_PROTOCOL, "the process at %s:%u answered with a "
+                          "malformed info block: no capture was written", c.address, c.port);
     }
     mprof_wire_kv_get(rep.payload, rep.payload_len, "app", c.app, sizeof c.app);
     mprof_wire_kv_get(rep.payload, rep.payload_len, "pid", c.pid, sizeof c.pid);
@@ -400,16 +470,21 @@ int cmd_capture(int argc, char **argv)
                     mprof_fmt_chunk(&info, MPROF_CHUNK_INFO, rep.payload, rep.payload_len, 0,
                                     NULL) != 0 ||
                     write_all(c.fd, info.data, info.len) != 0;
-    c.bytes_written = sizeof fh + info.len;
+    c.bytes_written = c.good_bytes = sizeof fh + info.len;
+    c.chunks_written = 1;
     mprof_buf_free(&info);
     /* Drop the reply from the input buffer; what follows is the stream. */
     memmove(in.data, in.data + used, in.len - used);
     in.len -= used;
 
-    if (!io_failed)
+    if (!io_failed) {
+        /* app and pid come from the peer: printed escaped. */
+        char app[520], pid[140];
         fprintf(stderr, "mprof capture: capturing %s (pid %s) at %s:%u into %s%s\n",
-                c.app[0] ? c.app : "?", c.pid[0] ? c.pid : "?", c.address, c.port, c.out_path,
-                c.history > 0 ? " (with history)" : "");
+                c.app[0] ? tool_escape(c.app, sizeof c.app, app, sizeof app) : "?",
+                c.pid[0] ? tool_escape(c.pid, sizeof c.pid, pid, sizeof pid) : "?", c.address,
+                c.port, c.out_path, c.history > 0 ? " (with history)" : "");
+    }
 
     uint64_t t0 = now_ns(), last_progress = 0, stop_sent_at = 0;
     int exit_code = EXIT_OK, eof = 0;
@@ -478,6 +553,21 @@ int cmd_capture(int argc, char **argv)
     close(c.sock);
     if (!io_failed && !c.st.end_seen)
         io_failed = write_own_end(&c, ended) != 0;
+    if (io_failed && c.write_failed) {
+        /* A chunk could not be written (a full disk): the file is cut back to its last whole
+         * chunk and ends with an END that says so and counts what was not written. */
+        int full = c.write_errno == ENOSPC || c.write_errno == EDQUOT;
+        int e = c.write_errno;
+        int ended_ok = write_own_end(&c, full ? "disk-full" : "write-error") == 0;
+        close(c.fd);
+        tool_error("capture", EXIT_IO, "writing %s failed: %s; %" PRIu64 " chunk(s) (%" PRIu64
+                   " bytes) and what the process sent after them were not written; %s",
+                   c.out_path, full ? "the disk is full" : strerror(e), c.chunks_not_written,
+                   c.bytes_not_written,
+                   ended_ok ? "the file ends at the last whole chunk with an end record saying so"
+                            : "the file is cut off at the last whole chunk");
+        return EXIT_IO;
+    }
     if (io_failed) {
         tool_error("capture", EXIT_IO, "writing %s failed: %s", c.out_path, strerror(errno));
         close(c.fd);
@@ -485,6 +575,14 @@ int cmd_capture(int argc, char **argv)
     }
     if (close(c.fd) != 0)
         return tool_error("capture", EXIT_IO, "closing %s failed: %s", c.out_path, strerror(errno));
+    /* Exit 0 promises a capture the reader accepts: read it back once (a hostile or broken
+     * peer can pass every chunk check and still send what no reader takes). */
+    char rerr[512];
+    if (verify_file(c.out_path, rerr, sizeof rerr) != 0) {
+        tool_error("capture", EXIT_PROTOCOL, "the capture written to %s does not read back: %s",
+                   c.out_path, rerr);
+        return EXIT_PROTOCOL;
+    }
     uint64_t lost = c.st.end_events_lost > c.st.counts.lost ? c.st.end_events_lost
                                                              : c.st.counts.lost;
     double el = (double)(now_ns() - t0) / 1e9;

@@ -44,6 +44,10 @@ int tool_output_close(tool_output *o, int ok, char *err, size_t errlen);
 /* True when out would land inside the folder in (in is a directory and out's parent directory is
  * in or below it), or out and in are one file: an output that would change an input. */
 int tool_output_hits_input(const char *out, const char *in);
+/* Copies up to n bytes of s (stopping at a NUL) into out as printable text: printable ASCII
+ * kept, a backslash doubled, every other byte as \xNN; cut to fit outn. Returns out. For
+ * strings from outside (a peer's messages, app names) before they reach a terminal. */
+const char *tool_escape(const void *s, size_t n, char *out, size_t outn);
 /* True when arg is -h or --help. */
 int tool_is_help(const char *arg);
 /* Parses a non-negative integer option value; returns 0 or prints an error and returns -1. */

@@ -204,3 +204,32 @@ int tool_output_hits_input(const char *out, const char *in)
     free(ri);
     return hit;
 }
+
+const char *tool_escape(const void *s, size_t n, char *out, size_t outn)
+{
+    const unsigned char *p = s;
+    size_t o = 0;
+    if (!outn)
+        return out;
+    for (size_t i = 0; i < n && p[i]; i++) {
+        char tmp[8];
+        size_t l;
+        /* Printable ASCII as it is; controls (escape sequences), DEL and every other byte as
+         * \xNN, so a peer cannot move the cursor, clear the screen or forge a line. */
+        if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\') {
+            tmp[0] = (char)p[i];
+            l = 1;
+        } else if (p[i] == '\\') {
+            memcpy(tmp, "\\\\", 2);
+            l = 2;
+        } else {
+            l = (size_t)snprintf(tmp, sizeof tmp, "\\x%02x", p[i]);
+        }
+        if (o + l >= outn)
+            break;
+        memcpy(out + o, tmp, l);
+        o += l;
+    }
+    out[o] = 0;
+    return out;
+}
