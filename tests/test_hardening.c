@@ -11,10 +11,14 @@
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
@@ -462,7 +466,7 @@ static void test_capture_peer_strings_escaped(void **state)
     assert_int_equal(mprof_wire_encode_reply(&f.send, MPROF_WIRE_BUSY, msg, strlen(msg)), 0);
     fake_peer_start(&f);
     const char *p = tu_temp_path("busy.mprof");
-    int rc = run("capture -p %d -o %s --wait 10", f.port, p);
+    int rc = run("capture -p %d -o %s", f.port, p); /* no --wait: busy exits at once */
     fake_peer_stop(&f);
     assert_int_equal(rc, 4);
     assert_null(strchr(out, 0x1b));
@@ -529,12 +533,15 @@ static void test_capture_write_failure(void **state)
     mprof_buf_free(&ev);
     fake_peer_start(&f);
     const char *p = tu_temp_path("toolfull.mprof");
-    struct rlimit old, rl = {100000, 100000};
-    getrlimit(RLIMIT_FSIZE, &old);
+    /* Only the soft limit, so that it can be raised back (the hard one cannot without
+     * privilege). */
+    struct rlimit old;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    struct rlimit rl = {100000, old.rlim_max};
     void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
     setrlimit(RLIMIT_FSIZE, &rl);
     int rc = run("capture -p %d -o %s --wait 10", f.port, p);
-    setrlimit(RLIMIT_FSIZE, &old);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
     signal(SIGXFSZ, prev);
     fake_peer_stop(&f);
     assert_int_equal(rc, 3);
@@ -550,6 +557,167 @@ static void test_capture_write_failure(void **state)
     cJSON_Delete(j);
 }
 
+/* ---- the in-process listener against hostile local clients ---------------------------------- */
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t l = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* A client socket connected to the listener within 3 s (a dropped SYN is retried after 1 s),
+ * or -1. */
+static int connect_ms(int port, int ms);
+static int connect_to(int port)
+{
+    return connect_ms(port, 3000);
+}
+
+static int connect_ms(int port, int ms)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno != EINPROGRESS) {
+        close(fd);
+        return -1;
+    }
+    struct pollfd pf = {.fd = fd, .events = POLLOUT};
+    int err = 0;
+    socklen_t el = sizeof err;
+    if (poll(&pf, 1, ms) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void listen_on(int port)
+{
+    unsetenv("MPROF_LISTEN");
+    mprof_config cfg = {.listen = MPROF_TOGGLE_ON, .listen_address = "127.0.0.1",
+                        .listen_port = (uint16_t)port};
+    assert_int_equal(mprof_startup(&cfg), MPROF_OK);
+}
+
+static void listen_off(void)
+{
+    mprof_shutdown();
+    setenv("MPROF_LISTEN", "0", 1);
+}
+
+/* Idle connections (no hello) no longer queue a real tool behind them: handshakes are served
+ * side by side. (They were served one at a time for 2 s each: six made the tool's 5 s wait for
+ * its reply run out.) */
+static void test_listener_idle_clients(void **state)
+{
+    (void)state;
+    int port = free_port();
+    listen_on(port);
+    int idle[6];
+    for (int i = 0; i < 6; i++)
+        assert_true((idle[i] = connect_to(port)) >= 0);
+    const char *p = tu_temp_path("afteridle.mprof");
+    int rc = run("capture -p %d -o %s -s 0.5 --wait 30", port, p);
+    for (int i = 0; i < 6; i++)
+        close(idle[i]);
+    listen_off();
+    assert_int_equal(rc, 0);
+}
+
+static atomic_int producing;
+
+/* Messages of random text, so the stream does not compress away and socket buffers fill. */
+static void *producer(void *arg)
+{
+    (void)arg;
+    unsigned x = 7;
+    double until = mono_s() + 60;
+    while (atomic_load(&producing) && mono_s() < until) {
+        for (int i = 0; i < 200; i++) {
+            x = x * 1103515245u + 12345u;
+            unsigned y = x * 2654435761u;
+            MPROF_MESSAGEF(MPROF_LOG_INFO, "%08x%08x%08x%08x", x, y, x ^ y, x + y);
+        }
+        MPROF_FRAME_MARK();
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+/* A client that sends a valid hello and then never reads held the only session: every real
+ * capture got BUSY. Now a session whose tool takes nothing gives way to a new tool (and is
+ * dropped after a while anyway); the real tool retries BUSY within --wait. */
+static void test_listener_non_reading_session(void **state)
+{
+    (void)state;
+    int port = free_port();
+    listen_on(port);
+    int h = connect_to(port);
+    assert_true(h >= 0);
+    int small = 4096;
+    setsockopt(h, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    unsigned char hb[MPROF_WIRE_HELLO_BYTES];
+    mprof_wire_hello hello = {.version = MPROF_WIRE_VERSION};
+    mprof_wire_encode_hello(hb, &hello);
+    assert_int_equal(send(h, hb, sizeof hb, 0), (ssize_t)sizeof hb);
+    atomic_store(&producing, 1);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, producer, NULL), 0);
+    const char *p = tu_temp_path("afterstall.mprof");
+    int rc = run("capture -p %d -o %s -s 0.5 --wait 45", port, p);
+    atomic_store(&producing, 0);
+    pthread_join(th, NULL);
+    close(h);
+    listen_off();
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "busy"));
+}
+
+/* A flood of connections is served at a bounded rate, so it cannot take the game's CPU: a
+ * client that connects, sends a bad hello and reads the refusal as fast as it can for a second
+ * gets at most the burst plus the per-second rate answered. (It got thousands, and about 3,000
+ * a second halved the engine's frame rate.) */
+static void test_listener_flood_rate_limited(void **state)
+{
+    (void)state;
+    int port = free_port();
+    listen_on(port);
+    const unsigned char junk[MPROF_WIRE_HELLO_BYTES] = "GET / HTTP/1.1\r\nHost: x";
+    int answered = 0, tried = 0;
+    double t0 = mono_s(), el;
+    while ((el = mono_s() - t0) < 1.0 && tried < 100000) {
+        tried++;
+        int fd = connect_ms(port, 50);
+        if (fd < 0)
+            continue;
+        send(fd, junk, sizeof junk, MSG_NOSIGNAL);
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        unsigned char b[64];
+        if (poll(&pf, 1, 50) == 1 && recv(fd, b, sizeof b, MSG_DONTWAIT) > 0)
+            answered++;
+        close(fd);
+    }
+    el = mono_s() - t0;
+    listen_off();
+    print_message("flood: %d answered of %d tried in %.2f s\n", answered, tried, el);
+    assert_true(answered > 0);
+    assert_true(answered <= 16 + (int)(50 * el) + 8);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -562,6 +730,9 @@ int main(void)
         cmocka_unit_test(test_capture_unreadable_stream_not_ok),
         cmocka_unit_test(test_capture_peer_strings_escaped),
         cmocka_unit_test(test_capture_write_failure),
+        cmocka_unit_test(test_listener_idle_clients),
+        cmocka_unit_test(test_listener_non_reading_session),
+        cmocka_unit_test(test_listener_flood_rate_limited),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

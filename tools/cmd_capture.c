@@ -53,7 +53,8 @@ static const char *const help =
     "  --history SECONDS also capture up to this many seconds from before the connection (the\n"
     "                    process keeps MPROF_HISTORY_SECONDS of history, default 5)\n"
     "  --wait SECONDS    give up if no process answers within this time (default: wait\n"
-    "                    forever, retrying)\n"
+    "                    forever, retrying); a process busy with another capture is asked\n"
+    "                    again until then (without --wait, busy exits 4 at once)\n"
     "  --fail-on-lost    exit 1 when events were lost\n"
     "  -h, --help        show this help\n"
     "\n"
@@ -165,9 +166,8 @@ static int write_all(int fd, const void *data, size_t len)
 
 /* Reads exactly until a complete reply is in buf (or the deadline passes). */
 static int read_reply(capture *c, mprof_buf *buf, mprof_wire_reply *rep, size_t *used, char *err,
-                      size_t errlen)
+                      size_t errlen, uint64_t until)
 {
-    uint64_t until = now_ns() + 5000000000ull;
     for (;;) {
         if (buf->len) {
             int rc = mprof_wire_decode_reply(buf->data, buf->len, rep, used, err, errlen);
@@ -176,7 +176,8 @@ static int read_reply(capture *c, mprof_buf *buf, mprof_wire_reply *rep, size_t 
         }
         uint64_t t = now_ns();
         if (t >= until) {
-            snprintf(err, errlen, "no handshake reply within 5 s");
+            snprintf(err, errlen, "no handshake reply in time (the process is busy or not an "
+                     "mprof process)");
             return -1;
         }
         struct pollfd pf = {.fd = c->sock, .events = POLLIN};
@@ -379,8 +380,13 @@ int cmd_capture(int argc, char **argv)
 
     /* Connect, retrying until the process appears. */
     uint64_t t_start = now_ns();
-    int said = 0;
+    int said = 0, said_busy = 0;
     char why[256] = "";
+    mprof_buf in = {0};
+    mprof_wire_reply rep;
+    size_t used = 0;
+    char err[512];
+retry:
     for (;;) {
         c.sock = connect_once(&c, why, sizeof why);
         if (c.sock >= 0)
@@ -417,15 +423,35 @@ int cmd_capture(int argc, char **argv)
         return tool_error("capture", EXIT_CONNECT, "cannot send the handshake to %s:%u: %s",
                           c.address, c.port, strerror(errno));
     }
-    mprof_buf in = {0};
-    mprof_wire_reply rep;
-    size_t used = 0;
-    char err[512];
-    if (read_reply(&c, &in, &rep, &used, err, sizeof err) != 0) {
+    /* The reply within 5 s, and never past --wait (at least half a second for it, though). */
+    uint64_t until = now_ns() + 5000000000ull;
+    if (c.wait >= 0) {
+        uint64_t end = t_start + (uint64_t)(c.wait * 1e9), floor = now_ns() + 500000000ull;
+        if (end < floor)
+            end = floor;
+        if (end < until)
+            until = end;
+    }
+    in.len = 0;
+    if (read_reply(&c, &in, &rep, &used, err, sizeof err, until) != 0) {
         close(c.sock);
         mprof_buf_free(&in);
         return tool_error("capture", EXIT_CONNECT, "handshake with %s:%u failed: %s", c.address,
                           c.port, err);
+    }
+    /* Busy with --wait: another capture holds the process; try again until --wait runs out. */
+    if (rep.status == MPROF_WIRE_BUSY && rep.version == MPROF_WIRE_VERSION && c.wait > 0 &&
+        !g_stop && (double)(now_ns() - t_start) / 1e9 + 0.5 < c.wait) {
+        if (!said_busy) {
+            fprintf(stderr, "mprof capture: the process is busy with another capture; retrying "
+                            "until --wait runs out...\n");
+            said_busy = 1;
+        }
+        close(c.sock);
+        c.sock = -1;
+        struct timespec ts = {0, 500000000};
+        nanosleep(&ts, NULL);
+        goto retry;
     }
     if (rep.status != MPROF_WIRE_OK || rep.version != MPROF_WIRE_VERSION) {
         int code = rep.status == MPROF_WIRE_BUSY ? EXIT_CONNECT : EXIT_PROTOCOL;
@@ -486,7 +512,8 @@ int cmd_capture(int argc, char **argv)
                 c.port, c.out_path, c.history > 0 ? " (with history)" : "");
     }
 
-    uint64_t t0 = now_ns(), last_progress = 0, stop_sent_at = 0;
+    uint64_t t0 = now_ns(), last_progress = 0, stop_sent_at = 0, last_data = t0;
+    int said_silent = 0;
     int exit_code = EXIT_OK, eof = 0;
     const char *ended = "process-end";
     while (!io_failed && !c.st.end_seen) {
@@ -507,10 +534,17 @@ int cmd_capture(int argc, char **argv)
         }
         if (eof)
             break;
+        if (!said_silent && !c.tty && t - last_data > 5000000000ull) {
+            /* Without a progress line, a silent process would look like a hung tool. */
+            fprintf(stderr, "mprof capture: nothing from the process for 5 s; still waiting "
+                            "(%s)\n", c.seconds > 0 ? "until -s runs out" : "Ctrl-C stops");
+            said_silent = 1;
+        }
         struct pollfd pf = {.fd = c.sock, .events = POLLIN};
         int pr = poll(&pf, 1, 100);
         if (pr <= 0)
             continue;
+        last_data = now_ns();
         if (mprof_buf_reserve(&in, 1 << 18) != 0) {
             tool_error("capture", EXIT_IO, "out of memory");
             exit_code = EXIT_IO;
