@@ -718,6 +718,38 @@ static void test_listener_flood_rate_limited(void **state)
     assert_true(answered <= 16 + (int)(50 * el) + 8);
 }
 
+/* Numeric environment variables are checked by one parser: a bad value is ignored with one
+ * warning naming it (MPROF_PORT=70000 listened on 4464, abc on 8086, silently). */
+static void test_env_numbers_checked(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"MPROF_PORT=70000", "MPROF_PORT='70000' is not a whole number from 1 to 65535"},
+        {"MPROF_PORT=abc", "MPROF_PORT='abc' is not a whole number"},
+        {"MPROF_PORT=80x", "MPROF_PORT='80x'"},
+        {"MPROF_MEMORY_MIB=-5", "MPROF_MEMORY_MIB='-5'"},
+        {"MPROF_ZSTD_LEVEL=99", "MPROF_ZSTD_LEVEL='99'"},
+        {"MPROF_HISTORY_SECONDS=nan", "MPROF_HISTORY_SECONDS='nan' is not a number"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "%s MPROF_LISTEN=0 %s ci --self-test-workload --frames 2 2>&1",
+                 cases[i][0], tu_mprof_bin());
+        assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+        const char *hit = strstr(out, cases[i][1]);
+        if (!hit)
+            print_error("%s: no warning in: %s\n", cases[i][0], out);
+        assert_non_null(hit);
+        assert_null(strstr(hit + 1, cases[i][1])); /* once */
+    }
+    /* Good values say nothing. */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "MPROF_PORT=9123 MPROF_ZSTD_LEVEL=3 MPROF_HISTORY_SECONDS=2.5 "
+             "MPROF_LISTEN=0 %s ci --self-test-workload --frames 2 2>&1", tu_mprof_bin());
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    assert_null(strstr(out, "ignored"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -733,6 +765,7 @@ int main(void)
         cmocka_unit_test(test_listener_idle_clients),
         cmocka_unit_test(test_listener_non_reading_session),
         cmocka_unit_test(test_listener_flood_rate_limited),
+        cmocka_unit_test(test_env_numbers_checked),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
