@@ -136,10 +136,14 @@ static int sink_write(const void *data, size_t len)
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            C.sink_errno = errno;
-            mprof__log("writing the capture failed: %s; recording stops (the capture's end "
-                       "record says so and counts what was not written)",
-                       errno == ENOSPC || errno == EDQUOT ? "the disk is full" : strerror(errno));
+            /* Logged once: the retries of sink_recover fail quietly. */
+            int e = errno;
+            if (!C.sink_errno) {
+                C.sink_errno = e;
+                mprof__log("writing the capture failed: %s; recording stops (the capture's end "
+                           "record says so and counts what was not written)",
+                           e == ENOSPC || e == EDQUOT ? "the disk is full" : strerror(e));
+            }
             C.sink_failed = 1;
             C.unwritten_chunks++;
             C.unwritten_bytes += whole;

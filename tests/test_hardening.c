@@ -750,6 +750,53 @@ static void test_env_numbers_checked(void **state)
     assert_null(strstr(out, "ignored"));
 }
 
+/* The smaller CLI items of issue 14. */
+static void test_cli_small_items(void **state)
+{
+    (void)state;
+    /* capture -o DIR: a usage error naming it, before any connection. */
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", tu_temp_path("capdir"));
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(run("capture -o %s -p 9 --wait 0", dir), 2);
+    assert_non_null(strstr(out, "is a directory"));
+    /* [::1]:PORT is parsed as IPv6 address and port; a bad bracket form is a usage error. */
+    assert_int_equal(run("capture -a [::1]:9 -o %s/x.mprof --wait 0", dir), 4);
+    assert_non_null(strstr(out, "::1"));
+    assert_null(strstr(out, "cannot resolve"));
+    assert_int_equal(run("capture -a [::1 -o %s/x.mprof --wait 0", dir), 2);
+    /* A capture on a pipe: view says it needs a file, not "bad magic"; report reads it. */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cat %s | %s view /dev/stdin -o %s/v.html 2>&1", good,
+             tu_mprof_bin(), dir);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 2);
+    assert_null(strstr(out, "bad magic"));
+    assert_non_null(strstr(out, "pipe"));
+    snprintf(cmd, sizeof cmd, "cat %s | %s report /dev/stdin 2>&1", good, tu_mprof_bin());
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    /* A closed output pipe exits 3, not 141 (SIGPIPE). */
+    snprintf(cmd, sizeof cmd, "(%s export -f chrome %s; echo $? > %s/rc) | head -c 1 > /dev/null",
+             tu_mprof_bin(), good, dir);
+    tu_run(cmd, out, sizeof out);
+    char rcpath[600];
+    snprintf(rcpath, sizeof rcpath, "%s/rc", dir);
+    unsigned char *d;
+    slurp(rcpath, &d);
+    assert_int_equal(atoi((const char *)d), 3);
+    free(d);
+    /* --opt=value, and --version named in --help. */
+    assert_int_equal(run("report --top=1 %s", good), 0);
+    assert_non_null(strstr(out, "Zones (1 of 2"));
+    assert_int_equal(run("--help"), 0);
+    assert_non_null(strstr(out, "--version"));
+    /* view A B names the capture that fails. */
+    const char *bad = corrupt_copy();
+    assert_int_equal(run("view %s %s -o %s/v.html", good, bad, dir), 3);
+    assert_non_null(strstr(out, bad));
+    assert_int_equal(run("export -f csv %s", bad), 3);
+    assert_non_null(strstr(out, bad));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -766,6 +813,7 @@ int main(void)
         cmocka_unit_test(test_listener_non_reading_session),
         cmocka_unit_test(test_listener_flood_rate_limited),
         cmocka_unit_test(test_env_numbers_checked),
+        cmocka_unit_test(test_cli_small_items),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -42,13 +42,14 @@ static const char *const help =
     "\n"
     "Options:\n"
     "  -o FILE           output file (required; parent directories are created)\n"
-    "  -a ADDRESS        address of the process (default 127.0.0.1)\n"
+    "  -a ADDRESS        address of the process (default 127.0.0.1); IPv6 as ::1, [::1] or\n"
+    "                    [::1]:PORT (the process listens there with MPROF_ADDRESS=::1)\n"
     "  -p PORT           port of the process (default 8086)\n"
     "  -f                overwrite FILE if it exists (refused otherwise)\n"
-    "  -s SECONDS        stop after this many seconds of capture (default: until the process\n"
-    "                    exits or Ctrl-C)\n"
-    "  -m MIB            memory limit for buffering in the process for this capture (default\n"
-    "                    64, at most the process's memory cap); when the tool cannot keep up,\n"
+    "  -s SECONDS        stop after this many seconds of capture (default, and -s 0: until\n"
+    "                    the process exits or Ctrl-C)\n"
+    "  -m MIB            memory limit for buffering in the process for this capture (default,\n"
+    "                    and -m 0: 64, at most the process's memory cap); when the tool cannot keep up,\n"
     "                    chunks past it are dropped and counted as lost events\n"
     "  --history SECONDS also capture up to this many seconds from before the connection (the\n"
     "                    process keeps MPROF_HISTORY_SECONDS of history, default 5)\n"
@@ -114,6 +115,7 @@ typedef struct capture {
     mprof_wire_stream st;
     int write_failed;
     char app[128], pid[32];
+    char addr_buf[256];
 } capture;
 
 /* Connects to address:port once. Returns the socket, or -1 with errno-ish reason in why. */
@@ -318,6 +320,22 @@ int cmd_capture(int argc, char **argv)
                 return tool_error("capture", EXIT_USAGE, "-a needs an address");
             c.address = v;
             i++;
+            /* [::1] or [::1]:PORT for IPv6, as in URLs. */
+            if (v[0] == '[') {
+                const char *close_b = strchr(v, ']');
+                if (!close_b || close_b == v + 1 || (close_b[1] && close_b[1] != ':'))
+                    return tool_error("capture", EXIT_USAGE, "-a: '%s' is not [ADDRESS] or "
+                                      "[ADDRESS]:PORT", v);
+                snprintf(c.addr_buf, sizeof c.addr_buf, "%.*s", (int)(close_b - v - 1), v + 1);
+                c.address = c.addr_buf;
+                if (close_b[1] == ':') {
+                    if (tool_parse_uint("capture", "-a", close_b + 2, 65535, &u))
+                        return EXIT_USAGE;
+                    if (u == 0)
+                        return tool_error("capture", EXIT_USAGE, "-a: port 0 is not valid");
+                    c.port = (unsigned)u;
+                }
+            }
         } else if (strcmp(a, "-p") == 0) {
             if (tool_parse_uint("capture", "-p", v, 65535, &u))
                 return EXIT_USAGE;
@@ -352,6 +370,9 @@ int cmd_capture(int argc, char **argv)
     if (!c.out_path)
         return tool_error("capture", EXIT_USAGE, "no output file: give -o FILE (see --help)");
     struct stat st;
+    if (stat(c.out_path, &st) == 0 && S_ISDIR(st.st_mode))
+        return tool_error("capture", EXIT_USAGE, "-o %s is a directory: give a file name (for "
+                          "example %s/capture.mprof)", c.out_path, c.out_path);
     if (!c.force && stat(c.out_path, &st) == 0)
         return tool_error("capture", EXIT_IO, "%s already exists; use -f to overwrite it",
                           c.out_path);

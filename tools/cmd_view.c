@@ -121,6 +121,9 @@ int cmd_view(int argc, char **argv)
     }
     if (!n_paths)
         return tool_error("view", EXIT_USAGE, "no capture file given (see --help)");
+    for (int i = 0; i < n_paths; i++)
+        if (tool_check_rereadable("view", paths[i]))
+            return EXIT_USAGE;
     const char *shown = paths[n_paths - 1];
     char def_out[4096];
     if (!out_path) {

@@ -233,3 +233,16 @@ const char *tool_escape(const void *s, size_t n, char *out, size_t outn)
     out[o] = 0;
     return out;
 }
+
+int tool_check_rereadable(const char *cmd, const char *path)
+{
+    struct stat st;
+    if (path && strcmp(path, "-") != 0 && stat(path, &st) == 0 && !S_ISREG(st.st_mode) &&
+        !S_ISBLK(st.st_mode)) {
+        tool_error(cmd, EXIT_USAGE, "%s is %s, not a file: mprof %s reads the capture more than "
+                   "once; save it to a file first (mprof report reads a pipe)", path,
+                   S_ISDIR(st.st_mode) ? "a directory" : "a pipe or device", cmd);
+        return -1;
+    }
+    return 0;
+}

@@ -283,7 +283,7 @@ int mprof__export_chrome(const char *path, FILE *out, char *err, size_t errlen)
     }
     int ret = 0;
     if (rc == -1) {
-        snprintf(err, errlen, "%s", mprof_reader_error(c.r));
+        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(c.r));
         ret = -1;
     } else if (rc == -2) {
         snprintf(err, errlen, "%s: out of memory", path);

@@ -123,7 +123,7 @@ int mprof__zstats_collect(const char *path, mprof_zstats *out, char *err, size_t
             break;
         }
     if (rc == -1)
-        snprintf(err, errlen, "%s", mprof_reader_error(r));
+        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
     else if (rc == -2)
         snprintf(err, errlen, "%s: out of memory", path);
     if (rc == 0) {
@@ -275,7 +275,7 @@ int mprof__export_csv_zones(const char *path, FILE *out, char *err, size_t errle
         }
     int ret = 0;
     if (rc == -1) {
-        snprintf(err, errlen, "%s", mprof_reader_error(p.r));
+        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(p.r));
         ret = -1;
     } else if (rc == -2) {
         snprintf(err, errlen, "%s: out of memory", path);
