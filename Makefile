@@ -4,6 +4,7 @@
 #   make asan / make tsan - the tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make bench  - the benchmarks (figures on stdout, one JSON object per line)
 #   make fuzz   - every libFuzzer target for FUZZ_SECONDS (30) on its corpus in fuzz/corpus/
+#                 (new inputs go to build-fuzz/corpus/, so the checkout is left as it was)
 # A test that fails is run once more before the run counts as failed: a few tests measure
 # timing on a shared machine (the gate's proof on noise); a real failure fails twice.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -47,7 +48,8 @@ fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_BUILD_FUZZ=ON -DMPROF_BUILD_TESTS=OFF -DMPROF_BUILD_BENCH=OFF -DMPROF_BUILD_EXAMPLES=OFF
 	cmake --build build-fuzz -j $(JOBS)
 	for t in reader wire timeline passes report_gpu gate_json frames_export; do \
-	    ./build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/$$t || exit 1; done
+	    mkdir -p build-fuzz/corpus/$$t && \
+	    ./build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus/$$t fuzz/corpus/$$t || exit 1; done
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
