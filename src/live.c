@@ -271,7 +271,8 @@ static int build_defs(uint64_t ts_ticks, uint64_t lost)
     L.build.len = 0;
     if (mprof_buf_reserve(&L.build, L.defs.len + L.sticky.len + 64) != 0)
         return -1;
-    memcpy(L.build.data, L.defs.data, L.defs.len);
+    if (L.defs.len) /* no definitions yet: L.defs.data is NULL, which memcpy may not take */
+        memcpy(L.build.data, L.defs.data, L.defs.len);
     unsigned char *o = L.build.data + L.defs.len;
     uint32_t cur = 0;
     if (lost) {
