@@ -741,6 +741,8 @@ void mprof__collector_info(mprof_buf *out)
     kvf(&b, "timer", "%s", mprof__g.timer_name);
     kvf(&b, "ns_per_tick", "%.17g", mprof__g.ns_per_tick);
     kvf(&b, "tick0", "%" PRIu64, mprof__g.tick0);
+    if (mprof__g.zone_cost_ns > 0)
+        kvf(&b, "zone_cost_ns", "%.1f", mprof__g.zone_cost_ns);
     if (uname(&u) == 0) {
         kvf(&b, "hostname", "%s", u.nodename);
         kvf(&b, "os", "%s %s %s", u.sysname, u.release, u.machine);

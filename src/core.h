@@ -77,6 +77,7 @@ typedef struct mprof__globals {
     uint64_t mono0_ns;             /* CLOCK_MONOTONIC at tick0 */
     uint64_t real0_ns;             /* CLOCK_REALTIME at tick0 */
     const char *timer_name;        /* "tsc", "cntvct" or "clock" */
+    double zone_cost_ns;           /* an empty zone's cost, measured at start-up (timer.c) */
 } mprof__globals;
 
 extern mprof__globals mprof__g;

@@ -13,6 +13,8 @@
  */
 #include "core.h"
 
+#include <stdatomic.h>
+#include <string.h>
 #include <time.h>
 
 int mprof__use_tsc;
@@ -79,6 +81,38 @@ static void pair(uint64_t *ticks, uint64_t *ns)
     }
 }
 
+/*
+ * What an empty zone costs on this machine, in ns: the hot path's work for a begin and an end
+ * (two clock reads, two raw records) timed over a batch, best of five batches so that an
+ * interrupt does not count. Zones whose mean is near this are mostly the profiler's own time
+ * (the report flags them). About 0.1 ms at start-up; INFO "zone_cost_ns".
+ */
+static double zone_cost_ns(void)
+{
+    enum { BATCH = 1000 };
+    static unsigned char scratch[40];
+    const void *loc = scratch; /* stands in for the call site's source location */
+    double best = 0;
+    for (int b = 0; b < 5; b++) {
+        uint64_t n0 = raw_ns();
+        for (int i = 0; i < BATCH; i++) {
+            uint64_t t = mprof__use_tsc ? read_counter() : mprof__ticks_os();
+            scratch[0] = 0x10;
+            memcpy(scratch + 1, &t, 8);
+            memcpy(scratch + 9, &loc, sizeof loc);
+            atomic_signal_fence(memory_order_seq_cst); /* keep each record's stores in place */
+            t = mprof__use_tsc ? read_counter() : mprof__ticks_os();
+            scratch[17] = 0x11;
+            memcpy(scratch + 18, &t, 8);
+            atomic_signal_fence(memory_order_seq_cst);
+        }
+        double per = (double)(raw_ns() - n0) / BATCH;
+        if (b == 0 || per < best)
+            best = per;
+    }
+    return best;
+}
+
 void mprof__timer_init(mprof_toggle check, bool verbose)
 {
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -120,6 +154,7 @@ void mprof__timer_init(mprof_toggle check, bool verbose)
     }
     mprof__g.mono0_ns = mprof__use_tsc ? raw_ns() : mprof__g.tick0;
     mprof__g.real0_ns = mprof__real_ns();
+    mprof__g.zone_cost_ns = zone_cost_ns();
 }
 
 uint64_t mprof__ticks_to_ns(uint64_t ticks)

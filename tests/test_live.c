@@ -296,6 +296,19 @@ static void live_counts_equal_in_process(void **state)
     assert_int_equal(b.by_type[MPROF_EV_PLOT_F64], a.by_type[MPROF_EV_PLOT_F64]);
     assert_int_equal(b.by_type[MPROF_EV_LOST], 0);
     assert_non_null(strstr(slurp(log), "0 events lost"));
+    /* The tool and `mprof report` count events the same way (records the program made, not the
+     * stream's definitions and thread switches). */
+    const char *w = strstr(slurp(log), " s, ");
+    assert_non_null(w);
+    unsigned long long tool_events = strtoull(w + 4, NULL, 10);
+    char cmd[1024], out[4096];
+    snprintf(cmd, sizeof cmd, "%s report --json %s | grep -A1 '\"events\"' | grep '\"total\"'",
+             tu_mprof_bin(), live);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    const char *t = strstr(out, ":");
+    assert_non_null(t);
+    assert_true(tool_events > 0);
+    assert_int_equal(strtoull(t + 1, NULL, 10), tool_events);
 }
 
 /* A tool that connects late gets every definition; with --history it also gets the frames from

@@ -119,6 +119,14 @@ typedef struct mprof_event_desc {
 /* The description of tag, or NULL for a tag the table does not define. Any thread. */
 const mprof_event_desc *mprof_event_desc_get(int tag);
 
+/* Whether a record counts as an event in the figures users read (`mprof capture`, `mprof
+ * report`, END "events"): what the program recorded, not the stream's own structure (thread
+ * switches, definitions, calibrations, modules). LOST and THREAD_EXIT count. */
+static inline int mprof_event_counted(int tag)
+{
+    return tag >= 0x10 || tag == MPROF_EV_LOST || tag == MPROF_EV_THREAD_EXIT;
+}
+
 /* ---- little helpers shared by encoders and decoders ---------------------------------------- */
 
 typedef struct mprof_buf {

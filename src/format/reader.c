@@ -81,7 +81,7 @@ struct mprof_reader {
     callstack *stacks;
     uint32_t n_stacks;
     uint32_t max_loc, max_str, max_stack; /* largest definition ids seen */
-    uint64_t thread_events; /* events that came from thread buffers (what END's events counts) */
+    uint64_t thread_events; /* events as mprof_event_counted counts them (END's "events") */
     uint64_t frames_tmp[256];
 };
 
@@ -339,8 +339,8 @@ static void check_end(mprof_reader *r)
         r->st.ending = MPROF_ENDING_PEER_LOST;
     else
         r->st.ending = MPROF_ENDING_CLEAN;
-    /* The library counts the chunks before END; the tool's END counts every record it stored,
-     * the library's only those from thread buffers (not the collector's definitions). */
+    /* Both the library and mprof capture count the chunks before END and the events as
+     * mprof_event_counted does (not the stream's definitions and thread switches). */
     const char *v = kv_get(&r->end, "chunks");
     uint64_t before = r->st.chunks - 1;
     r->st.chunks_missing = 0;
@@ -352,7 +352,7 @@ static void check_end(mprof_reader *r)
     r->st.events_missing = 0;
     if (v) {
         uint64_t want = strtoull(v, NULL, 10);
-        uint64_t have = writer ? r->st.events : r->thread_events;
+        uint64_t have = r->thread_events;
         r->st.events_missing = want > have ? want - have : 0;
     }
 }
@@ -612,7 +612,7 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
         if (apply_def(r, ev) != 0)
             return -1;
         r->st.events++;
-        if (tag >= 0x10 || tag == MPROF_EV_THREAD_EXIT || tag == MPROF_EV_LOST)
+        if (mprof_event_counted(tag))
             r->thread_events++;
         return 1;
     truncated:
