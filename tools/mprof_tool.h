@@ -49,7 +49,7 @@ int tool_output_hits_input(const char *out, const char *in);
  * strings from outside (a peer's messages, app names) before they reach a terminal. */
 const char *tool_escape(const void *s, size_t n, char *out, size_t outn);
 /* 0 when path can be read twice (a regular file); otherwise prints why not (a pipe, a device,
- * a directory) and returns -1. view, export and diff open a capture more than once. */
+ * a directory) and returns -1. report, view, export and diff open a capture more than once. */
 int tool_check_rereadable(const char *cmd, const char *path);
 /* True when arg is -h or --help. */
 int tool_is_help(const char *arg);

@@ -240,7 +240,7 @@ int tool_check_rereadable(const char *cmd, const char *path)
     if (path && strcmp(path, "-") != 0 && stat(path, &st) == 0 && !S_ISREG(st.st_mode) &&
         !S_ISBLK(st.st_mode)) {
         tool_error(cmd, EXIT_USAGE, "%s is %s, not a file: mprof %s reads the capture more than "
-                   "once; save it to a file first (mprof report reads a pipe)", path,
+                   "once; save it to a file first", path,
                    S_ISDIR(st.st_mode) ? "a directory" : "a pipe or device", cmd);
         return -1;
     }
