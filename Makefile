@@ -6,6 +6,7 @@
 #   make proof  - the checks whose outcome depends on timing and load (the gate's proof on noise
 #                 with the sample engine under a CPU hog, mprof ci --self-test): bench/proof.sh
 #   make fuzz   - every libFuzzer target for FUZZ_SECONDS (30) on its corpus in fuzz/corpus/
+#                 (new inputs go to build-fuzz/corpus/, so the checkout is left as it was)
 # No test in `make test` asserts a timing outcome (those are in `make proof`). A failed test is
 # still run once more before the run counts as failed: a few end-to-end tests (live capture,
 # the engine) wait on deadlines of seconds that a machine at load 15+ can overrun. A real
@@ -54,7 +55,8 @@ fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_BUILD_FUZZ=ON -DMPROF_BUILD_TESTS=OFF -DMPROF_BUILD_BENCH=OFF -DMPROF_BUILD_EXAMPLES=OFF
 	cmake --build build-fuzz -j $(JOBS)
 	for t in reader wire timeline passes report_gpu gate_json frames_export store; do \
-	    ./build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/$$t || exit 1; done
+	    mkdir -p build-fuzz/corpus/$$t && \
+	    ./build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus/$$t fuzz/corpus/$$t || exit 1; done
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

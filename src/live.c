@@ -31,12 +31,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #define HANDSHAKE_MS 2000
 #define SHUTDOWN_FLUSH_MS 2000
 #define DEFAULT_QUEUE_MIB 64
+/* The listener (issue 14): handshakes are served side by side, at most MAX_HANDSHAKES at once,
+ * each within HANDSHAKE_MS; connections are accepted at most ACCEPTS_PER_S a second (bursts of
+ * ACCEPT_BURST), so a flood of connections costs the game a bounded, small share of a core.
+ * Replies are small and go to a fresh socket's buffer, so REPLY_MS is plenty. */
+#define MAX_HANDSHAKES 8
+#define ACCEPTS_PER_S 50
+#define ACCEPT_BURST 16
+#define REPLY_MS 250
+/* A session whose tool has not taken a byte for SESSION_STALL_MS is dropped; one stalled for
+ * PREEMPT_STALL_MS gives its place to a new tool that asks. */
+#define SESSION_STALL_MS 10000
+#define PREEMPT_STALL_MS 1000
 
 /* A framed chunk shared by the history ring and session queues. */
 typedef struct blob {
@@ -73,6 +86,10 @@ typedef struct session {
     uint64_t lost_at_attach; /* mprof__g.events_lost when the stream began */
     int need_defs;            /* re-send definitions before the next delivered chunk */
     uint64_t unannounced_lost; /* dropped events not yet written as a LOST record */
+    /* Sender thread writes, listener reads: when the tool last refused bytes without taking
+     * any since (0 while it keeps up), and a request to drop the session. */
+    _Atomic uint64_t stalled_since_ns;
+    _Atomic int evict;
 } session;
 
 static struct {
@@ -276,7 +293,8 @@ static int build_defs(uint64_t ts_ticks, uint64_t lost)
     L.build.len = 0;
     if (mprof_buf_reserve(&L.build, L.defs.len + L.sticky.len + 64) != 0)
         return -1;
-    memcpy(L.build.data, L.defs.data, L.defs.len);
+    if (L.defs.len) /* no definitions yet: L.defs.data is NULL, which memcpy may not take */
+        memcpy(L.build.data, L.defs.data, L.defs.len);
     unsigned char *o = L.build.data + L.defs.len;
     uint32_t cur = 0;
     if (lost) {
@@ -560,9 +578,19 @@ static int send_all(session *s, const unsigned char *p, size_t len, uint64_t giv
         if (n > 0) {
             p += n;
             len -= (size_t)n;
+            atomic_store(&s->stalled_since_ns, 0);
             continue;
         }
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return -1;
+        /* A tool that takes nothing for SESSION_STALL_MS (or is evicted for a new one) is
+         * gone: otherwise a client that never reads would hold the only session forever. */
+        uint64_t now = mprof__mono_ns(), since = atomic_load(&s->stalled_since_ns);
+        if (!since)
+            atomic_store(&s->stalled_since_ns, now);
+        else if (now - since > (uint64_t)SESSION_STALL_MS * 1000000u)
+            return -1;
+        if (atomic_load(&s->evict))
             return -1;
         if (!give_up_ns && atomic_load(&s->shutdown))
             give_up_ns = mprof__mono_ns() + (uint64_t)SHUTDOWN_FLUSH_MS * 1000000u;
@@ -716,37 +744,13 @@ static void reap_locked_join(void)
 
 /* ---- listener and handshake ---------------------------------------------------------------- */
 
-static int recv_deadline(int fd, unsigned char *p, size_t want, uint64_t until)
-{
-    size_t got = 0;
-    while (got < want) {
-        uint64_t now = mprof__mono_ns();
-        if (now >= until)
-            return -1;
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        int pr = poll(&pf, 1, (int)((until - now) / 1000000u) + 1);
-        if (pr <= 0)
-            continue;
-        ssize_t n = recv(fd, p + got, want - got, MSG_DONTWAIT);
-        if (n == 0)
-            return -1;
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                continue;
-            return -1;
-        }
-        got += (size_t)n;
-    }
-    return 0;
-}
-
 static void reply(int fd, int status, const void *payload, size_t len)
 {
     mprof_buf b = {0};
     if (mprof_wire_encode_reply(&b, (uint16_t)status, payload, len) == 0) {
         session tmp = {.fd = fd};
         int stop = 0;
-        send_all(&tmp, b.data, b.len, mprof__mono_ns() + (uint64_t)HANDSHAKE_MS * 1000000u, &stop);
+        send_all(&tmp, b.data, b.len, mprof__mono_ns() + (uint64_t)REPLY_MS * 1000000u, &stop);
     }
     mprof_buf_free(&b);
 }
@@ -758,28 +762,37 @@ static void refuse(int fd, int status, const char *msg)
     close(fd);
 }
 
-static void handshake(int fd)
+/* True when the active session's tool has taken nothing for PREEMPT_STALL_MS: it is asked to
+ * go, and this waits (briefly) until it has. Listener thread. */
+static int evict_stalled_session(void)
 {
-    uint64_t until = mprof__mono_ns() + (uint64_t)HANDSHAKE_MS * 1000000u;
-    unsigned char h[MPROF_WIRE_HELLO_BYTES];
-    mprof_wire_hello hello;
-    char err[160], msg[256];
-    if (recv_deadline(fd, h, 10, until) != 0) {
-        close(fd);
-        return;
+    pthread_mutex_lock(&L.m);
+    session *a = L.active;
+    uint64_t since = a ? atomic_load(&a->stalled_since_ns) : 0;
+    int stalled = a && since && mprof__mono_ns() - since > (uint64_t)PREEMPT_STALL_MS * 1000000u;
+    if (stalled)
+        atomic_store(&a->evict, 1);
+    pthread_mutex_unlock(&L.m);
+    if (!stalled)
+        return 0;
+    /* The sender sees evict within its 100 ms poll. */
+    for (int i = 0; i < 50; i++) {
+        pthread_mutex_lock(&L.m);
+        int gone = L.active != a;
+        pthread_mutex_unlock(&L.m);
+        if (gone)
+            return 1;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
     }
-    int rc = mprof_wire_decode_hello(h, 10, &hello, err, sizeof err);
-    if (rc == MPROF_WIRE_NEED_MORE) {
-        if (recv_deadline(fd, h + 10, sizeof h - 10, until) != 0) {
-            close(fd);
-            return;
-        }
-        rc = mprof_wire_decode_hello(h, sizeof h, &hello, err, sizeof err);
-    }
-    if (rc != MPROF_WIRE_DONE) {
-        refuse(fd, MPROF_WIRE_BAD_HELLO, err);
-        return;
-    }
+    return 0;
+}
+
+/* A complete hello was read from fd: refuse it or start the session. Listener thread. */
+static void handshake_done(int fd, const mprof_wire_hello *hp)
+{
+    mprof_wire_hello hello = *hp;
+    char msg[256];
     if (hello.version != MPROF_WIRE_VERSION) {
         snprintf(msg, sizeof msg,
                  "protocol version mismatch: this process (pid %ld) speaks mprof capture protocol "
@@ -791,6 +804,12 @@ static void handshake(int fd)
     pthread_mutex_lock(&L.m);
     int busy = L.active != NULL;
     pthread_mutex_unlock(&L.m);
+    if (busy && evict_stalled_session()) {
+        reap_locked_join();
+        pthread_mutex_lock(&L.m);
+        busy = L.active != NULL;
+        pthread_mutex_unlock(&L.m);
+    }
     if (busy) {
         snprintf(msg, sizeof msg,
                  "busy: another capture of this process (pid %ld) is in progress; one capture "
@@ -807,6 +826,8 @@ static void handshake(int fd)
     s->fd = fd;
     s->hello = hello;
     atomic_init(&s->shutdown, 0);
+    atomic_init(&s->stalled_since_ns, 0);
+    atomic_init(&s->evict, 0);
     /* The tool's -m, but never more than this process's own memory cap. */
     s->limit_bytes = (size_t)(hello.queue_mib ? hello.queue_mib : DEFAULT_QUEUE_MIB) << 20;
     if (s->limit_bytes > mprof__g.cfg.memory_limit_bytes)
@@ -841,32 +862,113 @@ static void handshake(int fd)
     }
 }
 
+/* A connection whose hello is being read. */
+typedef struct hs_slot {
+    int fd;
+    uint64_t until_ns;
+    size_t got;
+    unsigned char h[MPROF_WIRE_HELLO_BYTES];
+} hs_slot;
+
+/* Reads what fd has of its hello. 1 when the slot is finished (answered or closed), 0 while
+ * more is needed. */
+static int hs_progress(hs_slot *h)
+{
+    ssize_t n = recv(h->fd, h->h + h->got, sizeof h->h - h->got, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        close(h->fd);
+        return 1;
+    }
+    if (n > 0)
+        h->got += (size_t)n;
+    if (h->got < 10)
+        return 0;
+    mprof_wire_hello hello;
+    char err[160];
+    int rc = mprof_wire_decode_hello(h->h, h->got, &hello, err, sizeof err);
+    if (rc == MPROF_WIRE_NEED_MORE && h->got < sizeof h->h)
+        return 0;
+    if (rc != MPROF_WIRE_DONE)
+        refuse(h->fd, MPROF_WIRE_BAD_HELLO, err);
+    else
+        handshake_done(h->fd, &hello);
+    return 1;
+}
+
 static void *listener_main(void *arg)
 {
     (void)arg;
     mprof__set_os_thread_name("mprof-listener");
+    hs_slot slots[MAX_HANDSHAKES];
+    int n_slots = 0;
+    double tokens = ACCEPT_BURST;
+    uint64_t refilled = mprof__mono_ns();
     for (;;) {
-        struct pollfd pf[2] = {{.fd = L.listen_fd, .events = POLLIN}, {.fd = L.wake[0], .events = POLLIN}};
-        int n = poll(pf, 2, 200);
+        uint64_t now = mprof__mono_ns();
+        tokens += (double)(now - refilled) * ACCEPTS_PER_S / 1e9;
+        if (tokens > ACCEPT_BURST)
+            tokens = ACCEPT_BURST;
+        refilled = now;
+        /* The listening socket is watched only while a slot and a token are free: a pending
+         * connection then waits in the backlog instead of waking this thread again and again. */
+        int can_accept = n_slots < MAX_HANDSHAKES && tokens >= 1.0;
+        struct pollfd pf[2 + MAX_HANDSHAKES];
+        int np = 0;
+        pf[np++] = (struct pollfd){.fd = L.wake[0], .events = POLLIN};
+        int li = -1;
+        if (can_accept) {
+            li = np;
+            pf[np++] = (struct pollfd){.fd = L.listen_fd, .events = POLLIN};
+        }
+        int first_slot = np;
+        int timeout = 200;
+        for (int i = 0; i < n_slots; i++) {
+            pf[np++] = (struct pollfd){.fd = slots[i].fd, .events = POLLIN};
+            int left = slots[i].until_ns > now ? (int)((slots[i].until_ns - now) / 1000000u) + 1 : 0;
+            if (left < timeout)
+                timeout = left;
+        }
+        if (!can_accept && n_slots < MAX_HANDSHAKES) {
+            int wait_token = (int)((1.0 - tokens) * 1000.0 / ACCEPTS_PER_S) + 1;
+            if (wait_token < timeout)
+                timeout = wait_token;
+        }
+        int n = poll(pf, (nfds_t)np, timeout);
         reap_locked_join();
         if (n < 0 && errno != EINTR)
             break;
-        if (pf[1].revents)
+        if (pf[0].revents)
             break;
-        if (n <= 0 || !(pf[0].revents & POLLIN))
+        now = mprof__mono_ns();
+        /* Handshakes in progress: read, answer, or drop a peer that ran out of time. */
+        for (int i = n_slots - 1; i >= 0; i--) {
+            int done = 0;
+            if (n > 0 && pf[first_slot + i].revents)
+                done = hs_progress(&slots[i]);
+            if (!done && now >= slots[i].until_ns) {
+                close(slots[i].fd);
+                done = 1;
+            }
+            if (done)
+                slots[i] = slots[--n_slots];
+        }
+        if (li < 0 || n <= 0 || !(pf[li].revents & POLLIN))
             continue;
         int fd = accept4(L.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
             /* Out of descriptors: the connection stays pending and poll would return at once;
              * back off instead of spinning a core. */
             if (errno == EMFILE || errno == ENFILE)
-                poll(&pf[1], 1, 100);
+                poll(&pf[0], 1, 100);
             continue;
         }
+        tokens -= 1.0;
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        handshake(fd);
+        slots[n_slots++] = (hs_slot){.fd = fd, .until_ns = now + (uint64_t)HANDSHAKE_MS * 1000000u};
     }
+    for (int i = 0; i < n_slots; i++)
+        close(slots[i].fd);
     return NULL;
 }
 
@@ -892,7 +994,9 @@ static int open_listener(void)
         }
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 4) == 0)
+        /* A backlog past MAX_HANDSHAKES: a burst of connections waits in it rather than having
+         * its SYNs dropped (a dropped SYN costs a real tool a one-second retry). */
+        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 32) == 0)
             break;
         err = errno;
         close(fd);

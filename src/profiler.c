@@ -71,19 +71,46 @@ static int env_flag(const char *name, int dflt)
              strcmp(v, "no") == 0);
 }
 
+/* The one parser of numeric environment variables: 1 with *out set when name holds a number
+ * from lo to hi (an integer when integer is set); 0 when it is unset; -1, after one warning
+ * naming the variable, the value and the range, when it holds anything else (the setting then
+ * keeps its configured or default value). */
+static int env_number(const char *name, double lo, double hi, int integer, double *out)
+{
+    const char *v = env(name);
+    if (!v)
+        return 0;
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    while (*end == ' ' || *end == '\t')
+        end++;
+    int ok = end != v && !*end && errno == 0 && d >= lo && d <= hi && (!integer || d == (double)(long long)d);
+    /* strtod takes "inf", "nan" and hex: only plain decimal numbers are meant here. */
+    for (const char *q = v; ok && *q; q++)
+        if (!((*q >= '0' && *q <= '9') || *q == '.' || *q == '-' || *q == '+' || *q == ' ' ||
+              (!integer && (*q == 'e' || *q == 'E'))))
+            ok = 0;
+    if (!ok) {
+        mprof__log("%s='%s' is not %s from %g to %g; ignored", name, v,
+                   integer ? "a whole number" : "a number", lo, hi);
+        return -1;
+    }
+    *out = d;
+    return 1;
+}
+
 static void apply_config(const mprof_config *in)
 {
     mprof_config c = in ? *in : (mprof_config){0};
     const char *v;
     if ((v = env("MPROF_CAPTURE")))
         c.capture_path = v;
-    if ((v = env("MPROF_MEMORY_MIB"))) {
-        unsigned long long mib = strtoull(v, NULL, 10);
-        if (mib > 0)
-            c.memory_limit_bytes = (size_t)mib << 20;
-    }
-    if ((v = env("MPROF_ZSTD_LEVEL")))
-        c.compression_level = atoi(v);
+    double d;
+    if (env_number("MPROF_MEMORY_MIB", 1, 1 << 20, 1, &d) > 0)
+        c.memory_limit_bytes = (size_t)d << 20;
+    if (env_number("MPROF_ZSTD_LEVEL", 1, 19, 1, &d) > 0)
+        c.compression_level = (int)d;
     if ((v = env("MPROF_TIMER")) && strcmp(v, "clock") == 0)
         c.invariant_check = MPROF__FORCE_OS_CLOCK;
     if (env("MPROF_NO_INVARIANT_CHECK") && env_flag("MPROF_NO_INVARIANT_CHECK", 0))
@@ -92,10 +119,10 @@ static void apply_config(const mprof_config *in)
         c.listen = env_flag("MPROF_LISTEN", 1) ? MPROF_TOGGLE_ON : MPROF_TOGGLE_OFF;
     if ((v = env("MPROF_ADDRESS")))
         c.listen_address = v;
-    if ((v = env("MPROF_PORT")))
-        c.listen_port = (uint16_t)atoi(v);
-    if ((v = env("MPROF_HISTORY_SECONDS")))
-        c.history_seconds = strtod(v, NULL);
+    if (env_number("MPROF_PORT", 1, 65535, 1, &d) > 0)
+        c.listen_port = (uint16_t)d;
+    if (env_number("MPROF_HISTORY_SECONDS", 0, 86400, 0, &d) > 0)
+        c.history_seconds = d;
     if ((v = env("MPROF_VERBOSE")))
         c.verbose = env_flag("MPROF_VERBOSE", 0) ? MPROF_TOGGLE_ON : MPROF_TOGGLE_OFF;
 

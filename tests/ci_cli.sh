@@ -164,6 +164,17 @@ has "$W/wrapped/ci-report.json" '"source":	"live"'
 has "$W/wrapped/ci-report.json" '"frameCount":	30000'
 grep -q 'recorded another process' "$W/wrapped/ci-report.json" && fail "wrapped: live capture rejected"
 
+# 6c. The instrumented process is killed with -9 during the capture while the command exits 0:
+#     the capture did not end cleanly, so the run fails (issue 14: it passed, "complete": true).
+#     When the process dies before the capture connects the run fails too (no artifact), so
+#     the check holds however loaded the machine is; --allow-incomplete accepts a cut capture.
+run 1 killed9 --output-dir "$W/killed9" --port "$PORT" -- sh -c "\"$MPROF\" ci --self-test-workload --frames 10000000 & sleep 2; kill -9 \$!; wait; exit 0"
+if grep -q '"valid":	true' "$W/killed9/ci-report.json"; then
+    has "$W/killed9/ci-report.json" 'did not end cleanly'
+    has "$W/killed9/ci-report.json" '"complete":	false'
+    run 0 killed9ok --output-dir "$W/killed9ok" --port "$PORT" --allow-incomplete -- sh -c "\"$MPROF\" ci --self-test-workload --frames 10000000 & sleep 2; kill -9 \$!; wait; exit 0"
+fi
+
 # 7. Usage errors.
 run 2 nocmd --output-dir "$W/x"
 has "$W/nocmd.err" "no command to run"

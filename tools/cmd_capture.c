@@ -42,13 +42,14 @@ static const char *const help =
     "\n"
     "Options:\n"
     "  -o FILE           output file (required; parent directories are created)\n"
-    "  -a ADDRESS        address of the process (default 127.0.0.1)\n"
+    "  -a ADDRESS        address of the process (default 127.0.0.1); IPv6 as ::1, [::1] or\n"
+    "                    [::1]:PORT (the process listens there with MPROF_ADDRESS=::1)\n"
     "  -p PORT           port of the process (default 8086)\n"
     "  -f                overwrite FILE if it exists (refused otherwise)\n"
-    "  -s SECONDS        stop after this many seconds of capture (default: until the process\n"
-    "                    exits or Ctrl-C)\n"
-    "  -m MIB            memory limit for buffering in the process for this capture (default\n"
-    "                    64, at most the process's memory cap); when the tool cannot keep up,\n"
+    "  -s SECONDS        stop after this many seconds of capture (default, and -s 0: until\n"
+    "                    the process exits or Ctrl-C)\n"
+    "  -m MIB            memory limit for buffering in the process for this capture (default,\n"
+    "                    and -m 0: 64, at most the process's memory cap); when the tool cannot keep up,\n"
     "                    chunks past it are dropped and counted as lost events\n"
     "  --history SECONDS also capture up to this many seconds from before the connection (the\n"
     "                    process keeps MPROF_HISTORY_SECONDS of history, default 5)\n"
@@ -56,7 +57,8 @@ static const char *const help =
     "                    starts at the process's first event without --history: it asks for\n"
     "                    everything the process kept since it started.\n"
     "  --wait SECONDS    give up if no process answers within this time (default: wait\n"
-    "                    forever, retrying)\n"
+    "                    forever, retrying); a process busy with another capture is asked\n"
+    "                    again until then (without --wait, busy exits 4 at once)\n"
     "  --fail-on-lost    exit 1 when events were lost\n"
     "  -h, --help        show this help\n"
     "\n"
@@ -64,12 +66,15 @@ static const char *const help =
     "frames; otherwise one line is printed at the start and a summary at the end.\n"
     "\n"
     "Exit status:\n"
-    "  0  a valid capture was written\n"
+    "  0  a valid capture was written (it is read back before the tool exits)\n"
     "  1  events were lost and --fail-on-lost was given (the capture is still valid)\n"
     "  2  usage error\n"
-    "  3  output file problem (exists without -f, cannot be created or written)\n"
+    "  3  output file problem (exists without -f, cannot be created or written; on a full\n"
+    "     disk the file ends at the last whole chunk with an end record saying what was not\n"
+    "     written)\n"
     "  4  connection or handshake failure (no process within --wait, process busy)\n"
-    "  5  protocol mismatch or corrupt stream (the file is finalised up to the last good chunk)\n";
+    "  5  protocol mismatch or corrupt stream (the file is finalised up to the last good chunk,\n"
+    "     its end record says corrupt-stream), or a written capture that does not read back\n";
 
 static volatile sig_atomic_t g_stop;
 
@@ -106,9 +111,14 @@ typedef struct capture {
     unsigned long long mib;
     int fd, sock;
     uint64_t bytes_written;
+    uint64_t good_bytes;     /* file size after the last whole chunk */
+    uint64_t chunks_written; /* INFO included */
+    uint64_t chunks_not_written, bytes_not_written;
+    int write_errno;
     mprof_wire_stream st;
     int write_failed;
     char app[128], pid[32];
+    char addr_buf[256];
 } capture;
 
 /* Connects to address:port once. Returns the socket, or -1 with errno-ish reason in why. */
@@ -161,9 +171,8 @@ static int write_all(int fd, const void *data, size_t len)
 
 /* Reads exactly until a complete reply is in buf (or the deadline passes). */
 static int read_reply(capture *c, mprof_buf *buf, mprof_wire_reply *rep, size_t *used, char *err,
-                      size_t errlen)
+                      size_t errlen, uint64_t until)
 {
-    uint64_t until = now_ns() + 5000000000ull;
     for (;;) {
         if (buf->len) {
             int rc = mprof_wire_decode_reply(buf->data, buf->len, rep, used, err, errlen);
@@ -172,7 +181,8 @@ static int read_reply(capture *c, mprof_buf *buf, mprof_wire_reply *rep, size_t 
         }
         uint64_t t = now_ns();
         if (t >= until) {
-            snprintf(err, errlen, "no handshake reply within 5 s");
+            snprintf(err, errlen, "no handshake reply in time (the process is busy or not an "
+                     "mprof process)");
             return -1;
         }
         struct pollfd pf = {.fd = c->sock, .events = POLLIN};
@@ -210,11 +220,47 @@ static int store_chunk(void *user, const mprof_wire_chunk *ch)
 {
     capture *c = user;
     if (write_all(c->fd, ch->bytes, ch->size) != 0) {
+        c->write_errno = errno;
         c->write_failed = 1;
+        c->chunks_not_written++;
+        c->bytes_not_written += ch->size;
         return -1;
     }
     c->bytes_written += ch->size;
+    c->good_bytes += ch->size;
+    c->chunks_written++;
     return 0;
+}
+
+/* Reads the whole capture at path as report would. 0 when it reads to its end. */
+static int verify_file(const char *path, char *err, size_t errlen)
+{
+    mprof_reader *r = mprof_reader_open(path, err, errlen);
+    if (!r)
+        return -1;
+    mprof_event ev;
+    int rc;
+    while ((rc = mprof_reader_next(r, &ev)) == 1)
+        ;
+    if (rc < 0)
+        snprintf(err, errlen, "%s", mprof_reader_error(r));
+    mprof_reader_close(r);
+    return rc < 0 ? -1 : 0;
+}
+
+/* True when p..p+n is a well-formed key/value list (INFO's payload). */
+static int kv_well_formed(const unsigned char *p, size_t n)
+{
+    const unsigned char *end = p + n;
+    while (p < end) {
+        uint64_t l;
+        for (int i = 0; i < 2; i++) {
+            if (mprof_get_varint(&p, end, &l) || l > (uint64_t)(end - p))
+                return 0;
+            p += l;
+        }
+    }
+    return 1;
 }
 
 /* Writes an END chunk made by the tool (the process did not send one). */
@@ -226,8 +272,26 @@ static int write_own_end(capture *c, const char *why)
     mprof_fmt_kv(&kv, "events", v);
     snprintf(v, sizeof v, "%" PRIu64, c->st.counts.lost);
     mprof_fmt_kv(&kv, "events_lost", v);
+    /* Every chunk this tool took in, INFO included, written or not: the reader checks the file
+     * against it. */
+    snprintf(v, sizeof v, "%" PRIu64, c->chunks_written + c->chunks_not_written);
+    mprof_fmt_kv(&kv, "chunks", v);
     mprof_fmt_kv(&kv, "ended_by", why);
     mprof_fmt_kv(&kv, "end_written_by", "mprof capture");
+    if (c->write_failed) {
+        mprof_fmt_kv(&kv, "write_error", strerror(c->write_errno));
+        snprintf(v, sizeof v, "%" PRIu64, c->chunks_not_written);
+        mprof_fmt_kv(&kv, "chunks_not_written", v);
+        snprintf(v, sizeof v, "%" PRIu64, c->bytes_not_written);
+        mprof_fmt_kv(&kv, "bytes_not_written", v);
+        /* A failed write left part of a chunk: END goes where the last whole one ended. */
+        if (ftruncate(c->fd, (off_t)c->good_bytes) != 0 ||
+            lseek(c->fd, (off_t)c->good_bytes, SEEK_SET) < 0) {
+            mprof_buf_free(&kv);
+            return -1;
+        }
+        c->bytes_written = c->good_bytes;
+    }
     int rc = mprof_fmt_chunk(&fr, MPROF_CHUNK_END, kv.data, kv.len, 0, NULL);
     if (rc == 0)
         rc = write_all(c->fd, fr.data, fr.len);
@@ -259,6 +323,22 @@ int cmd_capture(int argc, char **argv)
                 return tool_error("capture", EXIT_USAGE, "-a needs an address");
             c.address = v;
             i++;
+            /* [::1] or [::1]:PORT for IPv6, as in URLs. */
+            if (v[0] == '[') {
+                const char *close_b = strchr(v, ']');
+                if (!close_b || close_b == v + 1 || (close_b[1] && close_b[1] != ':'))
+                    return tool_error("capture", EXIT_USAGE, "-a: '%s' is not [ADDRESS] or "
+                                      "[ADDRESS]:PORT", v);
+                snprintf(c.addr_buf, sizeof c.addr_buf, "%.*s", (int)(close_b - v - 1), v + 1);
+                c.address = c.addr_buf;
+                if (close_b[1] == ':') {
+                    if (tool_parse_uint("capture", "-a", close_b + 2, 65535, &u))
+                        return EXIT_USAGE;
+                    if (u == 0)
+                        return tool_error("capture", EXIT_USAGE, "-a: port 0 is not valid");
+                    c.port = (unsigned)u;
+                }
+            }
         } else if (strcmp(a, "-p") == 0) {
             if (tool_parse_uint("capture", "-p", v, 65535, &u))
                 return EXIT_USAGE;
@@ -293,6 +373,9 @@ int cmd_capture(int argc, char **argv)
     if (!c.out_path)
         return tool_error("capture", EXIT_USAGE, "no output file: give -o FILE (see --help)");
     struct stat st;
+    if (stat(c.out_path, &st) == 0 && S_ISDIR(st.st_mode))
+        return tool_error("capture", EXIT_USAGE, "-o %s is a directory: give a file name (for "
+                          "example %s/capture.mprof)", c.out_path, c.out_path);
     if (!c.force && stat(c.out_path, &st) == 0)
         return tool_error("capture", EXIT_IO, "%s already exists; use -f to overwrite it",
                           c.out_path);
@@ -321,8 +404,13 @@ int cmd_capture(int argc, char **argv)
 
     /* Connect, retrying until the process appears. */
     uint64_t t_start = now_ns();
-    int said = 0, waited = 0;
+    int said = 0, said_busy = 0, waited = 0;
     char why[256] = "";
+    mprof_buf in = {0};
+    mprof_wire_reply rep;
+    size_t used = 0;
+    char err[512];
+retry:
     for (;;) {
         c.sock = connect_once(&c, why, sizeof why);
         if (c.sock >= 0)
@@ -363,15 +451,35 @@ int cmd_capture(int argc, char **argv)
         return tool_error("capture", EXIT_CONNECT, "cannot send the handshake to %s:%u: %s",
                           c.address, c.port, strerror(errno));
     }
-    mprof_buf in = {0};
-    mprof_wire_reply rep;
-    size_t used = 0;
-    char err[512];
-    if (read_reply(&c, &in, &rep, &used, err, sizeof err) != 0) {
+    /* The reply within 5 s, and never past --wait (at least half a second for it, though). */
+    uint64_t until = now_ns() + 5000000000ull;
+    if (c.wait >= 0) {
+        uint64_t end = t_start + (uint64_t)(c.wait * 1e9), floor = now_ns() + 500000000ull;
+        if (end < floor)
+            end = floor;
+        if (end < until)
+            until = end;
+    }
+    in.len = 0;
+    if (read_reply(&c, &in, &rep, &used, err, sizeof err, until) != 0) {
         close(c.sock);
         mprof_buf_free(&in);
         return tool_error("capture", EXIT_CONNECT, "handshake with %s:%u failed: %s", c.address,
                           c.port, err);
+    }
+    /* Busy with --wait: another capture holds the process; try again until --wait runs out. */
+    if (rep.status == MPROF_WIRE_BUSY && rep.version == MPROF_WIRE_VERSION && c.wait > 0 &&
+        !g_stop && (double)(now_ns() - t_start) / 1e9 + 0.5 < c.wait) {
+        if (!said_busy) {
+            fprintf(stderr, "mprof capture: the process is busy with another capture; retrying "
+                            "until --wait runs out...\n");
+            said_busy = 1;
+        }
+        close(c.sock);
+        c.sock = -1;
+        struct timespec ts = {0, 500000000};
+        nanosleep(&ts, NULL);
+        goto retry;
     }
     if (rep.status != MPROF_WIRE_OK || rep.version != MPROF_WIRE_VERSION) {
         int code = rep.status == MPROF_WIRE_BUSY ? EXIT_CONNECT : EXIT_PROTOCOL;
@@ -379,12 +487,21 @@ int cmd_capture(int argc, char **argv)
         if (rep.status == MPROF_WIRE_OK)
             tool_error("capture", code, "protocol version mismatch: the process speaks version "
                        "%u, this tool speaks %d", (unsigned)rep.version, MPROF_WIRE_VERSION);
-        else
-            tool_error("capture", code, "the process refused the capture (%s): %.*s",
-                       mprof_wire_status_name(rep.status), n, (const char *)rep.payload);
+        else {
+            char msg[1700];
+            tool_escape(rep.payload, (size_t)n, msg, sizeof msg);
+            tool_error("capture", code, "the process refused the capture (%s): %s",
+                       mprof_wire_status_name(rep.status), msg);
+        }
         close(c.sock);
         mprof_buf_free(&in);
         return code;
+    }
+    if (!kv_well_formed(rep.payload, rep.payload_len)) {
+        close(c.sock);
+        mprof_buf_free(&in);
+        return tool_error("capture", EXIT_PROTOCOL, "the process at %s:%u answered with a "
+                          "malformed info block: no capture was written", c.address, c.port);
     }
     mprof_wire_kv_get(rep.payload, rep.payload_len, "app", c.app, sizeof c.app);
     mprof_wire_kv_get(rep.payload, rep.payload_len, "pid", c.pid, sizeof c.pid);
@@ -407,18 +524,26 @@ int cmd_capture(int argc, char **argv)
                     mprof_fmt_chunk(&info, MPROF_CHUNK_INFO, rep.payload, rep.payload_len, 0,
                                     NULL) != 0 ||
                     write_all(c.fd, info.data, info.len) != 0;
-    c.bytes_written = sizeof fh + info.len;
+    c.bytes_written = c.good_bytes = sizeof fh + info.len;
+    c.chunks_written = 1;
     mprof_buf_free(&info);
     /* Drop the reply from the input buffer; what follows is the stream. */
     memmove(in.data, in.data + used, in.len - used);
     in.len -= used;
 
-    if (!io_failed)
+    if (!io_failed) {
+        /* app and pid come from the peer: printed escaped. */
+        char app[520], pid[140];
         fprintf(stderr, "mprof capture: capturing %s (pid %s) at %s:%u into %s%s\n",
-                c.app[0] ? c.app : "?", c.pid[0] ? c.pid : "?", c.address, c.port, c.out_path,
-                waited ? " (from the process's first event)" : c.history > 0 ? " (with history)" : "");
+                c.app[0] ? tool_escape(c.app, sizeof c.app, app, sizeof app) : "?",
+                c.pid[0] ? tool_escape(c.pid, sizeof c.pid, pid, sizeof pid) : "?", c.address,
+                c.port, c.out_path,
+                waited ? " (from the process's first event)"
+                       : c.history > 0 ? " (with history)" : "");
+    }
 
-    uint64_t t0 = now_ns(), last_progress = 0, stop_sent_at = 0;
+    uint64_t t0 = now_ns(), last_progress = 0, stop_sent_at = 0, last_data = t0;
+    int said_silent = 0;
     int exit_code = EXIT_OK, eof = 0;
     const char *ended = "process-end";
     while (!io_failed && !c.st.end_seen) {
@@ -439,10 +564,17 @@ int cmd_capture(int argc, char **argv)
         }
         if (eof)
             break;
+        if (!said_silent && !c.tty && t - last_data > 5000000000ull) {
+            /* Without a progress line, a silent process would look like a hung tool. */
+            fprintf(stderr, "mprof capture: nothing from the process for 5 s; still waiting "
+                            "(%s)\n", c.seconds > 0 ? "until -s runs out" : "Ctrl-C stops");
+            said_silent = 1;
+        }
         struct pollfd pf = {.fd = c.sock, .events = POLLIN};
         int pr = poll(&pf, 1, 100);
         if (pr <= 0)
             continue;
+        last_data = now_ns();
         if (mprof_buf_reserve(&in, 1 << 18) != 0) {
             tool_error("capture", EXIT_IO, "out of memory");
             exit_code = EXIT_IO;
@@ -485,6 +617,21 @@ int cmd_capture(int argc, char **argv)
     close(c.sock);
     if (!io_failed && !c.st.end_seen)
         io_failed = write_own_end(&c, ended) != 0;
+    if (io_failed && c.write_failed) {
+        /* A chunk could not be written (a full disk): the file is cut back to its last whole
+         * chunk and ends with an END that says so and counts what was not written. */
+        int full = c.write_errno == ENOSPC || c.write_errno == EDQUOT;
+        int e = c.write_errno;
+        int ended_ok = write_own_end(&c, full ? "disk-full" : "write-error") == 0;
+        close(c.fd);
+        tool_error("capture", EXIT_IO, "writing %s failed: %s; %" PRIu64 " chunk(s) (%" PRIu64
+                   " bytes) and what the process sent after them were not written; %s",
+                   c.out_path, full ? "the disk is full" : strerror(e), c.chunks_not_written,
+                   c.bytes_not_written,
+                   ended_ok ? "the file ends at the last whole chunk with an end record saying so"
+                            : "the file is cut off at the last whole chunk");
+        return EXIT_IO;
+    }
     if (io_failed) {
         tool_error("capture", EXIT_IO, "writing %s failed: %s", c.out_path, strerror(errno));
         close(c.fd);
@@ -492,6 +639,14 @@ int cmd_capture(int argc, char **argv)
     }
     if (close(c.fd) != 0)
         return tool_error("capture", EXIT_IO, "closing %s failed: %s", c.out_path, strerror(errno));
+    /* Exit 0 promises a capture the reader accepts: read it back once (a hostile or broken
+     * peer can pass every chunk check and still send what no reader takes). */
+    char rerr[512];
+    if (verify_file(c.out_path, rerr, sizeof rerr) != 0) {
+        tool_error("capture", EXIT_PROTOCOL, "the capture written to %s does not read back: %s",
+                   c.out_path, rerr);
+        return EXIT_PROTOCOL;
+    }
     uint64_t lost = c.st.end_events_lost > c.st.counts.lost ? c.st.end_events_lost
                                                              : c.st.counts.lost;
     double el = (double)(now_ns() - t0) / 1e9;

@@ -57,6 +57,9 @@ static const char *const help =
     "  --port P                  port (default 8086)\n"
     "  --seconds S               stop the capture after S seconds (default: when the command ends)\n"
     "  --max-lost N              events that may be lost before the run fails (default 0)\n"
+    "  --allow-incomplete        accept a capture that did not end cleanly (cut off, the\n"
+    "                            process vanished, a corrupt stream, a full disk, chunks\n"
+    "                            missing); by default such a run fails\n"
     "  --drain-seconds S         how long the capture may take to finish after the command\n"
     "                            ends before it is stopped (default 10)\n"
     "  --fail-on-inconclusive    exit 1 when the gate is inconclusive (default: exit 0, noted)\n"
@@ -103,6 +106,7 @@ typedef struct ci_opts {
     double seconds, drain_seconds;
     unsigned long long max_lost;
     int fail_on_inconclusive;
+    int allow_incomplete; /* --allow-incomplete (issue 14) */
     char **command;
     int n_command;
     int runs;                 /* --runs: runs of the command (and of the baseline command) */
@@ -140,6 +144,7 @@ typedef struct ci_result {
     int capture_exit;
     long long artifact_bytes;
     int artifact_valid, artifact_complete;
+    char artifact_ending[32]; /* mprof_ending_name of the capture */
     long long events_lost;
     long frames;
     double p50, p90, p95, p99;
@@ -391,7 +396,9 @@ static void check_artifact(const char *path, ci_result *r)
     mprof_reader_stats rs;
     mprof_reader_get_stats(rd, &rs);
     r->artifact_valid = 1;
-    r->artifact_complete = rs.complete;
+    r->artifact_complete = mprof_reader_stats_whole(&rs);
+    snprintf(r->artifact_ending, sizeof r->artifact_ending, "%s",
+             mprof_ending_name(rs.complete ? rs.ending : MPROF_ENDING_CUT));
     const char *pid = mprof_reader_info(rd, "pid");
     r->artifact_pid = pid ? strtol(pid, NULL, 10) : 0;
     const char *lost = mprof_reader_end_info(rd, "events_lost");
@@ -547,6 +554,10 @@ static int write_report(const ci_opts *o, const ci_result *r, const char *path)
         add_num_or_null(cap, "bytes", r->artifact_bytes >= 0, (double)r->artifact_bytes);
         cJSON_AddBoolToObject(cap, "valid", r->artifact_valid);
         cJSON_AddBoolToObject(cap, "complete", r->artifact_complete);
+        if (r->artifact_valid)
+            cJSON_AddStringToObject(cap, "ending", r->artifact_ending);
+        else
+            cJSON_AddNullToObject(cap, "ending");
         cJSON_AddNumberToObject(cap, "toolExitCode", r->capture_exit);
         cJSON_AddStringToObject(cap, "log", r->capture_log);
         cJSON_AddStringToObject(cap, "address", o->address);
@@ -787,6 +798,11 @@ static int capture_one(const ci_opts *o, char **argv, const char *side, const ch
     }
     if (!r->artifact_valid) {
         return EXIT_IO;
+    }
+    if (!r->artifact_complete && !o->allow_incomplete) {
+        reason(r, "the capture did not end cleanly (%s); --allow-incomplete accepts it",
+               r->artifact_ending);
+        failed = 1;
     }
     if ((unsigned long long)r->events_lost > o->max_lost) {
         reason(r, "%lld events were lost (at most %llu allowed, --max-lost)", r->events_lost,
@@ -1224,6 +1240,8 @@ int cmd_ci(int argc, char **argv)
                 return tool_error("ci", EXIT_USAGE, "%s needs a value", a);
             o.store = v;
             i++;
+        } else if (strcmp(a, "--allow-incomplete") == 0) {
+            o.allow_incomplete = 1;
         } else if (strcmp(a, "--runs") == 0) {
             if (tool_parse_uint("ci", a, v, MAX_RUNS / 2, &u))
                 return EXIT_USAGE;

@@ -49,6 +49,9 @@ int cmd_diff(int argc, char **argv)
     if (n != 2)
         return tool_error("diff", EXIT_USAGE, "give two captures: mprof diff A.mprof B.mprof");
     char err[512];
+    for (int i = 0; i < 2; i++)
+        if (paths[i] && tool_check_rereadable("diff", paths[i]))
+            return EXIT_USAGE;
     mprof_diff *d = mprof__diff_run(paths[0], paths[1], err, sizeof err);
     if (!d)
         return tool_error("diff", EXIT_IO, "%s", err);

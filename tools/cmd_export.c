@@ -83,6 +83,8 @@ int cmd_export(int argc, char **argv)
         return tool_error("export", EXIT_USAGE, "no capture file given (see --help)");
     if (!format)
         return tool_error("export", EXIT_USAGE, "--format is required: chrome, csv or frames");
+    if (tool_check_rereadable("export", path))
+        return EXIT_USAGE;
     int is_chrome = strcmp(format, "chrome") == 0, is_csv = strcmp(format, "csv") == 0;
     if (out_path && strcmp(out_path, "-") != 0 && tool_same_file(path, out_path))
         return tool_error("export", EXIT_USAGE, "-o %s is the capture '%s' itself: writing would "
@@ -114,25 +116,16 @@ int cmd_export(int argc, char **argv)
     if (!probe)
         return tool_error("export", EXIT_IO, "%s", err);
     mprof_reader_close(probe);
-    FILE *out = to_stdout ? stdout : fopen(out_path, "wb");
-    if (!out)
-        return tool_error("export", EXIT_IO, "cannot write '%s': %s", out_path, strerror(errno));
-    int rc = is_chrome ? mprof__export_chrome_range(path, &range, out, err, sizeof err)
-             : per_zone ? mprof__export_csv_zones_range(path, &range, out, err, sizeof err)
-                        : mprof__export_csv_stats_range(path, &range, out, err, sizeof err);
-    if (!to_stdout) {
-        int bad = ferror(out);
-        if (fclose(out) != 0 || bad) {
-            tool_remove_partial(out_path);
-            return tool_error("export", EXIT_IO, "cannot write '%s'", out_path);
-        }
-        if (rc != 0) {
-            /* Half an export is worse than none: it looks like a whole one. */
-            tool_remove_partial(out_path);
-            return tool_error("export", EXIT_IO, "%s", err);
-        }
-    }
-    if (rc != 0)
+    /* The export goes to a temporary file renamed into place on success: a failure, even
+     * half-way through, leaves an existing output as it was (half an export looks whole). */
+    tool_output out;
+    if (tool_output_open(&out, to_stdout ? NULL : out_path, err, sizeof err) != 0)
         return tool_error("export", EXIT_IO, "%s", err);
+    int rc = is_chrome ? mprof__export_chrome_range(path, &range, out.f, err, sizeof err)
+             : per_zone ? mprof__export_csv_zones_range(path, &range, out.f, err, sizeof err)
+                        : mprof__export_csv_stats_range(path, &range, out.f, err, sizeof err);
+    char oerr[512];
+    if (tool_output_close(&out, rc == 0, oerr, sizeof oerr) != 0)
+        return tool_error("export", EXIT_IO, "%s", rc != 0 ? err : oerr);
     return to_stdout ? tool_finish("export", EXIT_OK) : EXIT_OK;
 }

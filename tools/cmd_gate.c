@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MAX_RESAMPLES 1000000
+
 static const char *const help =
     "usage: mprof gate --baseline DIR_OR_FILE --current DIR_OR_FILE [options]\n"
     "\n"
@@ -41,7 +43,7 @@ static const char *const help =
     "  --skip-frames N            drop N warm-up frames at the start of each run (default 0)\n"
     "  --min-frames N             frames needed per side after skipping (default 60)\n"
     "  --allow-different-machines compare exports whose hostname, CPU or build type differ\n"
-    "  --resamples N              bootstrap rounds (default 2000)\n"
+    "  --resamples N              bootstrap rounds (default 2000, at most 1000000)\n"
     "  --seed N                   bootstrap seed (default fixed, so verdicts repeat)\n"
     "  --top N                    zones in the attribution (default 5; 0 = all)\n"
     "  --json OUT                 write the report as JSON (schema mprof.gateReport.v1)\n"
@@ -72,9 +74,12 @@ static int parse_double(const char *flag, const char *value, double lo, double h
 static int write_out(const char *path, const mprof_gate_result *r, const char *err_reason,
                      int (*fn)(const mprof_gate_result *, FILE *), int is_json)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return tool_error("gate", EXIT_IO, "%s: cannot create: %s", path, strerror(errno));
+    /* Written to a temporary file renamed into place: a failed run keeps the previous report. */
+    tool_output out;
+    char oerr[512];
+    if (tool_output_open(&out, path, oerr, sizeof oerr) != 0)
+        return tool_error("gate", EXIT_IO, "%s", oerr);
+    FILE *f = out.f;
     int rc = 0;
     if (r) {
         rc = fn(r, f);
@@ -98,8 +103,8 @@ static int write_out(const char *path, const mprof_gate_result *r, const char *e
     } else {
         fprintf(f, "### mprof gate: **bad-input**\n\n%s\n", err_reason);
     }
-    if (fclose(f) != 0 || rc != 0)
-        return tool_error("gate", EXIT_IO, "%s: writing failed", path);
+    if (tool_output_close(&out, rc == 0, oerr, sizeof oerr) != 0)
+        return tool_error("gate", EXIT_IO, "%s", rc == 0 ? oerr : "writing the report failed");
     return 0;
 }
 
@@ -137,8 +142,15 @@ int cmd_gate(int argc, char **argv)
             if (parse_double(a, next, 1e-9, 0.5, &o.alpha))
                 return EXIT_IO;
             i++;
+        } else if (strcmp(a, "--resamples") == 0) {
+            /* Bounded: each round resamples every frame, so 1e8 rounds ran for minutes in
+             * gigabytes without a word; a million is far past where the interval settles. */
+            if (tool_parse_uint("gate", a, next, MAX_RESAMPLES, &u))
+                return EXIT_IO;
+            i++;
+            o.n_resamples = u ? (int)u : 1;
         } else if (strcmp(a, "--skip-frames") == 0 || strcmp(a, "--min-frames") == 0 ||
-                   strcmp(a, "--resamples") == 0 || strcmp(a, "--top") == 0) {
+                   strcmp(a, "--top") == 0) {
             if (tool_parse_uint("gate", a, next, 100000000, &u))
                 return EXIT_IO;
             i++;
@@ -146,8 +158,6 @@ int cmd_gate(int argc, char **argv)
                 o.skip_frames = (int)u;
             else if (strcmp(a, "--min-frames") == 0)
                 o.min_frames = u ? (int)u : 1;
-            else if (strcmp(a, "--resamples") == 0)
-                o.n_resamples = u ? (int)u : 1;
             else
                 o.top_zones = u ? (int)u : INT_MAX;
         } else if (strcmp(a, "--seed") == 0) {
@@ -163,6 +173,19 @@ int cmd_gate(int argc, char **argv)
     }
     if (!base_path || !cur_path)
         return tool_error("gate", EXIT_IO, "--baseline and --current are required (see --help)");
+    /* A report written over an input, or into an input folder, destroys the baseline or breaks
+     * every later run that reads the folder. */
+    const char *outs[2] = {json_path, md_path}, *ins[2] = {base_path, cur_path};
+    for (int k = 0; k < 2; k++)
+        for (int m = 0; m < 2; m++)
+            if (tool_output_hits_input(outs[k], ins[m]))
+                return tool_error("gate", EXIT_IO, "%s %s would overwrite or land inside the %s "
+                                  "'%s'; choose an output outside the inputs",
+                                  k ? "--markdown" : "--json", outs[k],
+                                  m ? "current" : "baseline", ins[m]);
+    if (json_path && md_path && strcmp(json_path, "-") != 0 &&
+        (strcmp(json_path, md_path) == 0 || tool_same_file(json_path, md_path)))
+        return tool_error("gate", EXIT_IO, "--json and --markdown name one file '%s'", json_path);
 
     char err[1024] = "";
     mprof_gate_side *base = mprof__gate_load(base_path, o.skip_frames, err, sizeof err);

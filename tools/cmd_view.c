@@ -121,6 +121,9 @@ int cmd_view(int argc, char **argv)
     }
     if (!n_paths)
         return tool_error("view", EXIT_USAGE, "no capture file given (see --help)");
+    for (int i = 0; i < n_paths; i++)
+        if (tool_check_rereadable("view", paths[i]))
+            return EXIT_USAGE;
     const char *shown = paths[n_paths - 1];
     char def_out[4096];
     if (!out_path) {
@@ -152,28 +155,25 @@ int cmd_view(int argc, char **argv)
     }
     mprof_reader_close(probe);
     int to_stdout = strcmp(out_path, "-") == 0;
-    FILE *out = to_stdout ? stdout : fopen(out_path, "wb");
-    if (!out) {
+    /* Written to a temporary file renamed into place on success: a failure leaves an existing
+     * output as it was. */
+    tool_output out;
+    if (tool_output_open(&out, to_stdout ? NULL : out_path, err, sizeof err) != 0) {
         free(diff);
-        return tool_error("view", EXIT_IO, "cannot write '%s': %s", out_path, strerror(errno));
+        return tool_error("view", EXIT_IO, "%s", err);
     }
-    int rc = json ? mprof__view_write(shown, &opts, out, err, sizeof err)
-                  : mprof__view_write_html(shown, &opts, out, err, sizeof err);
+    int rc = json ? mprof__view_write(shown, &opts, out.f, err, sizeof err)
+                  : mprof__view_write_html(shown, &opts, out.f, err, sizeof err);
     free(diff);
+    char oerr[512];
+    if (tool_output_close(&out, rc == 0, oerr, sizeof oerr) != 0) {
+        if (rc == 0)
+            return tool_error("view", EXIT_IO, "%s", oerr);
+        return tool_error("view", strncmp(err, "--frames", 8) == 0 ? EXIT_USAGE : EXIT_IO, "%s", err);
+    }
     if (!to_stdout) {
-        int bad = ferror(out);
-        if (fclose(out) != 0 || bad) {
-            tool_remove_partial(out_path);
-            return tool_error("view", EXIT_IO, "cannot write '%s'", out_path);
-        }
-        if (rc != 0) {
-            tool_remove_partial(out_path);
-            return tool_error("view", strncmp(err, "--frames", 8) == 0 ? EXIT_USAGE : EXIT_IO, "%s", err);
-        }
         fprintf(stderr, "mprof view: wrote %s\n", out_path);
         return EXIT_OK;
     }
-    if (rc != 0)
-        return tool_error("view", strncmp(err, "--frames", 8) == 0 ? EXIT_USAGE : EXIT_IO, "%s", err);
     return tool_finish("view", EXIT_OK);
 }

@@ -3,6 +3,8 @@
  */
 #include "mprof_tool.h"
 
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const mprof_cmd commands[] = {
@@ -23,8 +25,10 @@ static void usage(FILE *out)
     fprintf(out, "usage: mprof <command> [options]\n\nCommands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
-    fprintf(out, "\n'mprof <command> --help' describes a command. Exit codes: 0 ok, 1 verdict "
-                 "failed, 2 usage error, 3 I/O or format error.\n");
+    fprintf(out, "\n'mprof <command> --help' describes a command; 'mprof --version' prints the "
+                 "version.\nOptions take their value as '--opt value' or '--opt=value'.\nExit "
+                 "codes: 0 ok, 1 verdict failed, 2 usage error, 3 I/O or format error (a closed "
+                 "output pipe included).\n");
 }
 
 /* Edit distance, to suggest a command for a typo. */
@@ -47,8 +51,50 @@ static size_t distance(const char *a, const char *b)
     return prev[lb];
 }
 
+/* A closed output pipe (mprof report x | head) makes writes fail with EPIPE, which the
+ * commands report as exit 3, instead of killing the tool with SIGPIPE (141). A handler, not
+ * SIG_IGN: exec resets it, so the commands mprof ci runs get SIGPIPE as usual. */
+static void on_sigpipe(int sig)
+{
+    (void)sig;
+}
+
+/* '--opt=value' becomes '--opt' 'value' for every command but ci, whose own options end where
+ * the command it runs begins (its arguments are not mprof's to rewrite); '--' ends the
+ * rewriting. Returns the new argv (owned by the process), or argv itself. */
+static char **split_equals(int *argc, char **argv)
+{
+    int n = 0;
+    for (int i = 1; i < *argc && strcmp(argv[i], "--") != 0; i++)
+        n += strncmp(argv[i], "--", 2) == 0 && strchr(argv[i], '=') != NULL;
+    if (!n)
+        return argv;
+    char **out = calloc((size_t)(*argc + n + 1), sizeof *out);
+    if (!out)
+        return argv;
+    int k = 0, done = 0;
+    out[k++] = argv[0];
+    for (int i = 1; i < *argc; i++) {
+        char *eq = strchr(argv[i], '=');
+        if (!done && strcmp(argv[i], "--") == 0)
+            done = 1;
+        if (!done && strncmp(argv[i], "--", 2) == 0 && eq) {
+            out[k++] = strndup(argv[i], (size_t)(eq - argv[i]));
+            out[k++] = eq + 1;
+        } else {
+            out[k++] = argv[i];
+        }
+    }
+    *argc = k;
+    return out;
+}
+
 int main(int argc, char **argv)
 {
+    struct sigaction sa = {0};
+    sa.sa_handler = on_sigpipe;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPIPE, &sa, NULL);
     if (argc < 2 || tool_is_help(argv[1])) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_USAGE : tool_finish("help", EXIT_OK);
@@ -58,8 +104,13 @@ int main(int argc, char **argv)
         return tool_finish("version", EXIT_OK);
     }
     for (size_t i = 0; i < N_COMMANDS; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].fn(argc - 1, argv + 1);
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            int n = argc - 1;
+            char **v = argv + 1;
+            if (strcmp(argv[1], "ci") != 0)
+                v = split_equals(&n, v);
+            return commands[i].fn(n, v);
+        }
     fprintf(stderr, "mprof: '%s' is not an mprof command.", argv[1]);
     size_t best = 99, bi = 0;
     for (size_t i = 0; i < N_COMMANDS; i++) {

@@ -29,6 +29,30 @@ void tool_remove_partial(const char *path);
 /* True when both paths name one existing file (same device and inode, links followed): an
  * output that is also an input would be truncated before it is read. */
 int tool_same_file(const char *a, const char *b);
+/* An output file that appears only when it is complete. tool_output_open("-" or NULL) writes to
+ * stdout; a regular file, a new name or a symlink to a file is written to a fresh temporary
+ * file beside it (mkstemp, so no file of the user's is opened) that tool_output_close renames
+ * into place, so a failed run leaves the previous file as it was; a device or FIFO is written in
+ * place. Both return 0, or -1 with a message naming the user's path (never the temporary one)
+ * in err. tool_output_close(o, 0, ...) discards the output. */
+typedef struct tool_output {
+    FILE *f;          /* where to write */
+    const char *path; /* the user's path; NULL for stdout */
+    char *tmp;        /* the temporary file (owned), NULL when writing in place or to stdout */
+    char *dest;       /* what tmp is renamed to: path, or the file a symlink names (owned) */
+} tool_output;
+int tool_output_open(tool_output *o, const char *path, char *err, size_t errlen);
+int tool_output_close(tool_output *o, int ok, char *err, size_t errlen);
+/* True when out would land inside the folder in (in is a directory and out's parent directory is
+ * in or below it), or out and in are one file: an output that would change an input. */
+int tool_output_hits_input(const char *out, const char *in);
+/* Copies up to n bytes of s (stopping at a NUL) into out as printable text: printable ASCII
+ * kept, a backslash doubled, every other byte as \xNN; cut to fit outn. Returns out. For
+ * strings from outside (a peer's messages, app names) before they reach a terminal. */
+const char *tool_escape(const void *s, size_t n, char *out, size_t outn);
+/* 0 when path can be read twice (a regular file); otherwise prints why not (a pipe, a device,
+ * a directory) and returns -1. report, view, export and diff open a capture more than once. */
+int tool_check_rereadable(const char *cmd, const char *path);
 /* True when arg is -h or --help. */
 int tool_is_help(const char *arg);
 /* Parses a non-negative integer option value; returns 0 or prints an error and returns -1. */

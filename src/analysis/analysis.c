@@ -675,14 +675,34 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
     uint32_t nthreads = 0;
     for (uint32_t i = 1; i < a->n_threads; i++)
         nthreads += a->threads[i].seen;
-    fprintf(out, "Duration  %.3f s, %u threads, %s events, %s lost%s\n",
-            duration_s(a), nthreads, b1, b2,
+    int write_failed = a->rst.complete && (a->rst.ending == MPROF_ENDING_DISK_FULL ||
+                                           a->rst.ending == MPROF_ENDING_WRITE_ERROR);
+    char b3[64] = "";
+    if (write_failed) {
+        fmt_count(b3 + 2, sizeof b3 - 2, a->rst.events_missing);
+        memcpy(b3, ", ", 2);
+        strncat(b3, " not written", sizeof b3 - strlen(b3) - 1);
+    }
+    fprintf(out, "Duration  %.3f s, %u threads, %s events, %s lost%s%s\n",
+            duration_s(a), nthreads, b1, b2, b3,
             a->lost ? "  <-- events were dropped: raise the memory cap (MPROF_MEMORY_MIB)" : "");
     fprintf(out, "File      %.2f MB, %s", (double)a->rst.file_bytes / 1e6,
-            a->rst.complete ? "complete" : "incomplete (no end record: the process was killed or is still writing)");
+            mprof_ending_text(a->rst.complete ? a->rst.ending : MPROF_ENDING_CUT));
     if (a->rst.truncated_bytes)
         fprintf(out, ", %" PRIu64 " bytes of a cut-off chunk ignored", a->rst.truncated_bytes);
     fprintf(out, "\n");
+    const char *ended_by = mprof_reader_end_info(r, "ended_by");
+    if (a->rst.complete && ended_by && a->rst.ending != MPROF_ENDING_CLEAN)
+        fprintf(out, "Ended     %s\n", ended_by);
+    if (write_failed)
+        fprintf(out, "Lost      %" PRIu64 " chunks, %" PRIu64 " events were not written (%s)\n",
+                a->rst.chunks_missing, a->rst.events_missing,
+                mprof_reader_end_info(r, "write_error") ? mprof_reader_end_info(r, "write_error")
+                                                        : "write failed");
+    else if (a->rst.chunks_missing || a->rst.events_missing)
+        fprintf(out, "Missing   %" PRIu64 " chunks, %" PRIu64 " events: the end record counts more "
+                     "than the file holds (chunks were cut out of the middle)\n",
+                a->rst.chunks_missing, a->rst.events_missing);
     if (a->unmatched_ends > a->unmatched_after_loss)
         fprintf(out, "Note      %" PRIu64 " zone ends had no begin (zones opened before recording started)\n",
                 a->unmatched_ends - a->unmatched_after_loss);
@@ -823,8 +843,16 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out)
     mprof_json_str(&j, "git_sha", mprof_reader_info(r, "git_sha"));
     mprof_json_f64(&j, "duration_s", duration_s(a));
     mprof_json_u64(&j, "file_bytes", a->rst.file_bytes);
-    mprof_json_bool(&j, "complete", a->rst.complete);
+    /* complete: a clean end with nothing missing (a tool-written END after the process
+     * vanished, a corrupt stream or a full disk is not a complete capture). */
+    mprof_json_bool(&j, "complete", mprof_reader_stats_whole(&a->rst));
     mprof_json_u64(&j, "truncated_bytes", a->rst.truncated_bytes);
+    mprof_json_str(&j, "ending", mprof_ending_name(a->rst.complete ? a->rst.ending : MPROF_ENDING_CUT));
+    mprof_json_str(&j, "ended_by", mprof_reader_end_info(r, "ended_by"));
+    mprof_json_bool(&j, "end_record", a->rst.complete);
+    mprof_json_u64(&j, "chunks_missing", a->rst.chunks_missing);
+    mprof_json_u64(&j, "events_missing", a->rst.events_missing);
+    mprof_json_str(&j, "write_error", mprof_reader_end_info(r, "write_error"));
     mprof_json_obj_end(&j);
 
     mprof_json_obj_begin(&j, "events");

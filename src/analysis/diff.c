@@ -220,8 +220,8 @@ void mprof__diff_print_text(const mprof_diff *d, FILE *o, int top_n)
             fputc('\n', o);
         }
     else
-        fprintf(o, "  (%s has no frames: zone impact is per second of capture)\n",
-                fa.n ? "B" : fb.n ? "A" : "neither capture");
+        fprintf(o, "  (%s: zone impact is per second of capture)\n",
+                fa.n ? "B has no frames" : fb.n ? "A has no frames" : "neither capture has frames");
     fprintf(o, "\nZones by impact (change of %s, us)\n",
             d->per_frame ? "time inside frames per frame" : "total time per second");
     fprintf(o, "  %-28s %9s %9s %10s %10s %10s %10s %12s  %s\n", "zone", "count A", "count B",

@@ -314,7 +314,7 @@ int mprof__export_chrome_range(const char *path, const mprof_export_range *range
     }
     int ret = 0;
     if (rc == -1) {
-        snprintf(err, errlen, "%s", mprof_reader_error(c.r));
+        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(c.r));
         ret = -1;
     } else if (rc == -2) {
         snprintf(err, errlen, "%s: out of memory", path);

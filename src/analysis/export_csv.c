@@ -149,7 +149,7 @@ int mprof__zstats_collect_range(const char *path, const mprof_export_range *rang
             break;
         }
     if (rc == -1)
-        snprintf(err, errlen, "%s", mprof_reader_error(r));
+        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
     else if (rc == -2)
         snprintf(err, errlen, "%s: out of memory", path);
     if (rc == 0) {
@@ -320,7 +320,7 @@ int mprof__export_csv_zones_range(const char *path, const mprof_export_range *ra
         }
     int ret = 0;
     if (rc == -1) {
-        snprintf(err, errlen, "%s", mprof_reader_error(p.r));
+        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(p.r));
         ret = -1;
     } else if (rc == -2) {
         snprintf(err, errlen, "%s: out of memory", path);

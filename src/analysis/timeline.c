@@ -970,7 +970,7 @@ mprof_walker *mprof__walk_file(const char *path, const mprof_tl_hooks *hooks, in
         }
     }
     if (rc == -1)
-        snprintf(err, errlen, "%s", mprof_reader_error(r));
+        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
     if (rc < 0) {
         mprof__walker_free(w);
         mprof_reader_close(r);

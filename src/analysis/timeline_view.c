@@ -967,7 +967,7 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
             break;
         }
     if (rc == -1)
-        snprintf(err, errlen, "%s", mprof_reader_error(r));
+        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
     else if (rc == -2)
         snprintf(err, errlen, "%s: out of memory", path);
     mprof_reader_close(r);
@@ -1021,7 +1021,7 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
     }
     int ret = 0;
     if (rc == -1) {
-        snprintf(err, errlen, "%s", mprof_reader_error(r));
+        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
         ret = -1;
     } else if (rc == -2) {
         snprintf(err, errlen, "%s: out of memory", path);

@@ -291,15 +291,39 @@ uint32_t mprof_reader_thread_count(const mprof_reader *r);
 /* Addresses of callstack id (NULL when unknown); *n gets the depth. */
 const uint64_t *mprof_reader_callstack(const mprof_reader *r, uint32_t id, uint32_t *n);
 
+/* How a capture ended, from its END record (or its absence). Only MPROF_ENDING_CLEAN with no
+ * chunk or event missing is a whole capture. */
+typedef enum mprof_ending {
+    MPROF_ENDING_CUT = 0,   /* no END record: cut off (a killed process or tool, or still being
+                               written) */
+    MPROF_ENDING_CLEAN,     /* the process's own END: closed cleanly */
+    MPROF_ENDING_PEER_LOST, /* END written by mprof capture: the process vanished or never sent
+                               its END (killed, crashed, hung) */
+    MPROF_ENDING_CORRUPT,   /* END written by mprof capture after a corrupt stream */
+    MPROF_ENDING_DISK_FULL, /* END written after writing failed (the disk filled up): what
+                               follows the failure was not written (END's *_not_written keys) */
+    MPROF_ENDING_WRITE_ERROR /* END written after another write error */
+} mprof_ending;
+/* A word for the ending ("clean", "cut-off", "peer-lost", "corrupt-stream", "disk-full",
+ * "write-error"), and a sentence saying what it means. Any thread. */
+const char *mprof_ending_name(int ending);
+const char *mprof_ending_text(int ending);
+
 typedef struct mprof_reader_stats {
     uint64_t file_bytes;      /* size of the input */
     uint64_t bytes_read;      /* bytes of complete, valid chunks (header included) */
     uint64_t truncated_bytes; /* bytes after the last complete chunk (a cut-off file) */
     uint64_t chunks;
     uint64_t events;
-    int complete;             /* the END chunk was seen */
+    int complete;             /* the END chunk was seen (see ending for how it was written) */
+    int ending;               /* mprof_ending */
+    /* END states how many chunks and events came before it; these are what the file lacks
+     * (0 when END has no count or nothing is missing): a chunk cut out of the middle. */
+    uint64_t chunks_missing, events_missing;
 } mprof_reader_stats;
 void mprof_reader_get_stats(const mprof_reader *r, mprof_reader_stats *out);
+/* True when the capture is whole: a clean END and nothing missing. */
+int mprof_reader_stats_whole(const mprof_reader_stats *st);
 
 /* Clock of the capture: nanoseconds per tick, from INFO. */
 double mprof_reader_ns_per_tick(const mprof_reader *r);

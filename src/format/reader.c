@@ -6,6 +6,13 @@
  * length and id from the file is checked before use: a bad file yields an error message naming
  * the chunk and offset, never a crash or an out-of-bounds read. A file cut off mid-chunk is
  * read up to its last complete chunk and the lost bytes are reported in the stats.
+ *
+ * A cut-off is believed only when nothing says otherwise: a chunk whose length runs past the end
+ * of the file is an error when its checksum matches the bytes that are there at a length one bit
+ * away (a flipped bit in the length field), or when a whole, valid chunk follows inside what it
+ * claims. The END record's chunk and event counts are checked against what was read, so a chunk
+ * cut out of the middle is reported as missing, and its ended_by / end_written_by keys say how
+ * the capture ended (mprof_ending).
  */
 #include "format/format.h"
 
@@ -75,6 +82,7 @@ struct mprof_reader {
     callstack *stacks;
     uint32_t n_stacks;
     uint32_t max_loc, max_str, max_stack; /* largest definition ids seen */
+    uint64_t thread_events; /* events as mprof_event_counted counts them (END's "events") */
     uint64_t frames_tmp[256];
 };
 
@@ -275,6 +283,81 @@ void mprof_reader_close(mprof_reader *r)
     free(r);
 }
 
+/* A chunk whose stored length runs past the end of the input, with the have bytes that are
+ * there: NULL when it looks like a real cut-off, or why its header cannot be trusted. */
+static const char *damaged_length(const unsigned char h[MPROF_FMT_CHUNK_HEADER_BYTES],
+                                  const unsigned char *have, size_t n)
+{
+    /* Fuzz builds run this too: it only ever trusts a matching checksum. */
+    /* One flipped bit in the length: the checksum covers the header, so the true length makes
+     * it match again. Shorter lengths only (a longer one would not run past the end). */
+    uint32_t stored = mprof_rd_u32(h + 8);
+    unsigned char alt[MPROF_FMT_CHUNK_HEADER_BYTES];
+    memcpy(alt, h, sizeof alt);
+    for (int b = 0; b < 32; b++) {
+        uint32_t len = stored ^ (1u << b);
+        if (len >= stored || len > n)
+            continue;
+        mprof_wr_u32(alt + 8, len);
+        if (h[5] == MPROF_CODEC_NONE)
+            mprof_wr_u32(alt + 12, len);
+        if (mprof_fmt_chunk_verify(alt, have, len) == 0)
+            return "the chunk's length field is damaged (its checksum matches a length one bit "
+                   "away)";
+    }
+    /* Other damage: a whole, valid chunk inside what this one claims to hold. */
+    for (size_t p = 0; p + MPROF_FMT_CHUNK_HEADER_BYTES <= n; p++) {
+        const unsigned char *q = memchr(have + p, 'M', n - p);
+        if (!q)
+            break;
+        p = (size_t)(q - have);
+        if (p + MPROF_FMT_CHUNK_HEADER_BYTES > n)
+            break;
+        int kind, codec;
+        uint32_t sl, rl;
+        if (mprof_fmt_check_chunk_header(q, &kind, &codec, &sl, &rl) != NULL ||
+            sl > n - p - MPROF_FMT_CHUNK_HEADER_BYTES)
+            continue;
+        if (mprof_fmt_chunk_verify(q, q + MPROF_FMT_CHUNK_HEADER_BYTES, sl) == 0)
+            return "the chunk's header is damaged (a whole chunk follows inside the length it "
+                   "claims)";
+    }
+    return NULL;
+}
+
+/* Compares END's counts with what was read and classifies how the capture ended. */
+static void check_end(mprof_reader *r)
+{
+    const char *by = kv_get(&r->end, "ended_by");
+    const char *writer = kv_get(&r->end, "end_written_by");
+    if (by && strcmp(by, "disk-full") == 0)
+        r->st.ending = MPROF_ENDING_DISK_FULL;
+    else if (by && strcmp(by, "write-error") == 0)
+        r->st.ending = MPROF_ENDING_WRITE_ERROR;
+    else if (writer && by && strcmp(by, "corrupt-stream") == 0)
+        r->st.ending = MPROF_ENDING_CORRUPT;
+    else if (writer)
+        r->st.ending = MPROF_ENDING_PEER_LOST;
+    else
+        r->st.ending = MPROF_ENDING_CLEAN;
+    /* Both the library and mprof capture count the chunks before END and the events as
+     * mprof_event_counted does (not the stream's definitions and thread switches). */
+    const char *v = kv_get(&r->end, "chunks");
+    uint64_t before = r->st.chunks - 1;
+    r->st.chunks_missing = 0;
+    if (v) {
+        uint64_t want = strtoull(v, NULL, 10);
+        r->st.chunks_missing = want > before ? want - before : 0;
+    }
+    v = kv_get(&r->end, "events");
+    r->st.events_missing = 0;
+    if (v) {
+        uint64_t want = strtoull(v, NULL, 10);
+        uint64_t have = r->thread_events;
+        r->st.events_missing = want > have ? want - have : 0;
+    }
+}
+
 /* Loads the next chunk. Returns 1 when an EVENTS chunk is ready, 0 at the end, -1 on error. */
 static int next_chunk(mprof_reader *r)
 {
@@ -301,6 +384,10 @@ static int next_chunk(mprof_reader *r)
             return fail(r, "out of memory reading chunk at offset %" PRIu64, at);
         got = input(r, r->stored.data, stored);
         if (got < stored) {
+            const char *damage = damaged_length(h, r->stored.data, got);
+            if (damage)
+                return fail(r, "chunk %" PRIu64 " at offset %" PRIu64 ": %s (corrupt file)",
+                            r->st.chunks, at, damage);
             r->st.truncated_bytes = sizeof h + got;
             r->done = 1;
             return 0;
@@ -336,6 +423,7 @@ static int next_chunk(mprof_reader *r)
             if (parse_kv(r, &r->end, payload, payload + rawlen) != 0)
                 return -1;
             r->st.complete = 1;
+            check_end(r);
             continue;
         case MPROF_CHUNK_EVENTS:
             r->p = payload;
@@ -538,6 +626,8 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
         if (apply_def(r, ev) != 0)
             return -1;
         r->st.events++;
+        if (mprof_event_counted(tag))
+            r->thread_events++;
         return 1;
     truncated:
         return bad_event(r, "event runs past the end of its chunk", tag);
@@ -597,6 +687,44 @@ const uint64_t *mprof_reader_callstack(const mprof_reader *r, uint32_t id, uint3
 void mprof_reader_get_stats(const mprof_reader *r, mprof_reader_stats *out)
 {
     *out = r->st;
+}
+
+int mprof_reader_stats_whole(const mprof_reader_stats *st)
+{
+    return st->complete && st->ending == MPROF_ENDING_CLEAN && !st->chunks_missing &&
+           !st->events_missing;
+}
+
+const char *mprof_ending_name(int ending)
+{
+    switch (ending) {
+    case MPROF_ENDING_CLEAN: return "clean";
+    case MPROF_ENDING_PEER_LOST: return "peer-lost";
+    case MPROF_ENDING_CORRUPT: return "corrupt-stream";
+    case MPROF_ENDING_DISK_FULL: return "disk-full";
+    case MPROF_ENDING_WRITE_ERROR: return "write-error";
+    default: return "cut-off";
+    }
+}
+
+const char *mprof_ending_text(int ending)
+{
+    switch (ending) {
+    case MPROF_ENDING_CLEAN:
+        return "complete (the process closed the capture)";
+    case MPROF_ENDING_PEER_LOST:
+        return "ended by mprof capture: the process vanished or never sent its end record "
+               "(killed, crashed or hung)";
+    case MPROF_ENDING_CORRUPT:
+        return "ended by mprof capture after a corrupt stream (the rest was not recorded)";
+    case MPROF_ENDING_DISK_FULL:
+        return "cut short: the disk was full (what followed was not written)";
+    case MPROF_ENDING_WRITE_ERROR:
+        return "cut short: writing the capture failed (what followed was not written)";
+    default:
+        return "incomplete (no end record: the process or the tool was killed, the disk filled "
+               "up, or it is still being written)";
+    }
 }
 
 double mprof_reader_ns_per_tick(const mprof_reader *r)
