@@ -1,6 +1,9 @@
 //! The instrumentation macros. Two definitions of each: with the `enable` feature they record
-//! through libmprof; without it they expand to nothing and never evaluate their arguments (the
-//! C macros' `((void)0)`), so a build without `enable` references no mprof symbol.
+//! through libmprof; without it they expand to nothing that runs (the C macros' `((void)0)`)
+//! and never evaluate their arguments, so a build without `enable` references no mprof symbol.
+//! Arguments other than literals are still type-checked inside an `if false` block, which the
+//! compiler removes: a variable or an import that only instrumentation uses does not become an
+//! "unused" warning in the shipping build.
 //!
 //! The features are those of this crate, not of the crate that invokes the macros: an engine
 //! turns profiling on by forwarding a feature of its own to `mprof/enable`.
@@ -45,7 +48,11 @@ macro_rules! zone {
 #[macro_export]
 macro_rules! zone {
     ($name:literal) => {};
-    ($name:literal, $color:expr) => {};
+    ($name:literal, $color:expr) => {
+        if false {
+            let _ = $color;
+        }
+    };
 }
 
 /// Attaches a text to the innermost open zone of the calling thread (copied): `zone_text!(s)`.
@@ -62,7 +69,9 @@ macro_rules! zone_text {
 #[macro_export]
 macro_rules! zone_text {
     ($text:expr) => {
-        ()
+        if false {
+            let _ = &$text;
+        }
     };
 }
 
@@ -80,7 +89,9 @@ macro_rules! zone_value {
 #[macro_export]
 macro_rules! zone_value {
     ($value:expr) => {
-        ()
+        if false {
+            let _ = &$value;
+        }
     };
 }
 
@@ -123,7 +134,9 @@ macro_rules! plot {
 #[macro_export]
 macro_rules! plot {
     ($name:literal, $value:expr) => {
-        ()
+        if false {
+            let _ = &$value;
+        }
     };
 }
 
@@ -141,7 +154,9 @@ macro_rules! plot_int {
 #[macro_export]
 macro_rules! plot_int {
     ($name:literal, $value:expr) => {
-        ()
+        if false {
+            let _ = &$value;
+        }
     };
 }
 
@@ -161,7 +176,10 @@ macro_rules! message {
 #[macro_export]
 macro_rules! message {
     ($level:expr, $($arg:tt)+) => {
-        ()
+        if false {
+            let _ = $level;
+            let _ = ::core::format_args!($($arg)+);
+        }
     };
 }
 
@@ -180,7 +198,9 @@ macro_rules! thread_name {
 #[macro_export]
 macro_rules! thread_name {
     ($name:expr) => {
-        ()
+        if false {
+            let _ = &$name;
+        }
     };
 }
 
@@ -199,7 +219,9 @@ macro_rules! app_info {
 #[macro_export]
 macro_rules! app_info {
     ($($arg:tt)+) => {
-        ()
+        if false {
+            let _ = ::core::format_args!($($arg)+);
+        }
     };
 }
 
