@@ -1,5 +1,5 @@
 /*
- * fuzz_passes.c - libFuzzer target for the memory, locks and fibers passes (and the core pass
+ * fuzz_passes.c - libFuzzer target for the memory, locks, fibers and system passes (and the core pass
  * they hook into): any capture the reader accepts must be analysed and printed, as text and as
  * JSON, without crashing, hanging or reading out of bounds. The input goes through a memfd,
  * since the analysis reads a path. Module paths inside the input are opened by the symbolizer,
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     char path[64], err[256];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    mprof_analysis_opts o = {.top_n = 5, .passes = "memory,locks,fibers"};
+    mprof_analysis_opts o = {.top_n = 5, .passes = "memory,locks,fibers,samples"};
     mprof_analysis *a = mprof_analysis_run(path, &o, err, sizeof err);
     if (a) {
         FILE *null = fopen("/dev/null", "w");

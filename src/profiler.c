@@ -12,6 +12,7 @@
  * environment overrides) and registers an atexit handler that flushes and closes the capture.
  */
 #include "core.h"
+#include "system/system.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -22,7 +23,9 @@ mprof__globals mprof__g = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .threads_lock = PTHREAD_MUTEX_INITIALIZER,
 };
-int mprof__mode = MPROF__MODE_OFF;
+/* Read by every event: it starts a cache line, so the line is not one that shares its bytes with
+ * counters the collector updates. */
+_Alignas(MPROF__CACHE_LINE) int mprof__mode = MPROF__MODE_OFF;
 mprof__tbuf mprof__dummy_tbuf; /* cur == end == NULL: every event takes the slow path */
 __thread mprof__tbuf *mprof__tls = &mprof__dummy_tbuf;
 
@@ -196,9 +199,11 @@ static int refill(mprof__thread *th)
 static mprof__thread *register_thread(void)
 {
     pthread_once(&key_once, make_key);
-    mprof__thread *th = calloc(1, sizeof *th);
+    /* Aligned so that the cursor's cache line holds nothing the collector writes. */
+    mprof__thread *th = aligned_alloc(MPROF__CACHE_LINE, sizeof *th);
     if (!th)
         return NULL;
+    memset(th, 0, sizeof *th);
     th->os_tid = mprof__os_tid();
     pthread_mutex_lock(&mprof__g.threads_lock);
     th->idx = ++mprof__g.next_thread_idx;
@@ -207,6 +212,7 @@ static mprof__thread *register_thread(void)
     pthread_mutex_unlock(&mprof__g.threads_lock);
     pthread_setspecific(thread_key, th);
     mprof__tls = &th->tb;
+    mprof__system_thread_started();
     if (refill(th) != 0) {
         /* Registered, but over the cap: events are counted as lost until a block is free. */
         th->tb.cur = th->tb.end = NULL;
@@ -275,11 +281,13 @@ mprof_result mprof_startup(const mprof_config *cfg)
     apply_config(cfg);
     mprof__timer_init(mprof__g.cfg.invariant_check, mprof__g.cfg.verbose == MPROF_TOGGLE_ON);
     atomic_fetch_add(&mprof__g.session, 1);
+    mprof__system_probe(); /* before INFO is written: it says what system tracing does */
     int r = mprof__collector_start();
     if (r != 0) {
         pthread_mutex_unlock(&mprof__g.lock);
         return (mprof_result)r;
     }
+    mprof__system_start();
     if (!mprof__g.atexit_registered) {
         atexit(at_exit);
         mprof__g.atexit_registered = 1;
@@ -296,6 +304,7 @@ void mprof_shutdown(void)
         pthread_mutex_unlock(&mprof__g.lock);
         return;
     }
+    mprof__system_stop(); /* while still recording, so its last records reach the capture */
     __atomic_store_n(&mprof__mode, MPROF__MODE_OFF, __ATOMIC_RELEASE);
     mprof__collector_stop();
     pthread_mutex_unlock(&mprof__g.lock);

@@ -232,6 +232,12 @@ static void test_page_renders(void **state)
     assert_non_null(strstr(out, "Content-Security-Policy"));
     cJSON *doc = view_doc(cap);
     long zones = doc_zones(doc);
+    /* System tracing adds two CPU-usage plots when the capture has CPU samples (SYSTEM.md). */
+    const cJSON *sys = cJSON_GetObjectItemCaseSensitive(doc, "system");
+    const cJSON *cpu_ts = sys ? cJSON_GetObjectItemCaseSensitive(
+                                    cJSON_GetObjectItemCaseSensitive(sys, "cpu"), "ts")
+                              : NULL;
+    int cpu_plots = cJSON_GetArraySize(cpu_ts) > 0 ? 2 : 0;
     cJSON_Delete(doc);
 
     need_browser();
@@ -246,7 +252,7 @@ static void test_page_renders(void **state)
     assert_string_equal(status_attr("data-track-kinds"), "thread:2,fiber:1,gpu:1,lock:1");
     assert_int_equal(status_num("data-zones"), zones);
     assert_int_equal(status_num("data-frames"), 60);
-    assert_int_equal(status_num("data-plots"), 3);
+    assert_int_equal(status_num("data-plots"), 3 + cpu_plots);
     assert_int_equal(status_num("data-messages"), 6);
     assert_int_equal(status_num("data-locks"), 1);
     assert_int_equal(status_num("data-memory"), 1);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 
 enum { EXIT_OK = 0, EXIT_VERDICT = 1, EXIT_USAGE = 2, EXIT_IO = 3 };
+/* The run store cannot be reached or used (mprof ci --store, store, history; docs/STORE.md). */
+enum { EXIT_STORE = 4 };
 
 typedef struct mprof_cmd {
     const char *name;
@@ -40,6 +42,8 @@ int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_ci(int argc, char **argv);
+int cmd_store(int argc, char **argv);
+int cmd_history(int argc, char **argv);
 /* The instrumented workload of `mprof ci --self-test` (tools/ci_workload.c). */
 int mprof__ci_workload(long frames, double slow_pct);
 

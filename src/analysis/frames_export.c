@@ -15,6 +15,7 @@
 #include "analysis/frames_export.h"
 #include "analysis/json_out.h"
 #include "analysis/stats.h"
+#include "analysis/system.h"
 #include "format/format.h"
 
 #include <errno.h>
@@ -55,19 +56,24 @@ typedef struct fset {
     i64_vec begins; /* range starts and ends, paired */
     i64_vec ends;
     int64_t open;   /* pending FRAME_BEGIN, -1 none */
-    /* Frames as intervals [start, end), sorted by start. */
+    uint32_t thread; /* thread of the first mark or begin (0 = none yet) */
+    i64_vec losses;  /* times of LOST records on that thread */
+    /* Frames as intervals [start, end), sorted by start. Frames that span lost events of the
+     * marking thread are left out (their marks may be among the lost events) and counted. */
     int64_t *fs, *fe;
-    size_t nf;
+    size_t nf, incomplete;
 } fset;
 
-/* One zone name (source locations sharing a name are merged). */
+/* One zone: source locations with the same name and function are merged (the zone identity of
+ * zone_key.h, which `mprof gate` uses to pair zones of two exports). */
 typedef struct zone {
-    const char *name, *file; /* owned by the first reader; copied below */
-    char *name_copy, *file_copy;
+    const char *name, *file, *function; /* the copies below */
+    char *name_copy, *file_copy, *function_copy;
     uint32_t line;
     uint64_t count;
     int64_t incl_ns, self_ns;
     double *self_ms, *incl_ms; /* per main frame, top zones only */
+    double *self_off_ms;       /* per main frame, when the capture has context switches */
 } zone;
 
 typedef struct open_zone {
@@ -83,6 +89,7 @@ typedef struct tstack {
 
 typedef struct exporter {
     const char *path;
+    const mprof_export_range *range; /* NULL = the whole capture */
     fset *sets;
     size_t n_sets;
     /* per source location id: index into zones + 1 (0 = unknown) and pass-1 totals */
@@ -101,6 +108,9 @@ typedef struct exporter {
     size_t n_warnings;
     char *err;
     size_t errlen;
+    mprof_sysmodel *sys; /* context switches and CPU usage (src/analysis/system.h) */
+    mprof_sys_status sys_st;
+    int sys_switches;    /* the main frame set's thread was traced */
 } exporter;
 
 #if defined(__GNUC__)
@@ -182,6 +192,15 @@ static tstack *get_stack(exporter *x, uint32_t tid)
     return &x->stacks[tid];
 }
 
+/* Recursion: another instance of loc is open on the stack (its time is already counted). */
+static int nested_in(const tstack *t, uint32_t loc)
+{
+    for (uint32_t k = 0; k < t->depth; k++)
+        if (t->s[k].loc == loc)
+            return 1;
+    return 0;
+}
+
 static int push_zone(tstack *t, uint32_t loc, int64_t ts)
 {
     if (t->depth == t->cap) {
@@ -223,6 +242,8 @@ static int pass1_event(exporter *x, const mprof_event *ev)
             return 0;
         if (!f || vec_push(&f->marks, ev->ts_ns))
             return fail(x, "out of memory");
+        if (!f->thread)
+            f->thread = ev->thread;
         return 0;
     }
     case MPROF_EV_FRAME_BEGIN: {
@@ -233,6 +254,8 @@ static int pass1_event(exporter *x, const mprof_event *ev)
             return fail(x, "out of memory");
         f->range = 1;
         f->open = ev->ts_ns;
+        if (!f->thread)
+            f->thread = ev->thread;
         return 0;
     }
     case MPROF_EV_FRAME_END: {
@@ -267,10 +290,13 @@ static int pass1_event(exporter *x, const mprof_event *ev)
         /* Only defined source locations count (a corrupt id must not size the tables). */
         if (z.loc == 0 || !mprof_reader_srcloc(x->r, z.loc))
             return 0;
+        if (!mprof__range_overlaps(x->range, z.begin, ev->ts_ns))
+            return 0;
         if (ensure_loc(x, z.loc))
             return fail(x, "out of memory");
         x->loc_count[z.loc]++;
-        x->loc_incl[z.loc] += dur;
+        if (!nested_in(t, z.loc))
+            x->loc_incl[z.loc] += dur;
         x->loc_self[z.loc] += dur > z.mark ? dur - z.mark : 0;
         return 0;
     }
@@ -279,6 +305,9 @@ static int pass1_event(exporter *x, const mprof_event *ev)
         tstack *t = get_stack(x, ev->thread);
         if (t)
             t->depth = 0;
+        for (size_t i = 0; i < x->n_sets; i++)
+            if (x->sets[i].thread == ev->thread && vec_push(&x->sets[i].losses, ev->ts_ns))
+                return fail(x, "out of memory");
         return 0;
     }
     default:
@@ -302,9 +331,43 @@ static int cmp_pair(const void *pa, const void *pb)
     return (a->s > b->s) - (a->s < b->s);
 }
 
-/* Turns a set's marks or ranges into sorted intervals. */
-static int build_frames(fset *f)
+/* Whether a LOST record of the set's thread falls in (s, e]: the frame may hide lost marks. */
+static int spans_loss(const fset *f, int64_t s, int64_t e)
 {
+    size_t lo = 0, hi = f->losses.n; /* first loss > s */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->losses.v[mid] <= s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < f->losses.n && f->losses.v[lo] <= e;
+}
+
+/* Drops the frames that span a loss (counted) and those outside the range, keeping the order. */
+static void drop_lossy(fset *f, const mprof_export_range *range)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < f->nf; i++) {
+        if (!mprof__range_has(range, f->fs[i]) || !mprof__range_has(range, f->fe[i] - (f->fe[i] > f->fs[i])))
+            continue;
+        if (f->losses.n && spans_loss(f, f->fs[i], f->fe[i])) {
+            f->incomplete++;
+            continue;
+        }
+        f->fs[k] = f->fs[i];
+        f->fe[k] = f->fe[i];
+        k++;
+    }
+    f->nf = k;
+}
+
+/* Turns a set's marks or ranges into sorted intervals. */
+static int build_frames(fset *f, const mprof_export_range *range)
+{
+    if (f->losses.n > 1)
+        qsort(f->losses.v, f->losses.n, sizeof *f->losses.v, cmp_i64);
     if (!f->range) {
         if (f->marks.n > 1)
             qsort(f->marks.v, f->marks.n, sizeof *f->marks.v, cmp_i64);
@@ -318,6 +381,7 @@ static int build_frames(fset *f)
             f->fe[i] = f->marks.v[i + 1];
         }
         f->nf = n;
+        drop_lossy(f, range);
         return 0;
     }
     size_t n = f->begins.n;
@@ -338,6 +402,7 @@ static int build_frames(fset *f)
     }
     f->nf = n;
     free(p);
+    drop_lossy(f, range);
     return 0;
 }
 
@@ -346,10 +411,11 @@ static int cmp_zone(const void *pa, const void *pb)
     const zone *a = pa, *b = pb;
     if (a->self_ns != b->self_ns)
         return a->self_ns < b->self_ns ? 1 : -1;
-    return strcmp(a->name, b->name);
+    int c = strcmp(a->name, b->name);
+    return c ? c : strcmp(a->function, b->function);
 }
 
-/* Merges source locations by name into zones, sorted by self time, and maps locations to them. */
+/* Merges source locations by name and function into zones, sorted by self time, and maps locations to them. */
 static int build_zones(exporter *x, const mprof_reader *r)
 {
     for (uint32_t loc = 1; loc < x->n_locs; loc++) {
@@ -357,8 +423,10 @@ static int build_zones(exporter *x, const mprof_reader *r)
             continue;
         const mprof_srcloc_def *d = mprof_reader_srcloc(r, loc);
         const char *name = d && d->name ? d->name : "(unknown zone)";
+        const char *func = d && d->function ? d->function : "";
         size_t k = 0;
-        while (k < x->n_zones && strcmp(x->zones[k].name, name) != 0)
+        while (k < x->n_zones &&
+               (strcmp(x->zones[k].name, name) != 0 || strcmp(x->zones[k].function, func) != 0))
             k++;
         if (k == x->n_zones) {
             zone *z = realloc(x->zones, (x->n_zones + 1) * sizeof *z);
@@ -368,13 +436,16 @@ static int build_zones(exporter *x, const mprof_reader *r)
             memset(&z[k], 0, sizeof z[k]);
             z[k].name_copy = dup_str(name);
             z[k].file_copy = dup_str(d && d->file ? d->file : "");
-            if (!z[k].name_copy || !z[k].file_copy) {
+            z[k].function_copy = dup_str(func);
+            if (!z[k].name_copy || !z[k].file_copy || !z[k].function_copy) {
                 free(z[k].name_copy);
                 free(z[k].file_copy);
+                free(z[k].function_copy);
                 return -1;
             }
             z[k].name = z[k].name_copy;
             z[k].file = z[k].file_copy;
+            z[k].function = z[k].function_copy;
             z[k].line = d ? d->line : 0;
             x->n_zones++;
         }
@@ -391,8 +462,9 @@ static int build_zones(exporter *x, const mprof_reader *r)
             continue;
         const mprof_srcloc_def *d = mprof_reader_srcloc(r, loc);
         const char *name = d && d->name ? d->name : "(unknown zone)";
+        const char *func = d && d->function ? d->function : "";
         for (size_t k = 0; k < x->n_zones; k++)
-            if (strcmp(x->zones[k].name, name) == 0) {
+            if (strcmp(x->zones[k].name, name) == 0 && strcmp(x->zones[k].function, func) == 0) {
                 x->loc_zone[loc] = (uint32_t)k + 1;
                 break;
             }
@@ -431,6 +503,13 @@ static void spread(const fset *f, int64_t a, int64_t b, double *acc)
     }
 }
 
+/* The same for the part of [a, b) during which the zone's thread was off the CPU. */
+static void spread_off(const exporter *x, uint32_t thread, int64_t a, int64_t b, double *acc)
+{
+    if (acc && x->sys_switches)
+        mprof__sys_spread_off(x->sys, thread, x->main->fs, x->main->fe, x->main->nf, a, b, acc);
+}
+
 static zone *zone_of(exporter *x, uint32_t loc)
 {
     if (loc == 0 || loc >= x->n_locs || x->loc_zone[loc] == 0)
@@ -449,8 +528,10 @@ static int pass2_event(exporter *x, const mprof_event *ev)
             /* The parent's self time pauses while this child runs. */
             open_zone *p = &t->s[t->depth - 1];
             zone *pz = zone_of(x, p->loc);
-            if (pz)
+            if (pz) {
                 spread(x->main, p->mark, ev->ts_ns, pz->self_ms);
+                spread_off(x, ev->thread, p->mark, ev->ts_ns, pz->self_off_ms);
+            }
         }
         if (push_zone(t, (uint32_t)ev->u[0], ev->ts_ns))
             return fail(x, "out of memory");
@@ -467,7 +548,9 @@ static int pass2_event(exporter *x, const mprof_event *ev)
         zone *zz = zone_of(x, z.loc);
         if (zz) {
             spread(x->main, z.mark, ev->ts_ns, zz->self_ms);
-            spread(x->main, z.begin, ev->ts_ns, zz->incl_ms);
+            spread_off(x, ev->thread, z.mark, ev->ts_ns, zz->self_off_ms);
+            if (!nested_in(t, z.loc))
+                spread(x->main, z.begin, ev->ts_ns, zz->incl_ms);
         }
         if (t->depth)
             t->s[t->depth - 1].mark = ev->ts_ns;
@@ -496,6 +579,8 @@ static int read_pass(exporter *x, int pass, mprof_reader **keep)
     mprof_event ev;
     int rc;
     while ((rc = mprof_reader_next(r, &ev)) == 1) {
+        if (pass == 1 && x->sys && mprof__sys_event(x->sys, r, &ev) != 0)
+            warn(x, "out of memory reading the system records: on/off-CPU figures are incomplete");
         if ((pass == 1 ? pass1_event(x, &ev) : pass2_event(x, &ev)) != 0) {
             mprof_reader_close(r);
             return -1;
@@ -656,6 +741,49 @@ static const char *set_name(const mprof_reader *r, const fset *f)
     return s ? s : "(unnamed)";
 }
 
+/* The "system" object and the per-frame CPU arrays (docs/GATE.md, docs/SYSTEM.md). */
+static int write_system(const exporter *x, FILE *out)
+{
+    int cpu = x->sys_st.cpu_usage && mprof__sys_has_busy(x->sys);
+    const char *why = x->sys_st.why_not;
+    if (x->sys_st.context_switches && !x->sys_switches)
+        why = "the main frame set's thread has no context-switch records";
+    fprintf(out, ",\n  \"system\": {\"contextSwitches\": %s, \"cpuUsage\": %s, \"sampling\": %s, "
+                 "\"whyNot\": ",
+            x->sys_switches ? "true" : "false", cpu ? "true" : "false",
+            x->sys_st.sampling ? "true" : "false");
+    put_str(out, why);
+    fputc('}', out);
+    if (!x->sys_switches)
+        return 0;
+    const fset *m = x->main;
+    size_t n = m->nf ? m->nf : 1;
+    double *on = calloc(n, sizeof *on), *off = calloc(n, sizeof *off);
+    double *all = calloc(n, sizeof *all), *busy = calloc(n, sizeof *busy);
+    int rc = -1;
+    if (on && off && all && busy) {
+        mprof__sys_frames(x->sys, m->thread, m->fs, m->fe, m->nf, on, off, all, busy);
+        fputs(",\n  \"frameOnCpuMs\": ", out);
+        put_ms_array(out, on, m->nf);
+        fputs(",\n  \"frameOffCpuMs\": ", out);
+        put_ms_array(out, off, m->nf);
+        fputs(",\n  \"frameCpuMs\": ", out);
+        put_ms_array(out, all, m->nf);
+        if (cpu) {
+            fputs(",\n  \"frameMachineBusy\": [", out);
+            for (size_t i = 0; i < m->nf; i++)
+                fprintf(out, "%s%.4f", i ? ", " : "", busy[i]);
+            fputc(']', out);
+        }
+        rc = 0;
+    }
+    free(on);
+    free(off);
+    free(all);
+    free(busy);
+    return rc;
+}
+
 static int write_export(exporter *x, const mprof_reader *r, FILE *out)
 {
     char sha[128], when[64];
@@ -700,6 +828,19 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
         fputs("null", out);
     fputs("\n  },\n  \"frameSet\": ", out);
     put_str(out, x->main ? set_name(r, x->main) : NULL);
+    fputs(",\n  \"range\": ", out);
+    if (x->range && x->range->active) {
+        fputs("{\"firstFrame\": ", out);
+        if (x->range->first_frame >= 0)
+            fprintf(out, "%" PRId64 ", \"endFrame\": %" PRId64, x->range->first_frame,
+                    x->range->end_frame);
+        else
+            fputs("null, \"endFrame\": null", out);
+        fprintf(out, ", \"startNs\": %" PRId64 ", \"endNs\": %" PRId64 "}", x->range->t0_ns,
+                x->range->t1_ns);
+    } else {
+        fputs("null", out);
+    }
     fputs(",\n", out);
 
     /* The main set's summary and frames at the top level. */
@@ -710,9 +851,12 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
         free(d);
         return -1;
     }
+    fprintf(out, "  \"incompleteFrames\": %zu,\n", m->incomplete);
     fputs("  \"frameTimesMs\": ", out);
     put_ms_array(out, d, m->nf);
     free(d);
+    if (write_system(x, out))
+        return -1;
 
     fputs(",\n  \"frameSets\": [", out);
     for (size_t i = 0; i < x->n_sets; i++) {
@@ -725,6 +869,7 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
             free(d);
             return -1;
         }
+        fprintf(out, "      \"incompleteFrames\": %zu,\n", f->incomplete);
         fputs("      \"frameTimesMs\": ", out);
         put_ms_array(out, d, f->nf);
         free(d);
@@ -738,6 +883,8 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
         const zone *z = &x->zones[k];
         fputs(k ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
         put_str(out, z->name);
+        fputs(", \"function\": ", out);
+        put_str(out, z->function);
         fputs(", \"file\": ", out);
         put_str(out, z->file);
         fprintf(out, ", \"line\": %" PRIu32 ", \"count\": %" PRIu64 ", \"totalMs\": ", z->line,
@@ -750,6 +897,10 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
             put_ms_array(out, z->incl_ms, m->nf);
             fputs(",\n     \"selfPerFrameMs\": ", out);
             put_ms_array(out, z->self_ms, m->nf);
+            if (z->self_off_ms) {
+                fputs(",\n     \"selfOffCpuPerFrameMs\": ", out);
+                put_ms_array(out, z->self_off_ms, m->nf);
+            }
         }
         fputc('}', out);
     }
@@ -768,6 +919,7 @@ static void exporter_free(exporter *x)
         free(x->sets[i].marks.v);
         free(x->sets[i].begins.v);
         free(x->sets[i].ends.v);
+        free(x->sets[i].losses.v);
         free(x->sets[i].fs);
         free(x->sets[i].fe);
     }
@@ -779,8 +931,10 @@ static void exporter_free(exporter *x)
     for (size_t k = 0; k < x->n_zones; k++) {
         free(x->zones[k].name_copy);
         free(x->zones[k].file_copy);
+        free(x->zones[k].function_copy);
         free(x->zones[k].self_ms);
         free(x->zones[k].incl_ms);
+        free(x->zones[k].self_off_ms);
     }
     free(x->zones);
     for (uint32_t i = 0; i < x->n_stacks; i++)
@@ -789,14 +943,22 @@ static void exporter_free(exporter *x)
     for (size_t i = 0; i < x->n_warnings; i++)
         free(x->warnings[i]);
     free(x->warnings);
+    mprof__sys_free(x->sys);
 }
 
 int mprof__export_frames(const char *capture_path, const char *out_path, char *err,
                          size_t errlen)
 {
+    return mprof__export_frames_range(capture_path, NULL, out_path, err, errlen);
+}
+
+int mprof__export_frames_range(const char *capture_path, const mprof_export_range *range,
+                               const char *out_path, char *err, size_t errlen)
+{
     exporter x;
     memset(&x, 0, sizeof x);
     x.path = capture_path;
+    x.range = range;
     x.err = err;
     x.errlen = errlen;
     mprof_reader *r = NULL;
@@ -815,17 +977,21 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
             goto out;
         }
     }
+    x.sys = mprof__sys_new(); /* NULL (out of memory): the export has no system figures */
     if (read_pass(&x, 1, &r))
         goto out;
+    mprof__sys_status(r, &x.sys_st);
+    if (x.sys)
+        mprof__sys_finish(x.sys, r);
 
     /* The main frame set: unnamed marks, else the named set with the most frames. */
     for (size_t i = 0; i < x.n_sets; i++)
-        if (build_frames(&x.sets[i])) {
+        if (build_frames(&x.sets[i], range)) {
             fail(&x, "out of memory");
             goto out;
         }
     for (size_t i = 0; i < x.n_sets; i++)
-        if (x.sets[i].name == 0 && x.sets[i].nf > 0)
+        if (x.sets[i].name == 0 && (x.sets[i].nf > 0 || x.sets[i].incomplete > 0))
             x.main = &x.sets[i];
     if (!x.main) {
         for (size_t i = 0; i < x.n_sets; i++)
@@ -838,6 +1004,9 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
             warn(&x, "no frames in this capture (call MPROF_FRAME_MARK() once per main-loop "
                      "iteration)");
     }
+    if (x.main && x.main->incomplete)
+        warn(&x, "%zu frames spanned lost events (their marks may be lost) and are left out",
+             x.main->incomplete);
     if (x.sets_capped)
         warn(&x, "more than %d frame sets; the others are left out", MAX_SETS);
     {
@@ -851,9 +1020,20 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
             warn(&x, "%s events were lost; frame and zone times near the gaps are incomplete",
                  lost);
     }
+    x.sys_switches = x.sys && x.main && x.sys_st.context_switches &&
+                     mprof__sys_thread_traced(x.sys, x.main->thread);
     if (build_zones(&x, r)) {
         fail(&x, "out of memory");
         goto out;
+    }
+    for (size_t k = 0; x.sys_switches && k < x.n_zones; k++) {
+        if (!x.zones[k].self_ms)
+            continue;
+        x.zones[k].self_off_ms = calloc(x.main->nf ? x.main->nf : 1, sizeof(double));
+        if (!x.zones[k].self_off_ms) {
+            fail(&x, "out of memory");
+            goto out;
+        }
     }
     if (x.main && x.n_zones > 0 && read_pass(&x, 2, NULL))
         goto out;

@@ -13,6 +13,7 @@
  * Contents: JSON helpers - pass 1 - range choice - pass 2 - writing the document - the page.
  */
 #include "analysis/timeline.h"
+#include "analysis/system.h"
 #include "mprof/mprof.h"
 
 #include <inttypes.h>
@@ -897,6 +898,9 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
         }
         fputs("]}", out);
     }
+    /* System tracing (docs/SYSTEM.md): thread states, CPU usage, samples; left out when it
+     * cannot be read (the rest of the document stands). */
+    mprof__system_view_json(path, out, rg->t0, rg->t1);
     if (o->diff_json) {
         fputs(",\"diff\":", out);
         /* The comparison document is our own JSON; keep it safe inside <script> all the same. */

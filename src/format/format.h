@@ -21,7 +21,7 @@
 #define MPROF_FMT_MAGIC "MPROF\r\n\x1a"
 #define MPROF_FMT_MAGIC_LEN 8
 #define MPROF_FMT_VERSION_MAJOR 1
-#define MPROF_FMT_VERSION_MINOR 0
+#define MPROF_FMT_VERSION_MINOR 1
 #define MPROF_FMT_HEADER_BYTES 16
 #define MPROF_FMT_CHUNK_MAGIC 0x4b43504du /* "MPCK" little-endian */
 #define MPROF_FMT_CHUNK_HEADER_BYTES 24
@@ -99,7 +99,16 @@ enum {
     X(GPU_CALIBRATE, 0x49, MPROF_F_TS, MPROF_F_U32, MPROF_F_I64)                                   \
     X(GPU_ZONE_BEGIN, 0x4a, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32, MPROF_F_LOC)                     \
     X(GPU_ZONE_END, 0x4b, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32)                                    \
-    X(GPU_TIME, 0x4c, MPROF_F_U32, MPROF_F_U32, MPROF_F_I64)
+    X(GPU_TIME, 0x4c, MPROF_F_U32, MPROF_F_U32, MPROF_F_I64)                                       \
+    /* System tracing (src/system/, format 1.1): process-context records (thread 0) about the    \
+     * process's threads; the U64 is the OS thread id that DEF_THREAD gives a capture thread. */   \
+    X(SYS_SWITCH, 0x50, MPROF_F_TS, MPROF_F_U64, MPROF_F_U8, MPROF_F_U8, MPROF_F_U32)              \
+    X(SYS_THREAD, 0x51, MPROF_F_TS, MPROF_F_U64, MPROF_F_U8, MPROF_F_U8)                           \
+    X(SYS_SAMPLE, 0x52, MPROF_F_TS, MPROF_F_U64, MPROF_F_CS)                                       \
+    X(SYS_LOST, 0x53, MPROF_F_TS, MPROF_F_U64, MPROF_F_U64)                                       \
+    X(SYS_CPU, 0x54, MPROF_F_TS, MPROF_F_F64, MPROF_F_F64)                                         \
+    /* 0x5c-0x5f: compaction (format 1.1). TS_SCALE applies to the rest of its chunk. */         \
+    X(TS_SCALE, 0x5c, MPROF_F_U64)
 
 enum {
 #define MPROF__EV_ENUM(name, tag, ...) MPROF_EV_##name = tag,
@@ -107,6 +116,15 @@ enum {
 #undef MPROF__EV_ENUM
     MPROF_EV_MAX = 0x100
 };
+
+/* Tags 0x50-0x57 (system tracing) belong to the process context, thread 0; every other tag
+ * from 0x10 up needs a thread context. */
+#define MPROF_EV_IS_PROCESS(tag) ((tag) >= 0x50 && (tag) <= 0x57)
+
+/* SYS_SWITCH direction and reason, SYS_THREAD kinds (docs/FORMAT.md). */
+enum { MPROF_SYS_OUT = 0, MPROF_SYS_IN = 1 };
+enum { MPROF_SYS_REASON_UNKNOWN = 0, MPROF_SYS_REASON_PREEMPTED = 1, MPROF_SYS_REASON_BLOCKED = 2 };
+enum { MPROF_SYS_TRACK_START = 1, MPROF_SYS_TRACK_END = 2 };
 
 typedef struct mprof_event_desc {
     const char *name; /* "ZONE_BEGIN"; NULL for unused tags */
@@ -118,6 +136,16 @@ typedef struct mprof_event_desc {
 
 /* The description of tag, or NULL for a tag the table does not define. Any thread. */
 const mprof_event_desc *mprof_event_desc_get(int tag);
+
+/* Whether a record counts as an event in the figures users read (`mprof capture`, `mprof
+ * report`, END "events"): what the program recorded, not the stream's own structure (thread
+ * switches, definitions, calibrations, modules, TS_SCALE). LOST and THREAD_EXIT count. */
+static inline int mprof_event_counted(int tag)
+{
+    /* TS_SCALE is chunk encoding state, which the reader applies and never returns. */
+    return (tag >= 0x10 && tag != MPROF_EV_TS_SCALE) || tag == MPROF_EV_LOST ||
+           tag == MPROF_EV_THREAD_EXIT;
+}
 
 /* ---- little helpers shared by encoders and decoders ---------------------------------------- */
 

@@ -4,7 +4,7 @@
 # Run by the build: cmake -DVIEW_DIR=... -DOUT_C=... [-DOUT_HTML=...] -P embed.cmake
 # The JavaScript files are concatenated in dependency order (JS_ORDER below).
 
-set(JS_ORDER util.js data.js timeline.js framegraph.js stats.js flame.js panels.js main.js)
+set(JS_ORDER util.js data.js system.js timeline.js framegraph.js stats.js flame.js panels.js main.js)
 
 file(READ "${VIEW_DIR}/template.html" page)
 file(READ "${VIEW_DIR}/style.css" css)

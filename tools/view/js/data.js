@@ -158,6 +158,7 @@ Data.load = function (raw) {
             min: v.length ? lo : 0, max: v.length ? hi : 0
         });
     }
+    SystemView.decode(raw, D); /* system.js: thread states, CPU plots, samples */
     D.start = D.range.start_ns || 0;
     D.end = D.range.end_ns || D.capture.duration_ns || 1;
     if (D.end <= D.start) D.end = D.start + 1;

@@ -72,6 +72,7 @@ class App {
         if (D.memory) tabs.push(['memory', 'Memory']);
         if (D.locks.length) tabs.push(['locks', 'Locks']);
         if (D.messages && D.messages.n) tabs.push(['messages', 'Messages']);
+        if (D.system && D.system.samples) tabs.push(['samples', 'Samples']);
         if (D.diff) tabs.push(['diff', 'Comparison']);
         tabs.push(['info', 'Info']);
         const nav = document.getElementById('tabs');
@@ -104,6 +105,7 @@ class App {
         const flameCanvas = U.el('canvas', { id: 'flame' });
         this.panes.flame.appendChild(flameCanvas);
         this.flame = new FlameGraph(D, flameCanvas, this.tip, this);
+        if (this.panes.samples) this.samples = new SampleFlame(D, this.panes.samples, this.tip);
         if (this.panes.memory) Panels.memory(D, this.panes.memory);
         if (this.panes.locks) Panels.locks(D, this.panes.locks, this);
         if (this.panes.messages) Panels.messages(D, this.panes.messages, this);
@@ -117,6 +119,7 @@ class App {
         for (const b of document.querySelectorAll('#tabs button[data-tab]')) b.classList.toggle('active', b.getAttribute('data-tab') === id);
         this.tab = id;
         if (id === 'flame') this.flame.draw();
+        if (id === 'samples') this.samples.draw();
         for (const c of this.panes[id].querySelectorAll('canvas.series')) if (c.mprofDraw) c.mprofDraw();
     }
 
@@ -127,6 +130,7 @@ class App {
         this.rangeInfo.textContent = label + ': ' + U.fmtNs(t1 - t0);
         this.stats.setRange(t0, t1, label);
         this.flame.setRange(t0, t1);
+        if (this.samples) this.samples.setRange(t0, t1);
     }
 
     zoomToFrame(i) {

@@ -318,6 +318,7 @@ class Timeline {
         const arrow = t.collapsed ? '\u25b6 ' : '\u25bc ';
         const kind = t.kind === 'thread' ? '' : '[' + t.kind + '] ';
         ctx.fillText(arrow + kind + t.name + '  (' + U.fmtCount(t.n) + ' zones)', 6, y + this.HEADER / 2);
+        SystemView.drawStrip(this, ctx, t, y, W); /* system.js: running / preempted / blocked */
         if (t.collapsed || t.n === 0) return;
         const y0 = y + this.HEADER + 2;
         for (let d = 0; d <= t.maxDepth; d++) {

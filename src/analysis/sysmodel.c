@@ -1,0 +1,498 @@
+/*
+ * sysmodel.c - per-thread CPU timelines built from a capture's system records (system.h), and
+ * the machine's busy share from its SYS_CPU samples.
+ *
+ * Each OS thread the library traced has a traced range (SYS_THREAD start .. end, or the end of
+ * the capture) and a list of switches. After the last event the switches are sorted and turned
+ * into off-CPU intervals with a prefix sum, so "how long was thread T off the CPU between a and
+ * b" is two binary searches. The state before the first switch follows from its direction (a
+ * switch in means the thread was off), or, for a thread with no switch at all, from the state
+ * /proc gave when tracing started. Corrupt input (switches out of order, twice the same
+ * direction, times outside the traced range) is clamped or ignored, never trusted.
+ */
+#include "analysis/system.h"
+#include "analysis/umap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sw {
+    int64_t ts;
+    uint8_t dir, reason;
+} sw;
+
+typedef struct otid {
+    uint64_t tid;
+    int64_t start, end;
+    int have_start, have_end, start_state;
+    sw *sw;
+    uint32_t n_sw, cap_sw;
+    int64_t *os, *oe, *pre; /* off intervals [os, oe) and the off time before each */
+    uint8_t *orsn;          /* why each interval is off (MPROF_SYS_REASON_*) */
+    uint32_t n_off;
+    uint64_t n_out; /* switches off the CPU */
+} otid;
+
+struct mprof_sysmodel {
+    otid *t;
+    uint32_t n_t, cap_t;
+    mprof_umap by_tid;    /* tid + 1 -> index into t */
+    int64_t *bts;
+    double *bv, *bself;
+    uint32_t nb, capb;
+    uint32_t *idx_t; /* capture thread index -> index into t + 1 */
+    uint32_t n_idx;
+    double busy_sum, busy_max, self_sum;
+    int64_t last_ts;
+    int incomplete, any_switch, finished;
+};
+
+mprof_sysmodel *mprof__sys_new(void)
+{
+    return calloc(1, sizeof(mprof_sysmodel));
+}
+
+void mprof__sys_free(mprof_sysmodel *m)
+{
+    if (!m)
+        return;
+    for (uint32_t i = 0; i < m->n_t; i++) {
+        free(m->t[i].sw);
+        free(m->t[i].os);
+        free(m->t[i].oe);
+        free(m->t[i].pre);
+        free(m->t[i].orsn);
+    }
+    free(m->t);
+    mprof_umap_free(&m->by_tid);
+    free(m->bts);
+    free(m->bv);
+    free(m->bself);
+    free(m->idx_t);
+    free(m);
+}
+
+int mprof__sys_incomplete(const mprof_sysmodel *m)
+{
+    return m->incomplete;
+}
+
+int mprof__sys_has_switches(const mprof_sysmodel *m)
+{
+    return m->any_switch;
+}
+
+static otid *get_tid(mprof_sysmodel *m, uint64_t tid)
+{
+    uint32_t *v = mprof_umap_get(&m->by_tid, tid + 1);
+    if (v)
+        return &m->t[*v];
+    if (tid == UINT64_MAX || m->n_t >= (1u << 20) ||
+        mprof_array_reserve((void **)&m->t, &m->cap_t, m->n_t + 1, sizeof *m->t) != 0 ||
+        mprof_umap_put(&m->by_tid, tid + 1, m->n_t) != 0)
+        return NULL;
+    otid *t = &m->t[m->n_t++];
+    memset(t, 0, sizeof *t);
+    t->tid = tid;
+    return t;
+}
+
+int mprof__sys_event(mprof_sysmodel *m, const mprof_reader *r, const mprof_event *ev)
+{
+    (void)r; /* kept for records that need the reader's tables */
+    if (ev->ts_ns > m->last_ts)
+        m->last_ts = ev->ts_ns;
+    switch (ev->type) {
+    case MPROF_EV_SYS_THREAD: {
+        otid *t = get_tid(m, ev->u[0]);
+        if (!t)
+            break;
+        if (ev->u[1] == MPROF_SYS_TRACK_START) {
+            if (!t->have_start || ev->ts_ns < t->start) {
+                t->start = ev->ts_ns;
+                t->start_state = (int)ev->u[2];
+            }
+            t->have_start = 1;
+        } else if (ev->u[1] == MPROF_SYS_TRACK_END) {
+            if (!t->have_end || ev->ts_ns > t->end)
+                t->end = ev->ts_ns;
+            t->have_end = 1;
+        }
+        return 0;
+    }
+    case MPROF_EV_SYS_SWITCH: {
+        otid *t = get_tid(m, ev->u[0]);
+        if (!t || mprof_array_reserve((void **)&t->sw, &t->cap_sw, t->n_sw + 1, sizeof *t->sw))
+            break;
+        t->sw[t->n_sw++] = (sw){ev->ts_ns, (uint8_t)(ev->u[1] != 0), (uint8_t)ev->u[2]};
+        m->any_switch = 1;
+        return 0;
+    }
+    case MPROF_EV_SYS_CPU: {
+        if (mprof_array_reserve((void **)&m->bts, &m->capb, m->nb + 1, sizeof *m->bts) != 0)
+            break;
+        double *nv = realloc(m->bv, (size_t)m->capb * sizeof *nv);
+        if (!nv)
+            break;
+        m->bv = nv;
+        nv = realloc(m->bself, (size_t)m->capb * sizeof *nv);
+        if (!nv)
+            break;
+        m->bself = nv;
+        double v = mprof_event_f64(ev, 0);
+        if (!(v >= 0))
+            v = 0; /* NaN or negative from a corrupt file */
+        if (v > 1)
+            v = 1;
+        double self = mprof_event_f64(ev, 1);
+        if (!(self >= 0 && self <= 1))
+            self = 0;
+        m->self_sum += self;
+        m->bself[m->nb] = self;
+        m->bts[m->nb] = ev->ts_ns;
+        m->bv[m->nb++] = v;
+        m->busy_sum += v;
+        if (v > m->busy_max)
+            m->busy_max = v;
+        return 0;
+    }
+    default:
+        return 0;
+    }
+    m->incomplete = 1;
+    return -1;
+}
+
+static int cmp_sw(const void *pa, const void *pb)
+{
+    const sw *a = pa, *b = pb;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return (int)a->dir - (int)b->dir; /* out before in at one instant */
+}
+
+static int push_off(otid *t, uint32_t *cap, int64_t s, int64_t e, int reason)
+{
+    if (e <= s)
+        return 0;
+    if (t->n_off == *cap) {
+        uint32_t nc = *cap ? *cap * 2 : 64;
+        int64_t *a = realloc(t->os, nc * sizeof *a);
+        if (!a)
+            return -1;
+        t->os = a;
+        a = realloc(t->oe, nc * sizeof *a);
+        if (!a)
+            return -1;
+        t->oe = a;
+        a = realloc(t->pre, nc * sizeof *a);
+        if (!a)
+            return -1;
+        t->pre = a;
+        uint8_t *r = realloc(t->orsn, nc);
+        if (!r)
+            return -1;
+        t->orsn = r;
+        *cap = nc;
+    }
+    t->orsn[t->n_off] = (uint8_t)reason;
+    t->pre[t->n_off] = t->n_off ? t->pre[t->n_off - 1] + (t->oe[t->n_off - 1] - t->os[t->n_off - 1]) : 0;
+    t->os[t->n_off] = s;
+    t->oe[t->n_off] = e;
+    t->n_off++;
+    return 0;
+}
+
+static void build(mprof_sysmodel *m, otid *t)
+{
+    if (t->n_sw > 1)
+        qsort(t->sw, t->n_sw, sizeof *t->sw, cmp_sw);
+    if (!t->have_start) {
+        if (!t->n_sw) {
+            t->start = t->end = 0;
+            return;
+        }
+        t->start = t->sw[0].ts;
+    }
+    if (!t->have_end)
+        t->end = m->last_ts;
+    if (t->end < t->start)
+        t->end = t->start;
+    int off;
+    if (t->n_sw)
+        off = t->sw[0].dir == MPROF_SYS_IN;
+    else
+        off = !(t->start_state == 'R');
+    int64_t off_start = t->start;
+    int reason = MPROF_SYS_REASON_UNKNOWN;
+    uint32_t cap = 0;
+    for (uint32_t i = 0; i < t->n_sw; i++) {
+        int64_t ts = t->sw[i].ts;
+        ts = ts < t->start ? t->start : ts > t->end ? t->end : ts;
+        if (t->sw[i].dir == MPROF_SYS_OUT && !off) {
+            off = 1;
+            t->n_out++;
+            off_start = ts;
+            reason = t->sw[i].reason;
+        } else if (t->sw[i].dir == MPROF_SYS_IN && off) {
+            off = 0;
+            if (push_off(t, &cap, off_start, ts, reason) != 0) {
+                m->incomplete = 1;
+                return;
+            }
+        }
+    }
+    if (off && push_off(t, &cap, off_start, t->end, reason) != 0)
+        m->incomplete = 1;
+}
+
+void mprof__sys_finish(mprof_sysmodel *m, const mprof_reader *r)
+{
+    if (m->finished)
+        return;
+    m->finished = 1;
+    for (uint32_t i = 0; i < m->n_t; i++)
+        build(m, &m->t[i]);
+    uint32_t n = mprof_reader_thread_count(r);
+    if (n > (1u << 24))
+        n = 1u << 24;
+    m->idx_t = calloc(n ? n : 1, sizeof *m->idx_t);
+    if (!m->idx_t) {
+        m->incomplete = 1;
+        return;
+    }
+    m->n_idx = n;
+    for (uint32_t i = 1; i < n; i++) {
+        const mprof_thread_def *d = mprof_reader_thread(r, i);
+        uint32_t *v = d ? mprof_umap_get(&m->by_tid, d->os_tid + 1) : NULL;
+        if (v)
+            m->idx_t[i] = *v + 1;
+    }
+    /* The busy samples are normally in time order; a corrupt file may not be. */
+    for (uint32_t i = 1; i < m->nb; i++) {
+        for (uint32_t k = i; k > 0 && m->bts[k - 1] > m->bts[k]; k--) {
+            int64_t t = m->bts[k];
+            m->bts[k] = m->bts[k - 1];
+            m->bts[k - 1] = t;
+            double v = m->bv[k];
+            m->bv[k] = m->bv[k - 1];
+            m->bv[k - 1] = v;
+            if (i - k > 64)
+                break; /* bounded: a wildly shuffled file gets approximate figures, fast */
+        }
+    }
+}
+
+/* Off-CPU time of t before instant x (x within [start, end]). */
+static int64_t off_before(const otid *t, int64_t x)
+{
+    uint32_t lo = 0, hi = t->n_off; /* first interval starting after x */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->os[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return 0;
+    uint32_t k = lo - 1;
+    int64_t e = x < t->oe[k] ? x : t->oe[k];
+    return t->pre[k] + (e - t->os[k]);
+}
+
+static void tid_time(const otid *t, int64_t a, int64_t b, int64_t *off, int64_t *traced)
+{
+    *off = *traced = 0;
+    if (a < t->start)
+        a = t->start;
+    if (b > t->end)
+        b = t->end;
+    if (b <= a)
+        return;
+    *traced = b - a;
+    *off = off_before(t, b) - off_before(t, a);
+}
+
+void mprof__sys_thread_time(const mprof_sysmodel *m, uint32_t idx, int64_t a, int64_t b,
+                            int64_t *out_off, int64_t *out_traced)
+{
+    *out_off = *out_traced = 0;
+    if (!m->finished || idx >= m->n_idx || !m->idx_t[idx])
+        return;
+    tid_time(&m->t[m->idx_t[idx] - 1], a, b, out_off, out_traced);
+}
+
+uint64_t mprof__sys_thread_switches(const mprof_sysmodel *m, uint32_t idx)
+{
+    if (!m->finished || idx >= m->n_idx || !m->idx_t[idx])
+        return 0;
+    return m->t[m->idx_t[idx] - 1].n_out;
+}
+
+int mprof__sys_thread_traced(const mprof_sysmodel *m, uint32_t idx)
+{
+    return m->finished && idx < m->n_idx && m->idx_t[idx];
+}
+
+int64_t mprof__sys_process_cpu(const mprof_sysmodel *m, int64_t a, int64_t b)
+{
+    int64_t sum = 0;
+    for (uint32_t i = 0; m->finished && i < m->n_t; i++) {
+        int64_t off, traced;
+        tid_time(&m->t[i], a, b, &off, &traced);
+        sum += traced - off;
+    }
+    return sum;
+}
+
+double mprof__sys_machine_busy(const mprof_sysmodel *m, int64_t a, int64_t b)
+{
+    if (!m->nb || b <= a)
+        return -1;
+    /* Sample i covers (bts[i-1], bts[i]]; the first covers the 100 ms before it, and the last
+     * value holds after it (the capture ends less than 100 ms later). */
+    if (a >= m->bts[m->nb - 1])
+        return m->bv[m->nb - 1];
+    uint32_t lo = 0, hi = m->nb;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (m->bts[mid] <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    double w = 0, sum = 0;
+    for (uint32_t i = lo; i < m->nb; i++) {
+        int64_t s = i ? m->bts[i - 1] : m->bts[0] - 100000000;
+        if (s >= b)
+            break;
+        int64_t e = i + 1 == m->nb ? INT64_MAX : m->bts[i];
+        int64_t os = s > a ? s : a, oe = e < b ? e : b;
+        if (oe > os) {
+            w += (double)(oe - os);
+            sum += (double)(oe - os) * m->bv[i];
+        }
+    }
+    return w > 0 ? sum / w : -1;
+}
+
+void mprof__sys_status(const mprof_reader *r, mprof_sys_status *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *v = mprof_reader_info(r, "system.context_switches");
+    out->context_switches = v && strcmp(v, "on") == 0;
+    v = mprof_reader_info(r, "system.cpu_usage");
+    out->cpu_usage = v && strcmp(v, "on") == 0;
+    v = mprof_reader_info(r, "system.sampling");
+    out->sampling = v && strcmp(v, "on") == 0;
+    v = mprof_reader_info(r, "system.sample_hz");
+    unsigned long hz = v ? strtoul(v, NULL, 10) : 0;
+    out->sample_hz = hz > 1000000 ? 1000000 : (unsigned)hz;
+    if (!mprof_reader_info(r, "system.context_switches")) {
+        out->why_not = "the capture has no system records (recorded by a library without "
+                       "system tracing, format 1.0)";
+        return;
+    }
+    static const char *const keys[] = {"system.context_switches.why_not",
+                                       "system.cpu_usage.why_not", "system.sampling.why_not"};
+    int on[3] = {out->context_switches, out->cpu_usage, out->sampling};
+    for (int i = 0; i < 3; i++)
+        if (!on[i] && (v = mprof_reader_info(r, keys[i])) && !out->why_not)
+            out->why_not = v;
+}
+
+int mprof__sys_has_busy(const mprof_sysmodel *m)
+{
+    return m->nb > 0;
+}
+
+void mprof__sys_busy_summary(const mprof_sysmodel *m, uint32_t *out_n, double *out_mean,
+                             double *out_max, double *out_self_mean)
+{
+    *out_n = m->nb;
+    *out_mean = m->nb ? m->busy_sum / m->nb : 0;
+    *out_max = m->busy_max;
+    *out_self_mean = m->nb ? m->self_sum / m->nb : 0;
+}
+
+void mprof__sys_frames(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
+                       const int64_t *fe, size_t nf, double *out_on_ms, double *out_off_ms,
+                       double *out_cpu_ms, double *out_busy)
+{
+    for (size_t i = 0; i < nf; i++) {
+        int64_t off, traced;
+        mprof__sys_thread_time(m, idx, fs[i], fe[i], &off, &traced);
+        if (out_on_ms)
+            out_on_ms[i] = (double)(traced - off) / 1e6;
+        if (out_off_ms)
+            out_off_ms[i] = (double)off / 1e6;
+        if (out_cpu_ms)
+            out_cpu_ms[i] = (double)mprof__sys_process_cpu(m, fs[i], fe[i]) / 1e6;
+        if (out_busy) {
+            double b = mprof__sys_machine_busy(m, fs[i], fe[i]);
+            out_busy[i] = b < 0 ? 0 : b;
+        }
+    }
+}
+
+void mprof__sys_spread_off(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
+                           const int64_t *fe, size_t nf, int64_t a, int64_t b, double *acc)
+{
+    if (!acc || b <= a || !nf || !mprof__sys_thread_traced(m, idx))
+        return;
+    size_t lo = 0, hi = nf; /* first frame that ends after a */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (fe[mid] <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < nf && fs[i] < b; i++) {
+        int64_t s = a > fs[i] ? a : fs[i];
+        int64_t e = b < fe[i] ? b : fe[i];
+        if (e <= s)
+            continue;
+        int64_t off, traced;
+        mprof__sys_thread_time(m, idx, s, e, &off, &traced);
+        acc[i] += (double)off / 1e6;
+    }
+}
+
+uint32_t mprof__sys_tid_count(const mprof_sysmodel *m)
+{
+    return m->finished ? m->n_t : 0;
+}
+
+void mprof__sys_tid_info(const mprof_sysmodel *m, uint32_t i, uint64_t *out_tid,
+                         int64_t *out_start, int64_t *out_end, uint32_t *out_n_off)
+{
+    const otid *t = &m->t[i];
+    *out_tid = t->tid;
+    *out_start = t->start;
+    *out_end = t->end;
+    *out_n_off = t->n_off;
+}
+
+void mprof__sys_tid_off(const mprof_sysmodel *m, uint32_t i, uint32_t k, int64_t *out_s,
+                        int64_t *out_e, int *out_reason)
+{
+    const otid *t = &m->t[i];
+    *out_s = t->os[k];
+    *out_e = t->oe[k];
+    *out_reason = t->orsn[k];
+}
+
+uint32_t mprof__sys_cpu_count(const mprof_sysmodel *m)
+{
+    return m->nb;
+}
+
+void mprof__sys_cpu_sample(const mprof_sysmodel *m, uint32_t i, int64_t *out_ts,
+                           double *out_other, double *out_self)
+{
+    *out_ts = m->bts[i];
+    *out_other = m->bv[i];
+    *out_self = m->bself[i];
+}

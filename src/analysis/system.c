@@ -1,0 +1,636 @@
+/*
+ * system.c - the report's system section: per thread on-CPU and off-CPU time and switches, per
+ * zone the time its instances spent off the CPU, and what the callstack samples hit (per
+ * function, and per innermost zone at the sampled instant).
+ *
+ * Switch and sample records come from the library's system thread, out of time order with the
+ * zones they explain, so this pass keeps every zone instance of the capture's threads (location,
+ * parent, begin, end) and answers only when the capture is read: the off-CPU time of an
+ * instance is a query on the thread's timeline (sysmodel.c), its self off-CPU time that minus
+ * its children's, and the innermost zone of a sample is the last zone begun before it, or the
+ * nearest of that zone's ancestors still open. Zone instances are kept only when the capture
+ * says system tracing was on, so other captures cost nothing.
+ */
+#include "analysis/system.h"
+#include "analysis/symbolize.h"
+#include "analysis/umap.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct zinst {
+    uint32_t loc;
+    int32_t parent; /* index in the thread's list, -1 at the top */
+    int64_t begin, end; /* end INT64_MAX while open */
+} zinst;
+
+typedef struct zthread {
+    zinst *z;
+    uint32_t n, cap;
+    int32_t *stack;
+    uint32_t depth, scap;
+    int in_fiber;
+} zthread;
+
+typedef struct sample {
+    int64_t ts;
+    uint64_t tid;
+    uint32_t stack;
+} sample;
+
+typedef struct func {
+    char *name, *module;
+    uint64_t samples;
+} func;
+
+typedef struct byzone {
+    uint32_t loc, fn; /* fn: index into funcs */
+    uint64_t samples;
+} byzone;
+
+typedef struct sys_pass {
+    mprof_sysmodel *m;
+    mprof_sys_status st;
+    int keep_zones;
+    zthread *th;
+    uint32_t n_th;
+    sample *s;
+    uint32_t n_s, cap_s;
+    uint64_t lost_records;
+    mprof_symbolizer *sym;
+    int64_t *zone_off, *zone_self_off; /* per source location */
+    uint32_t n_loc;
+    func *fn;
+    uint32_t n_fn, cap_fn;
+    mprof_umap fn_by_hash;
+    byzone *bz;
+    uint32_t n_bz, cap_bz;
+    mprof_umap bz_by_key;
+    uint64_t samples_in_no_zone, samples_unmapped;
+    int incomplete;
+} sys_pass;
+
+#define GROW(arr, n, idx) mprof_grow_zeroed((void **)&(arr), &(n), (idx), sizeof *(arr), 1u << 24)
+
+static void *sys_create(mprof_analysis *a)
+{
+    sys_pass *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->m = mprof__sys_new();
+    if (!p->m) {
+        free(p);
+        return NULL;
+    }
+    mprof__sys_status(mprof_analysis_reader(a), &p->st);
+    p->keep_zones = p->st.context_switches || p->st.sampling;
+    return p;
+}
+
+static zthread *zt(sys_pass *p, uint32_t idx)
+{
+    if (GROW(p->th, p->n_th, idx) != 0)
+        return NULL;
+    return &p->th[idx];
+}
+
+static void zone_event(sys_pass *p, const mprof_event *ev)
+{
+    zthread *t = zt(p, ev->thread);
+    if (!t) {
+        p->incomplete = 1;
+        return;
+    }
+    switch (ev->type) {
+    case MPROF_EV_FIBER_ENTER:
+        t->in_fiber = 1;
+        return;
+    case MPROF_EV_FIBER_LEAVE:
+        t->in_fiber = 0;
+        return;
+    case MPROF_EV_LOST:
+        t->depth = 0; /* the zones open here never get their ends */
+        return;
+    case MPROF_EV_ZONE_BEGIN:
+        if (t->in_fiber)
+            return;
+        if (mprof_array_reserve((void **)&t->z, &t->cap, t->n + 1, sizeof *t->z) != 0 ||
+            mprof_array_reserve((void **)&t->stack, &t->scap, t->depth + 1, sizeof *t->stack) != 0 ||
+            t->n >= INT32_MAX) {
+            p->incomplete = 1;
+            return;
+        }
+        t->z[t->n] = (zinst){(uint32_t)ev->u[0], t->depth ? t->stack[t->depth - 1] : -1, ev->ts_ns,
+                             INT64_MAX};
+        t->stack[t->depth++] = (int32_t)t->n++;
+        return;
+    case MPROF_EV_ZONE_END:
+        if (t->in_fiber || !t->depth)
+            return;
+        {
+            zinst *z = &t->z[t->stack[--t->depth]];
+            z->end = ev->ts_ns > z->begin ? ev->ts_ns : z->begin;
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+static void sys_event(void *state, mprof_analysis *a, const mprof_event *ev)
+{
+    sys_pass *p = state;
+    const mprof_reader *r = mprof_analysis_reader(a);
+    if (mprof__sys_event(p->m, r, ev) != 0)
+        p->incomplete = 1;
+    switch (ev->type) {
+    case MPROF_EV_ZONE_BEGIN:
+    case MPROF_EV_ZONE_END:
+    case MPROF_EV_FIBER_ENTER:
+    case MPROF_EV_FIBER_LEAVE:
+    case MPROF_EV_LOST:
+        if (p->keep_zones)
+            zone_event(p, ev);
+        return;
+    case MPROF_EV_SYS_SAMPLE:
+        if (mprof_array_reserve((void **)&p->s, &p->cap_s, p->n_s + 1, sizeof *p->s) != 0) {
+            p->incomplete = 1;
+            return;
+        }
+        p->s[p->n_s++] = (sample){ev->ts_ns, ev->u[0], (uint32_t)ev->u[1]};
+        return;
+    case MPROF_EV_SYS_LOST:
+        p->lost_records += ev->u[1];
+        return;
+    case MPROF_EV_DEF_MODULE:
+        if (!p->sym)
+            p->sym = mprof_symbolizer_new();
+        if (p->sym) {
+            char path[4096], bid[160];
+            snprintf(path, sizeof path, "%.*s", (int)ev->str_lens[0], ev->strs[0]);
+            snprintf(bid, sizeof bid, "%.*s", (int)ev->str_lens[1], ev->strs[1]);
+            mprof_symbolizer_add_module(p->sym, ev->u[0], ev->u[1], path, bid);
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+/* ---- finish: zones ---------------------------------------------------------------------------- */
+
+static void zone_offsets(sys_pass *p, const mprof_reader *r)
+{
+    uint32_t nloc = mprof_reader_srcloc_count(r);
+    if (nloc > (1u << 24))
+        nloc = 1u << 24;
+    p->zone_off = calloc(nloc ? nloc : 1, sizeof *p->zone_off);
+    p->zone_self_off = calloc(nloc ? nloc : 1, sizeof *p->zone_self_off);
+    if (!p->zone_off || !p->zone_self_off) {
+        p->incomplete = 1;
+        return;
+    }
+    p->n_loc = nloc;
+    for (uint32_t ti = 0; ti < p->n_th; ti++) {
+        zthread *t = &p->th[ti];
+        if (!t->n || !mprof__sys_thread_traced(p->m, ti))
+            continue;
+        int64_t *child = calloc(t->n, sizeof *child);
+        if (!child) {
+            p->incomplete = 1;
+            continue;
+        }
+        /* Children come after their parent: walking backwards, each instance's children are
+         * done before it. */
+        for (uint32_t k = t->n; k-- > 0;) {
+            const zinst *z = &t->z[k];
+            if (z->end == INT64_MAX)
+                continue; /* never closed: not in the zone table either */
+            int64_t off, traced;
+            mprof__sys_thread_time(p->m, ti, z->begin, z->end, &off, &traced);
+            if (z->loc < p->n_loc) {
+                p->zone_off[z->loc] += off;
+                int64_t self = off - child[k];
+                p->zone_self_off[z->loc] += self > 0 ? self : 0;
+            }
+            if (z->parent >= 0 && (uint32_t)z->parent < k)
+                child[z->parent] += off;
+        }
+        free(child);
+    }
+}
+
+/* ---- finish: samples ------------------------------------------------------------------------ */
+
+static uint64_t fnv(const char *s, uint64_t h)
+{
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static char *dup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Index of the function (name, module) in the table, added when new; UINT32_MAX on failure. */
+static uint32_t func_id(sys_pass *p, const char *name, const char *module)
+{
+    uint64_t h = fnv(module, fnv(name, 0xcbf29ce484222325ull) ^ 0x9e37) | 1;
+    for (;; h = (h * 31 + 7) | 1) {
+        uint32_t *v = mprof_umap_get(&p->fn_by_hash, h);
+        if (!v)
+            break;
+        func *f = &p->fn[*v];
+        if (strcmp(f->name, name) == 0 && strcmp(f->module, module) == 0)
+            return *v;
+    }
+    if (mprof_array_reserve((void **)&p->fn, &p->cap_fn, p->n_fn + 1, sizeof *p->fn) != 0)
+        return UINT32_MAX;
+    func *f = &p->fn[p->n_fn];
+    f->name = dup(name);
+    f->module = dup(module);
+    f->samples = 0;
+    if (!f->name || !f->module || mprof_umap_put(&p->fn_by_hash, h, p->n_fn) != 0) {
+        free(f->name);
+        free(f->module);
+        return UINT32_MAX;
+    }
+    return p->n_fn++;
+}
+
+static void count_by_zone(sys_pass *p, uint32_t loc, uint32_t fn)
+{
+    uint64_t key = ((uint64_t)loc << 32 | fn) + 1;
+    uint32_t *v = mprof_umap_get(&p->bz_by_key, key);
+    if (v) {
+        p->bz[*v].samples++;
+        return;
+    }
+    if (mprof_array_reserve((void **)&p->bz, &p->cap_bz, p->n_bz + 1, sizeof *p->bz) != 0 ||
+        mprof_umap_put(&p->bz_by_key, key, p->n_bz) != 0) {
+        p->incomplete = 1;
+        return;
+    }
+    p->bz[p->n_bz++] = (byzone){loc, fn, 1};
+}
+
+/* The innermost zone of capture thread ti open at ts; 0 when none. */
+static uint32_t innermost(const sys_pass *p, uint32_t ti, int64_t ts)
+{
+    if (ti >= p->n_th)
+        return 0;
+    const zthread *t = &p->th[ti];
+    uint32_t lo = 0, hi = t->n; /* first zone begun after ts */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->z[mid].begin <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int32_t k = (int32_t)lo - 1;
+    for (int guard = 0; k >= 0 && guard < 4096; guard++) {
+        const zinst *z = &t->z[k];
+        if (z->begin <= ts && z->end > ts)
+            return z->loc;
+        if (z->parent >= k)
+            break; /* corrupt order: parents precede children */
+        k = z->parent;
+    }
+    return 0;
+}
+
+static uint32_t thread_of_tid(const mprof_reader *r, uint64_t tid)
+{
+    uint32_t n = mprof_reader_thread_count(r);
+    for (uint32_t i = 1; i < n; i++) {
+        const mprof_thread_def *d = mprof_reader_thread(r, i);
+        if (d && d->os_tid == tid)
+            return i;
+    }
+    return 0;
+}
+
+static void attribute_samples(sys_pass *p, const mprof_reader *r)
+{
+    uint64_t last_tid = UINT64_MAX;
+    uint32_t last_idx = 0;
+    for (uint32_t i = 0; i < p->n_s; i++) {
+        const sample *s = &p->s[i];
+        uint32_t depth = 0;
+        const uint64_t *fr = mprof_reader_callstack(r, s->stack, &depth);
+        char buf[256];
+        const char *name = "?", *module = "?";
+        if (fr && depth) {
+            mprof_symbol sy = {0};
+            if (p->sym && mprof_symbolizer_lookup(p->sym, fr[0], &sy) && sy.function) {
+                name = sy.function;
+            } else if (sy.module) {
+                snprintf(buf, sizeof buf, "%s+0x%" PRIx64,
+                         strrchr(sy.module, '/') ? strrchr(sy.module, '/') + 1 : sy.module,
+                         sy.module_offset);
+                name = buf;
+            } else {
+                snprintf(buf, sizeof buf, "0x%" PRIx64, fr[0] - 1);
+                name = buf;
+            }
+            if (sy.module)
+                module = sy.module;
+        }
+        uint32_t fn = func_id(p, name, module);
+        if (fn == UINT32_MAX) {
+            p->incomplete = 1;
+            continue;
+        }
+        p->fn[fn].samples++;
+        if (s->tid != last_tid) {
+            last_tid = s->tid;
+            last_idx = thread_of_tid(r, s->tid);
+        }
+        if (!last_idx) {
+            p->samples_unmapped++;
+            continue;
+        }
+        uint32_t loc = innermost(p, last_idx, s->ts);
+        if (!loc)
+            p->samples_in_no_zone++;
+        count_by_zone(p, loc, fn);
+    }
+}
+
+static void sys_finish(void *state, mprof_analysis *a)
+{
+    sys_pass *p = state;
+    const mprof_reader *r = mprof_analysis_reader(a);
+    mprof__sys_finish(p->m, r);
+    if (mprof__sys_incomplete(p->m))
+        p->incomplete = 1;
+    if (p->keep_zones || mprof__sys_has_switches(p->m))
+        zone_offsets(p, r);
+    attribute_samples(p, r);
+}
+
+/* ---- output --------------------------------------------------------------------------------- */
+
+static const sys_pass *sort_ctx; /* qsort has no context argument in C11 */
+
+static int cmp_fn_idx(const void *x, const void *y)
+{
+    const func *a = &sort_ctx->fn[*(const uint32_t *)x], *b = &sort_ctx->fn[*(const uint32_t *)y];
+    if (a->samples != b->samples)
+        return a->samples > b->samples ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+static int cmp_bz(const void *x, const void *y)
+{
+    const byzone *a = x, *b = y;
+    if (a->samples != b->samples)
+        return a->samples > b->samples ? -1 : 1;
+    if (a->loc != b->loc)
+        return a->loc < b->loc ? -1 : 1;
+    return a->fn < b->fn ? -1 : a->fn > b->fn;
+}
+
+/* Function indices, most sampled first (NULL when there are none or memory runs out). */
+static uint32_t *sorted_funcs(const sys_pass *p)
+{
+    if (!p->n_fn)
+        return NULL;
+    uint32_t *ids = malloc(p->n_fn * sizeof *ids);
+    if (!ids)
+        return NULL;
+    for (uint32_t i = 0; i < p->n_fn; i++)
+        ids[i] = i;
+    sort_ctx = p;
+    qsort(ids, p->n_fn, sizeof *ids, cmp_fn_idx);
+    return ids;
+}
+
+static const char *zone_name(const mprof_reader *r, uint32_t loc)
+{
+    const mprof_srcloc_def *d = loc ? mprof_reader_srcloc(r, loc) : NULL;
+    return d && d->name ? d->name : NULL;
+}
+
+static const char *thread_name(const mprof_reader *r, uint32_t idx, char *buf, size_t n)
+{
+    const mprof_thread_def *d = mprof_reader_thread(r, idx);
+    if (d && d->name)
+        return d->name;
+    snprintf(buf, n, "thread %u", idx);
+    return buf;
+}
+
+static void sys_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
+{
+    sys_pass *p = state;
+    const mprof_reader *r = mprof_analysis_reader(a);
+    if (!mprof_reader_info(r, "system.context_switches") && !p->n_s &&
+        !mprof__sys_has_switches(p->m) && !mprof__analysis_wants(a, "samples"))
+        return; /* a capture from before system tracing: nothing to say */
+    fprintf(out, "\nSystem    context switches %s, CPU usage %s, sampling ",
+            p->st.context_switches ? "on" : "off", p->st.cpu_usage ? "on" : "off");
+    if (p->st.sampling)
+        fprintf(out, "%u Hz\n", p->st.sample_hz);
+    else
+        fprintf(out, "off\n");
+    if (p->st.why_not)
+        fprintf(out, "  why not: %s\n", p->st.why_not);
+    uint32_t nb;
+    double bmean, bmax, smean;
+    mprof__sys_busy_summary(p->m, &nb, &bmean, &bmax, &smean);
+    if (nb)
+        fprintf(out, "  CPU used by other processes: mean %.1f %%, max %.1f %% of the machine; by "
+                     "this process: mean %.1f %% (%u samples)\n",
+                100 * bmean, 100 * bmax, 100 * smean, nb);
+    if (p->lost_records)
+        fprintf(out, "  %" PRIu64 " kernel records lost (ring buffer full): figures are low\n",
+                p->lost_records);
+    if (p->incomplete)
+        fprintf(out, "  out of memory while reading: the system figures are incomplete\n");
+    if (mprof__sys_has_switches(p->m)) {
+        fprintf(out, "  %-24s %10s %12s %12s %7s\n", "thread", "switches", "on-CPU ms",
+                "off-CPU ms", "%off");
+        uint32_t n = mprof_reader_thread_count(r);
+        for (uint32_t i = 1; i < n; i++) {
+            if (!mprof__sys_thread_traced(p->m, i))
+                continue;
+            int64_t off, traced;
+            mprof__sys_thread_time(p->m, i, INT64_MIN / 2, INT64_MAX / 2, &off, &traced);
+            char tb[32];
+            fprintf(out, "  %-24.24s %10" PRIu64 " %12.3f %12.3f %7.1f\n",
+                    thread_name(r, i, tb, sizeof tb), mprof__sys_thread_switches(p->m, i),
+                    (double)(traced - off) / 1e6, (double)off / 1e6,
+                    traced > 0 ? 100.0 * (double)off / (double)traced : 0.0);
+        }
+    }
+    if (!mprof__analysis_wants(a, "samples"))
+        return;
+    fprintf(out, "\nHot functions (%u samples", p->n_s);
+    if (p->st.sample_hz)
+        fprintf(out, " at %u Hz", p->st.sample_hz);
+    fprintf(out, ")\n");
+    if (!p->n_s) {
+        fprintf(out, "  no samples (%s)\n",
+                p->st.sampling ? "the threads never ran while sampled"
+                               : (p->st.why_not ? p->st.why_not : "sampling was off"));
+        return;
+    }
+    uint32_t *ids = sorted_funcs(p);
+    uint32_t shown = p->n_fn < (uint32_t)top_n ? p->n_fn : (uint32_t)top_n;
+    fprintf(out, "  %9s %6s  %-40s %s\n", "samples", "%", "function", "module");
+    for (uint32_t k = 0; ids && k < shown; k++) {
+        const func *f = &p->fn[ids[k]];
+        const char *slash = strrchr(f->module, '/');
+        fprintf(out, "  %9" PRIu64 " %6.1f  %-40.40s %s\n", f->samples,
+                100.0 * (double)f->samples / (double)p->n_s, f->name, slash ? slash + 1 : f->module);
+    }
+    free(ids);
+    if (p->n_bz) {
+        qsort(p->bz, p->n_bz, sizeof *p->bz, cmp_bz);
+        /* the key map indexes the old order */
+        mprof_umap_free(&p->bz_by_key);
+        shown = p->n_bz < (uint32_t)top_n ? p->n_bz : (uint32_t)top_n;
+        fprintf(out, "\nSamples by innermost zone\n  %-32s %-40s %9s\n", "zone", "function",
+                "samples");
+        for (uint32_t k = 0; k < shown; k++) {
+            const char *zn = zone_name(r, p->bz[k].loc);
+            fprintf(out, "  %-32.32s %-40.40s %9" PRIu64 "\n", zn ? zn : "(no zone)",
+                    p->fn[p->bz[k].fn].name, p->bz[k].samples);
+        }
+    }
+}
+
+static void sys_print_json(void *state, mprof_analysis *a, mprof_json *j)
+{
+    sys_pass *p = state;
+    const mprof_reader *r = mprof_analysis_reader(a);
+    mprof_json_obj_begin(j, "samples");
+    mprof_json_u64(j, "count", p->n_s);
+    mprof_json_u64(j, "hz", p->st.sampling ? p->st.sample_hz : 0);
+    mprof_json_arr_begin(j, "functions");
+    uint32_t *ids = sorted_funcs(p);
+    for (uint32_t k = 0; ids && k < p->n_fn; k++) {
+        const func *f = &p->fn[ids[k]];
+        mprof_json_obj_begin(j, NULL);
+        mprof_json_str(j, "name", f->name);
+        mprof_json_str(j, "module", f->module);
+        mprof_json_u64(j, "samples", f->samples);
+        mprof_json_obj_end(j);
+    }
+    free(ids);
+    mprof_json_arr_end(j);
+    if (p->n_bz > 1) {
+        qsort(p->bz, p->n_bz, sizeof *p->bz, cmp_bz);
+        mprof_umap_free(&p->bz_by_key);
+    }
+    mprof_json_arr_begin(j, "by_zone");
+    for (uint32_t k = 0; k < p->n_bz; k++) {
+        mprof_json_obj_begin(j, NULL);
+        mprof_json_str(j, "zone", zone_name(r, p->bz[k].loc));
+        mprof_json_str(j, "function", p->fn[p->bz[k].fn].name);
+        mprof_json_u64(j, "samples", p->bz[k].samples);
+        mprof_json_obj_end(j);
+    }
+    mprof_json_arr_end(j);
+    mprof_json_u64(j, "unattributed", p->samples_unmapped);
+    mprof_json_obj_end(j);
+
+    mprof_json_obj_begin(j, "system");
+    mprof_json_bool(j, "context_switches", p->st.context_switches);
+    mprof_json_bool(j, "cpu_usage", p->st.cpu_usage);
+    mprof_json_bool(j, "sampling", p->st.sampling);
+    mprof_json_str(j, "why_not", p->st.why_not);
+    mprof_json_u64(j, "lost_records", p->lost_records);
+    uint32_t nb;
+    double bmean, bmax, smean;
+    mprof__sys_busy_summary(p->m, &nb, &bmean, &bmax, &smean);
+    mprof_json_u64(j, "cpu_samples", nb);
+    mprof_json_f64(j, "other_cpu_mean", bmean);
+    mprof_json_f64(j, "other_cpu_max", bmax);
+    mprof_json_f64(j, "self_cpu_mean", smean);
+    mprof_json_bool(j, "incomplete", p->incomplete);
+    mprof_json_obj_end(j);
+}
+
+static void sys_destroy(void *state)
+{
+    sys_pass *p = state;
+    if (!p)
+        return;
+    mprof__sys_free(p->m);
+    for (uint32_t i = 0; i < p->n_th; i++) {
+        free(p->th[i].z);
+        free(p->th[i].stack);
+    }
+    free(p->th);
+    free(p->s);
+    mprof_symbolizer_free(p->sym);
+    free(p->zone_off);
+    free(p->zone_self_off);
+    for (uint32_t i = 0; i < p->n_fn; i++) {
+        free(p->fn[i].name);
+        free(p->fn[i].module);
+    }
+    free(p->fn);
+    mprof_umap_free(&p->fn_by_hash);
+    free(p->bz);
+    mprof_umap_free(&p->bz_by_key);
+    free(p);
+}
+
+const mprof_pass_vtbl mprof__system_pass = {
+    .name = "samples",
+    .always = true,
+    .create = sys_create,
+    .event = sys_event,
+    .finish = sys_finish,
+    .print_text = sys_print_text,
+    .print_json = sys_print_json,
+    .destroy = sys_destroy,
+};
+
+/* ---- hooks for the core tables -------------------------------------------------------------- */
+
+static const sys_pass *state_of(const mprof_analysis *a)
+{
+    return mprof_analysis_pass_state(a, "samples");
+}
+
+int64_t mprof__system_zone_off_ns(const mprof_analysis *a, uint32_t loc)
+{
+    const sys_pass *p = state_of(a);
+    if (!p || !mprof__sys_has_switches(p->m) || !p->zone_off)
+        return -1;
+    return loc < p->n_loc ? p->zone_off[loc] : 0;
+}
+
+void mprof__system_zone_json(const mprof_analysis *a, mprof_json *j, uint32_t loc)
+{
+    int64_t off = mprof__system_zone_off_ns(a, loc);
+    if (off < 0)
+        return;
+    const sys_pass *p = state_of(a);
+    mprof_json_u64(j, "off_cpu_ns", (uint64_t)off);
+    mprof_json_u64(j, "self_off_cpu_ns", loc < p->n_loc ? (uint64_t)p->zone_self_off[loc] : 0);
+}
+
+void mprof__system_thread_json(const mprof_analysis *a, mprof_json *j, uint32_t idx)
+{
+    const sys_pass *p = state_of(a);
+    if (!p || !mprof__sys_thread_traced(p->m, idx))
+        return;
+    int64_t off, traced;
+    mprof__sys_thread_time(p->m, idx, INT64_MIN / 2, INT64_MAX / 2, &off, &traced);
+    mprof_json_u64(j, "context_switches", mprof__sys_thread_switches(p->m, idx));
+    mprof_json_u64(j, "on_cpu_ns", (uint64_t)(traced - off));
+    mprof_json_u64(j, "off_cpu_ns", (uint64_t)off);
+}

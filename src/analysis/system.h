@@ -1,0 +1,111 @@
+/*
+ * system.h - the operating system's side of a capture, for the tools: when each thread was on
+ * and off the CPU (SYS_SWITCH / SYS_THREAD), how busy the other processes kept the machine
+ * (SYS_CPU) and the callstack samples (SYS_SAMPLE). docs/SYSTEM.md describes them.
+ *
+ * Two users: the report's "samples" pass (per-thread, per-zone and per-function figures; always
+ * on) and the frame export (per-frame figures for the gate). Both feed every event of a capture
+ * to a model, then query it. Switch records come from the library's system thread, so they are
+ * not in time order with the zones they explain; the model keeps them per OS thread and only
+ * answers after mprof__sys_finish. Memory grows with the number of switches and samples.
+ */
+#ifndef MPROF_ANALYSIS_SYSTEM_H
+#define MPROF_ANALYSIS_SYSTEM_H
+
+#include "analysis/analysis.h"
+#include "format/format.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* What the capture says about system tracing (its INFO keys), always filled. */
+typedef struct mprof_sys_status {
+    int context_switches, cpu_usage, sampling; /* booleans */
+    unsigned sample_hz;
+    const char *why_not; /* the first reason something is off, NULL when all is on; owned by the
+                            reader */
+} mprof_sys_status;
+
+void mprof__sys_status(const mprof_reader *r, mprof_sys_status *out);
+
+typedef struct mprof_sysmodel mprof_sysmodel;
+
+/* NULL when out of memory. */
+mprof_sysmodel *mprof__sys_new(void);
+void mprof__sys_free(mprof_sysmodel *m); /* NULL is a no-op */
+/* Feeds one event (any kind; the rest are ignored). Returns 0, or -1 when out of memory (the
+ * model then answers with what it kept, and mprof__sys_incomplete says so). */
+int mprof__sys_event(mprof_sysmodel *m, const mprof_reader *r, const mprof_event *ev);
+/* After the last event: maps OS thread ids to capture threads and builds the timelines. */
+void mprof__sys_finish(mprof_sysmodel *m, const mprof_reader *r);
+int mprof__sys_incomplete(const mprof_sysmodel *m);
+
+/* Whether any switch record was seen. */
+int mprof__sys_has_switches(const mprof_sysmodel *m);
+/* Off-CPU and traced time of capture thread idx within [a, b) (ns since the capture's start).
+ * Traced time is the part of [a, b) during which the thread was traced; on-CPU = traced - off.
+ * Both 0 for a thread that was never traced. */
+void mprof__sys_thread_time(const mprof_sysmodel *m, uint32_t idx, int64_t a, int64_t b,
+                            int64_t *out_off, int64_t *out_traced);
+/* Switches off the CPU of capture thread idx, and whether it was traced at all. */
+uint64_t mprof__sys_thread_switches(const mprof_sysmodel *m, uint32_t idx);
+int mprof__sys_thread_traced(const mprof_sysmodel *m, uint32_t idx);
+/* On-CPU time of every traced thread of the process within [a, b). */
+int64_t mprof__sys_process_cpu(const mprof_sysmodel *m, int64_t a, int64_t b);
+/* Mean share (0..1) of the machine's CPUs used by other processes during [a, b); -1 when the
+ * capture has no CPU-usage samples there. */
+double mprof__sys_machine_busy(const mprof_sysmodel *m, int64_t a, int64_t b);
+
+/* Whether the capture has CPU-usage samples. */
+int mprof__sys_has_busy(const mprof_sysmodel *m);
+/* CPU-usage samples: how many, the mean and largest share of the machine used by other
+ * processes, and the mean share used by this one (0..1). */
+void mprof__sys_busy_summary(const mprof_sysmodel *m, uint32_t *out_n, double *out_mean,
+                             double *out_max, double *out_self_mean);
+/* Per frame [fs[i], fe[i]): on-CPU and off-CPU milliseconds of capture thread idx, CPU
+ * milliseconds of the whole process, and the machine's busy share (0 when unknown). Any output
+ * may be NULL. */
+void mprof__sys_frames(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
+                       const int64_t *fe, size_t nf, double *out_on_ms, double *out_off_ms,
+                       double *out_cpu_ms, double *out_busy);
+/* Adds to acc[i] the off-CPU milliseconds of thread idx during [a, b) within frame i. */
+void mprof__sys_spread_off(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
+                           const int64_t *fe, size_t nf, int64_t a, int64_t b, double *acc);
+
+/* Raw timelines, for the viewer: traced OS threads (index i < count) with their traced range and
+ * off-CPU intervals (sorted, with reasons), and the CPU-usage samples. */
+uint32_t mprof__sys_tid_count(const mprof_sysmodel *m);
+void mprof__sys_tid_info(const mprof_sysmodel *m, uint32_t i, uint64_t *out_tid,
+                         int64_t *out_start, int64_t *out_end, uint32_t *out_n_off);
+void mprof__sys_tid_off(const mprof_sysmodel *m, uint32_t i, uint32_t k, int64_t *out_s,
+                        int64_t *out_e, int *out_reason);
+uint32_t mprof__sys_cpu_count(const mprof_sysmodel *m);
+void mprof__sys_cpu_sample(const mprof_sysmodel *m, uint32_t i, int64_t *out_ts,
+                           double *out_other, double *out_self);
+/* The "system" object of the viewer's data document (docs/VIEW.md) for [t0, t1], written as
+ * ",\"system\":{...}" (nothing when the capture has no system records). Reads the capture at
+ * path once more. Returns 0, or -1 when it cannot be read or memory runs out. */
+int mprof__system_view_json(const char *path, FILE *out, int64_t t0, int64_t t1);
+
+/* The Chrome export's system tracks (export_chrome_system.c): per traced thread a state track
+ * (running / preempted / blocked slices, pid 5) and the CPU-usage counters. count is the
+ * export's event counter (for the separators). _event returns -1 when out of memory. */
+typedef struct mprof_sys_chrome mprof_sys_chrome;
+mprof_sys_chrome *mprof__sys_chrome_new(void);
+void mprof__sys_chrome_free(mprof_sys_chrome *s);
+struct mprof_export_range;
+/* range: only what overlaps it (NULL = everything; export_range.h). */
+int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *out, uint64_t *count,
+                            const struct mprof_export_range *range, const mprof_event *ev);
+void mprof__sys_chrome_meta(const mprof_sys_chrome *s, const mprof_reader *r, FILE *out,
+                            uint64_t *count);
+
+/* The report pass ("samples", always on; --samples adds the hot-function tables to the text).
+ * Hooks for the core pass's tables: the zone's off-CPU time (-1 when the capture has no
+ * switches), and the extra keys of a zones[] / threads[] JSON object. */
+extern const mprof_pass_vtbl mprof__system_pass;
+int64_t mprof__system_zone_off_ns(const mprof_analysis *a, uint32_t loc);
+void mprof__system_zone_json(const mprof_analysis *a, mprof_json *j, uint32_t loc);
+void mprof__system_thread_json(const mprof_analysis *a, mprof_json *j, uint32_t idx);
+
+#endif

@@ -1,0 +1,195 @@
+/*
+ * system.js - system tracing in the viewer (docs/SYSTEM.md): the data document's "system"
+ * object becomes
+ *   - a thread-state strip along the bottom of every thread track's header: green while the
+ *     thread ran, orange while it was preempted (runnable, another task on its CPU), blue-grey
+ *     while it was blocked (sleep, lock, I/O), grey outside the traced range;
+ *   - two plots, "CPU: other processes" and "CPU: this process" (percent of the machine);
+ *   - a "Samples" tab: a flame graph (icicle, root on top) of the callstack samples of the
+ *     selected range, one node per function on each call path, as wide as its samples.
+ * Hooks elsewhere are one line each: Data.decode calls SystemView.decode, Timeline.drawTrack
+ * calls SystemView.drawStrip, and the App adds the tab and forwards its range.
+ */
+'use strict';
+
+const SystemView = {
+    COLORS: { run: '#3f9f5a', preempted: '#e0a030', blocked: '#5a6b8a', unknown: '#8a8a8a' },
+
+    /* Adds D.system (per-tid timelines, samples) and the CPU plots to D. */
+    decode(raw, D) {
+        const s = raw.system;
+        if (!s) return;
+        const sys = {
+            on: !!s.context_switches, cpu: !!s.cpu_usage, sampling: !!s.sampling, hz: s.hz || 0,
+            whyNot: s.why_not || null, byTid: new Map(), samples: null, functions: s.functions || []
+        };
+        for (const t of s.threads || []) {
+            const off = t.off || [];
+            const n = Math.floor(off.length / 3);
+            const os = new Float64Array(n), oe = new Float64Array(n), why = new Uint8Array(n);
+            let prev = 0;
+            for (let i = 0; i < n; i++) {
+                prev += off[3 * i];
+                os[i] = prev;
+                oe[i] = prev + off[3 * i + 1];
+                why[i] = off[3 * i + 2];
+            }
+            sys.byTid.set(t.tid, { start: t.start, end: t.end, os: os, oe: oe, why: why, n: n });
+        }
+        const c = s.cpu;
+        if (c && c.ts && c.ts.length) {
+            const ts = Data.undelta(c.ts);
+            const add = (name, vals, rgb) => {
+                const v = Float64Array.from(vals || []);
+                if (v.length !== ts.length) return;
+                let lo = Infinity, hi = -Infinity;
+                for (const x of v) {
+                    if (x < lo) lo = x;
+                    if (x > hi) hi = x;
+                }
+                D.plots.push({ name: name, format: 3, style: 2, rgb: rgb, ts: ts, v: v, n: v.length, min: lo, max: hi });
+            };
+            add('CPU: other processes', c.other, 0xd05050);
+            add('CPU: this process', c.self, 0x50a050);
+        }
+        const sm = s.samples;
+        if (sm && sm.ts && sm.ts.length) {
+            sys.samples = { ts: Data.undelta(sm.ts), tid: sm.tid || [], stack: sm.stack || [], n: sm.ts.length, leftOut: sm.left_out || 0 };
+        }
+        D.system = sys;
+    },
+
+    /* The state strip of track t, under its header row at y. */
+    drawStrip(tl, ctx, t, y, W) {
+        const sys = tl.D.system;
+        if (!sys || !sys.on || t.kind !== 'thread') return;
+        const e = sys.byTid.get(t.tid);
+        if (!e) return;
+        const H = 3, sy = y + tl.HEADER - H;
+        const x = (v) => Math.max(0, Math.min(W, tl.x(v)));
+        ctx.fillStyle = SystemView.COLORS.unknown;
+        ctx.fillRect(0, sy, W, H);
+        const a = Math.max(e.start, tl.v0), b = Math.min(e.end, tl.v1);
+        if (b <= a) return;
+        ctx.fillStyle = SystemView.COLORS.run;
+        ctx.fillRect(x(a), sy, Math.max(1, x(b) - x(a)), H);
+        let i = U.upperBound(e.oe, tl.v0);
+        for (; i < e.n && e.os[i] <= tl.v1; i++) {
+            const x0 = x(e.os[i]), x1 = x(e.oe[i]);
+            ctx.fillStyle = e.why[i] === 1 ? SystemView.COLORS.preempted : e.why[i] === 2 ? SystemView.COLORS.blocked : SystemView.COLORS.unknown;
+            ctx.fillRect(x0, sy, Math.max(0.5, x1 - x0), H);
+        }
+    },
+
+    /* What the strip says at time ts for track t, for tooltips ('' when nothing). */
+    stateAt(D, t, ts) {
+        const sys = D.system;
+        const e = sys && sys.byTid.get(t.tid);
+        if (!e || ts < e.start || ts > e.end) return '';
+        const i = U.upperBound(e.os, ts) - 1;
+        if (i >= 0 && ts < e.oe[i]) return e.why[i] === 1 ? 'preempted' : e.why[i] === 2 ? 'blocked' : 'off CPU';
+        return 'running';
+    }
+};
+
+/* The "Samples" tab: a flame graph of the samples of a range. */
+class SampleFlame {
+    constructor(D, pane, tooltip) {
+        this.D = D;
+        this.tip = tooltip;
+        this.ROW = 18;
+        this.head = U.el('div', { class: 'dim' });
+        this.canvas = U.el('canvas', { id: 'sample-flame' });
+        pane.appendChild(this.head);
+        pane.appendChild(this.canvas);
+        this.boxes = [];
+        this.root = null;
+        this.canvas.addEventListener('mousemove', (ev) => this.hover(ev));
+        this.canvas.addEventListener('mouseleave', () => (this.tip.style.display = 'none'));
+    }
+
+    setRange(t0, t1) {
+        const s = this.D.system.samples, names = this.D.system.functions;
+        const root = { name: 'all samples', count: 0, children: new Map() };
+        if (s) {
+            let i = U.lowerBound(s.ts, t0);
+            for (; i < s.n && s.ts[i] <= t1; i++) {
+                let n = root;
+                n.count++;
+                for (const f of s.stack[i] || []) {
+                    let c = n.children.get(f);
+                    if (!c) {
+                        c = { name: names[f] || '?', count: 0, children: new Map() };
+                        n.children.set(f, c);
+                    }
+                    c.count++;
+                    n = c;
+                }
+            }
+        }
+        this.root = root;
+        const sys = this.D.system;
+        this.head.textContent = U.fmtCount(root.count) + ' samples in the range' + (sys.hz ? ' at ' + sys.hz + ' Hz of CPU time' : '') +
+            (s && s.leftOut ? ' (' + U.fmtCount(s.leftOut) + ' samples beyond the embedded limit left out)' : '') +
+            (!sys.sampling ? ' \u2014 sampling was off: ' + (sys.whyNot || 'MPROF_SAMPLE_HZ=N turns it on') : '');
+        this.draw();
+    }
+
+    draw() {
+        const c = this.canvas;
+        const pw = c.parentElement ? c.parentElement.clientWidth : 0;
+        const W = pw > 4 ? pw - 4 : 800;
+        const depth = (n) => {
+            let d = 0;
+            for (const ch of n.children.values()) d = Math.max(d, depth(ch));
+            return d + 1;
+        };
+        const root = this.root;
+        const H = Math.max(60, (root ? depth(root) : 1) * this.ROW + 8);
+        const ctx = U.fitCanvas(c, W, H, true);
+        ctx.fillStyle = '#1e1f22';
+        ctx.fillRect(0, 0, W, H);
+        ctx.font = '11px monospace';
+        ctx.textBaseline = 'middle';
+        this.boxes = [];
+        if (!root || !root.count) {
+            ctx.fillStyle = '#999';
+            ctx.fillText('No samples in this range.', 8, 20);
+            return;
+        }
+        const scale = W / root.count;
+        const lay = (n, x, y) => {
+            const w = n.count * scale;
+            if (w < 0.5) return;
+            const rgb = n === root ? 0x555a64 : U.zoneRgb(0, n.name);
+            ctx.fillStyle = U.rgbCss(rgb);
+            ctx.fillRect(x, y, Math.max(0.5, w - 1), this.ROW - 1);
+            this.boxes.push({ x: x, y: y, w: w, node: n });
+            if (w > 30) {
+                ctx.fillStyle = U.textOn(rgb);
+                ctx.fillText(U.fitText(ctx, n.name + ' ' + n.count, w - 6, 6.6), x + 3, y + this.ROW / 2);
+            }
+            let cx = x;
+            for (const ch of Array.from(n.children.values()).sort((a, b) => b.count - a.count)) {
+                lay(ch, cx, y + this.ROW);
+                cx += ch.count * scale;
+            }
+        };
+        lay(root, 0, 0);
+    }
+
+    hover(ev) {
+        const r = this.canvas.getBoundingClientRect();
+        const x = ev.clientX - r.left, y = ev.clientY - r.top;
+        const b = this.boxes.find((q) => x >= q.x && x < q.x + q.w && y >= q.y && y < q.y + this.ROW);
+        if (!b) {
+            this.tip.style.display = 'none';
+            return;
+        }
+        const pct = (100 * b.node.count / this.root.count).toFixed(1);
+        this.tip.innerHTML = '<b>' + U.escapeHtml(b.node.name) + '</b><br>' + U.fmtCount(b.node.count) + ' samples (' + pct + ' %)';
+        this.tip.style.display = 'block';
+        this.tip.style.left = Math.min(ev.clientX + 12, window.innerWidth - this.tip.offsetWidth - 4) + 'px';
+        this.tip.style.top = ev.clientY + 12 + 'px';
+    }
+}
