@@ -54,6 +54,8 @@ fn main() {
                 file
             ));
         }
+        // Relink when the library is rebuilt (cargo cannot see it change otherwise).
+        println!("cargo:rerun-if-changed={}", dir.join(file).display());
         println!("cargo:rustc-link-search=native={}", dir.display());
         if link_static {
             println!("cargo:rustc-link-lib=static=mprof");
