@@ -1,6 +1,7 @@
 /* Compiled as C11 and as C++ (compile.cpp includes it), with and without MPROF_ENABLE: every
  * macro of the public header must compile in both languages and both modes. */
 #include "mprof/mprof.h"
+#include "mprof/ffi.h"
 
 int mprof_compile_check(int x);
 int mprof_compile_check(int x)
