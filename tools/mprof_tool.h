@@ -40,6 +40,10 @@ int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_ci(int argc, char **argv);
+/* mprof view --serve (tools/view_serve.c): indexes capture (index_path NULL = beside it) and
+ * serves the viewer on address:port (0 = any free port, printed on stdout) until SIGINT or
+ * SIGTERM. Returns an exit code. */
+int mprof__view_serve(const char *capture, const char *index_path, const char *address, unsigned port);
 /* The instrumented workload of `mprof ci --self-test` (tools/ci_workload.c). */
 int mprof__ci_workload(long frames, double slow_pct);
 
