@@ -3,9 +3,10 @@
  * (npm playwright-core, package-lock.json at the root) in Debian's chromium; no browser is
  * downloaded. Run by ctest (test_view_serve_browser):
  *
- *   node tests/view_serve_browser.js MPROF CAPTURE OUT_DIR ZONES
+ *   node tests/view_serve_browser.js MPROF VIEW_DEMO OUT_DIR
  *
- * It starts the real server on a free loopback port, opens the page and checks, through the page's
+ * It records a capture with view_demo, reads its zone count from the static page's document
+ * (mprof view --json), starts the real server on a free loopback port, opens the page and checks, through the page's
  * #mprof-status element and what is drawn: load (zones of the whole capture), zoom with the wheel,
  * pan with a drag, click a zone, find zone (histogram, a bar's instances, jump to one), statistics
  * of a selected range, a collapsed track, a moved track. Screenshots go to OUT_DIR.
@@ -13,12 +14,13 @@
  * or with MPROF_REQUIRE_BROWSER=1 those fail instead).
  */
 'use strict';
-const { spawn } = require('child_process');
+const { spawn, execFileSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
-const [mprof, capture, outDir, zonesArg] = process.argv.slice(2);
+const [mprof, viewDemo, outDir] = process.argv.slice(2);
+let capture = null, zonesArg = null;
 const required = process.env.CI === 'true' || process.env.MPROF_REQUIRE_BROWSER === '1';
 const browserPath = process.env.MPROF_CHROMIUM || '/usr/bin/chromium';
 
@@ -60,6 +62,10 @@ function startServer(indexPath) {
 async function main() {
     fs.mkdirSync(outDir, { recursive: true });
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mprof-serve-'));
+    capture = path.join(tmp, 'browser.mprof');
+    execFileSync(viewDemo, [capture, '60', '40'], { stdio: 'ignore' });
+    const doc = JSON.parse(execFileSync(mprof, ['view', '--json', '-o', '-', capture], { maxBuffer: 1 << 28 }).toString());
+    zonesArg = String(doc.capture.zones);
     const srv = await startServer(path.join(tmp, 'capture.vidx'));
     const profile = path.join(tmp, 'profile');
     fs.mkdirSync(profile);

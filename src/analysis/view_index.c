@@ -194,6 +194,7 @@ typedef struct builder {
     size_t n_plots, cap_plots;
     stream msgs, text;
     uint64_t n_zones;
+    int64_t min_s, max_e; /* over every zone and span (GPU zones may start before the CPU's first) */
     int oom;
 } builder;
 
@@ -293,6 +294,10 @@ static void add_zone(builder *b, uint32_t track, uint32_t depth, uint32_t slot, 
     if (slot >= MAX_LOC_SLOTS)
         slot = 2;
     vzone z = {s, e, self, slot, depth};
+    if (!b->n_zones++ || s < b->min_s)
+        b->min_s = s;
+    if (e > b->max_e || b->n_zones == 1)
+        b->max_e = e;
     if (s < l->st.last)
         l->st.unsorted = 1;
     l->st.last = s;
@@ -439,6 +444,10 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
     mprof_json_str(&j, "timer", mprof_reader_info(r, "timer"));
     mprof_json_obj_end(&j);
     mprof_json_i64(&j, "budget_ns", 16666667);
+    /* The span that holds every zone: the page's whole view. */
+    int64_t last = mprof__walker_last_ns(b->w);
+    mprof_json_i64(&j, "start_ns", b->n_zones && b->min_s < 0 ? b->min_s : 0);
+    mprof_json_i64(&j, "end_ns", b->n_zones && b->max_e > last ? b->max_e : last);
     const mprof_tl_frameset *mf = mprof__walker_main_frames(b->w);
     mprof_json_obj_begin(&j, "frames");
     const char *fname = mf && mf->name ? mprof_reader_string(r, mf->name) : NULL;

@@ -166,6 +166,8 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
             snprintf(what, sizeof what, "%.*s wants an integer in [%" PRId64 ", %" PRId64 "], not", (int)kn, p, lo, hi);
             return fail(err, errlen, what, eq + 1, (size_t)(e - eq - 1));
         }
+        if (amp && amp + 1 == end)
+            return fail(err, errlen, "the query ends with '&':", target, len);
         p = amp ? amp + 1 : end;
     }
     for (size_t i = 0; i < N_KEYS; i++) {

@@ -296,7 +296,7 @@ function refresh() {
 
 let rafPending = false;
 function setView(t0, t1) {
-    const end = S.meta.capture.duration_ns || 1;
+    const end = (S.meta.end_ns - S.meta.start_ns) || 1;
     const span = Math.max(100, Math.min(t1 - t0, end * 1.2));
     if (t1 - t0 !== span) { const c = (t0 + t1) / 2; t0 = c - span / 2; t1 = c + span / 2; }
     S.view = { t0: t0, t1: t1 };
@@ -430,7 +430,7 @@ function initInput() {
         else if (e.key === 's' || e.key === 'S') setView(c - s * 0.7, c + s * 0.7);
         else if (e.key === 'a' || e.key === 'A') setView(S.view.t0 - s * 0.2, S.view.t1 - s * 0.2);
         else if (e.key === 'd' || e.key === 'D') setView(S.view.t0 + s * 0.2, S.view.t1 + s * 0.2);
-        else if (e.key === 'Home') setView(0, S.meta.capture.duration_ns || 1);
+        else if (e.key === 'Home') setView(S.meta.start_ns, S.meta.end_ns || 1);
         else if (e.key === 'Escape') { S.selRange = null; S.hilite = -1; selectZone(null); }
     });
     fg.addEventListener('click', (e) => {
@@ -576,7 +576,7 @@ function panelStats(p) {
     const useView = U.el('button', { text: 'Use view' });
     useView.addEventListener('click', () => { S.selRange = null; showTab(); drawTimeline(); });
     const whole = U.el('button', { text: 'Whole capture' });
-    whole.addEventListener('click', () => { S.selRange = [0, S.meta.capture.duration_ns + 1]; showTab(); });
+    whole.addEventListener('click', () => { S.selRange = [S.meta.start_ns, S.meta.end_ns + 1]; showTab(); });
     head.appendChild(useView);
     head.appendChild(whole);
     p.appendChild(head);
@@ -678,7 +678,7 @@ api('/api/meta').then((m) => {
     const hm = /view=(-?\d+):(-?\d+)/.exec(location.hash);
     return loadFrames().then(() => {
         if (hm) setView(+hm[1], +hm[2]);
-        else setView(0, m.capture.duration_ns || 1);
+        else setView(m.start_ns, m.end_ns || 1);
         setStatus('state', 'ok');
     });
 }).catch((e) => {
