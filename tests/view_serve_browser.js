@@ -3,13 +3,15 @@
  * (npm playwright-core, package-lock.json at the root) in Debian's chromium; no browser is
  * downloaded. Run by ctest (test_view_serve_browser):
  *
- *   node tests/view_serve_browser.js MPROF VIEW_DEMO OUT_DIR
+ *   node tests/view_serve_browser.js MPROF VIEW_DEMO OUT_DIR LIVE_GAME
  *
  * It records a capture with view_demo, reads its zone count from the static page's document
  * (mprof view --json), starts the real server on a free loopback port, opens the page and checks, through the page's
  * #mprof-status element and what is drawn: load (zones of the whole capture), zoom with the wheel,
  * pan with a drag, click a zone, find zone (histogram, a bar's instances, jump to one), statistics
- * of a selected range, a collapsed track, a moved track. Screenshots go to OUT_DIR.
+ * of a selected range, a collapsed track, a moved track. Then `mprof view --live` attached to
+ * tests/live_game: the page's zone and frame counts grow while the game runs, and end at the
+ * zones of the finished capture. Screenshots go to OUT_DIR.
  * Exit status: 0 passed, 1 failed, 77 skipped (no chromium or no playwright-core; in CI, CI=true,
  * or with MPROF_REQUIRE_BROWSER=1 those fail instead).
  */
@@ -19,7 +21,8 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
-const [mprof, viewDemo, outDir] = process.argv.slice(2);
+const [mprof, viewDemo, outDir, liveGame] = process.argv.slice(2);
+const net = require('net');
 let capture = null, zonesArg = null;
 const required = process.env.CI === 'true' || process.env.MPROF_REQUIRE_BROWSER === '1';
 const browserPath = process.env.MPROF_CHROMIUM || '/usr/bin/chromium';
@@ -43,9 +46,16 @@ function check(ok, what) {
     if (!ok) failures++;
 }
 
-function startServer(indexPath) {
+function freePort() {
+    return new Promise((resolve) => {
+        const s = net.createServer();
+        s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+    });
+}
+
+function startServer(indexPath, argv) {
     return new Promise((resolve, reject) => {
-        const p = spawn(mprof, ['view', '--serve', capture, '--port', '0', '--index', indexPath],
+        const p = spawn(mprof, argv || ['view', '--serve', capture, '--port', '0', '--index', indexPath],
             { stdio: ['ignore', 'pipe', 'pipe'] });
         let out = '', err = '';
         p.stdout.on('data', (d) => {
@@ -83,11 +93,11 @@ async function main() {
             await page.waitForFunction(() => {
                 const d = document.getElementById('mprof-status').dataset;
                 return d.state !== 'loading' && d.loadedView && d.loadedView === d.view;
-            }, null, { timeout: 30000 });
+            }, null, { timeout: 90000 });
         };
         await page.goto(srv.url);
         await page.waitForFunction(() => document.getElementById('mprof-status').dataset.state !== 'loading',
-            null, { timeout: 30000 });
+            null, { timeout: 90000 });
         check(await st('state') === 'ok', 'the page loads (state ' + await st('state') + ' ' + (await st('error') || '') + ')');
         await loadedSettles();
         check(await st('zones') === zonesArg, 'data-zones is every zone of the capture (' + await st('zones') + ' = ' + zonesArg + ')');
@@ -139,7 +149,7 @@ async function main() {
         await page.click('button[data-tab=find]');
         await page.fill('#find-input', 'Physics::step');
         await page.press('#find-input', 'Enter');
-        await page.waitForFunction(() => +document.getElementById('mprof-status').dataset.histBars > 0, null, { timeout: 20000 });
+        await page.waitForFunction(() => +document.getElementById('mprof-status').dataset.histBars > 0, null, { timeout: 90000 });
         check(+await st('histCount') > 0, 'find zone: ' + await st('histCount') + ' Physics::step zones in ' + await st('histBars') + ' bars');
         const bar = await page.evaluate(() => {
             const S = window.MPROF_SERVE.state, b = S.hist.buckets;
@@ -148,7 +158,7 @@ async function main() {
             return window.MPROF_SERVE.histBarRect(best);
         });
         await page.mouse.click(bar.x, bar.y);
-        await page.waitForFunction(() => +document.getElementById('mprof-status').dataset.instances > 0, null, { timeout: 20000 });
+        await page.waitForFunction(() => +document.getElementById('mprof-status').dataset.instances > 0, null, { timeout: 90000 });
         check(+await st('instances') > 0, 'a bar lists ' + await st('instances') + ' instances');
         await page.screenshot({ path: path.join(outDir, 'serve_find_zone.png') });
         await page.click('#instances table tr.pick');
@@ -168,7 +178,7 @@ async function main() {
         await page.mouse.move(box.x + box.w * 0.6, box.y + 50, { steps: 5 });
         await page.mouse.up();
         await page.keyboard.up('Shift');
-        await page.waitForFunction(() => +document.getElementById('mprof-status').dataset.statsRows > 0, null, { timeout: 20000 });
+        await page.waitForFunction(() => +document.getElementById('mprof-status').dataset.statsRows > 0, null, { timeout: 90000 });
         check(+await st('statsRows') > 0 && await st('tab') === 'stats', 'range statistics: ' + await st('statsRows') +
             ' rows over ' + await st('statsZones') + ' zones');
         await page.screenshot({ path: path.join(outDir, 'serve_stats.png') });
@@ -205,6 +215,7 @@ async function main() {
             return [a.status, b.status];
         });
         check(bad[0] === 404 && bad[1] === 400, 'paths outside the page are refused (' + bad.join(',') + ')');
+        if (liveGame) await liveSession(browser, tmp);
     } finally {
         await browser.close();
         srv.proc.kill('SIGTERM');
@@ -212,6 +223,45 @@ async function main() {
     }
     console.log(failures ? failures + ' check(s) failed' : 'all checks passed');
     process.exit(failures ? 1 : 0);
+}
+
+/* mprof view --live on a running game: the page grows, then shows the finished capture. */
+async function liveSession(browser, tmp) {
+    const port = await freePort();
+    const game = spawn(liveGame, ['--frames', '700', '--frame-ms', '8'],
+        { stdio: 'ignore', env: Object.assign({}, process.env, { MPROF_LISTEN: '1', MPROF_PORT: String(port) }) });
+    const livePath = path.join(tmp, 'live.mprof');
+    let srv = null;
+    try {
+        srv = await startServer(null, ['view', '--live', '-o', livePath, '-p', String(port), '--port', '0']);
+        const page = await browser.newPage();
+        const st = (k) => page.$eval('#mprof-status', (e, key) => e.dataset[key], k);
+        await page.goto(srv.url);
+        await page.waitForFunction(() => document.getElementById('mprof-status').dataset.state === 'ok', null, { timeout: 120000 });
+        await page.waitForFunction(() => document.getElementById('mprof-status').dataset.live, null, { timeout: 90000 });
+        const z1 = +await st('zones'), f1 = +await st('frames');
+        await page.waitForFunction((z) => +document.getElementById('mprof-status').dataset.zones > z, z1, { timeout: 90000 });
+        const z2 = +await st('zones'), f2 = +await st('frames');
+        check(z2 > z1 && f2 >= f1, 'live: the page grows while the game runs (zones ' + z1 + ' -> ' + z2 + ', frames ' + f1 + ' -> ' + f2 + ')');
+        await page.screenshot({ path: path.join(outDir, 'serve_live.png') });
+        const v = (await st('view')).split(':').map(Number);
+        await page.waitForFunction(() => document.getElementById('mprof-status').dataset.live === 'ended', null, { timeout: 120000 });
+        await page.waitForFunction(() => {
+            const d = document.getElementById('mprof-status').dataset;
+            return d.loadedView === d.view;
+        }, null, { timeout: 90000 });
+        const v2 = (await st('view')).split(':').map(Number);
+        check(v2[1] > v[1], 'live: the view follows the end of the capture (' + v.join(':') + ' -> ' + v2.join(':') + ')');
+        const doc = JSON.parse(execFileSync(mprof, ['view', '--json', '-o', '-', livePath], { maxBuffer: 1 << 28 }).toString());
+        check(+await st('zones') === doc.capture.zones, 'live: at the end the page shows every zone of the capture (' +
+            await st('zones') + ' = ' + doc.capture.zones + ')');
+        check(+await st('errors') === 0, 'live: no script errors');
+        await page.screenshot({ path: path.join(outDir, 'serve_live_end.png') });
+        await page.close();
+    } finally {
+        if (srv) srv.proc.kill('SIGTERM');
+        game.kill('SIGTERM');
+    }
 }
 
 main().catch((e) => { console.log('FAIL: ' + (e.stack || e)); process.exit(1); });

@@ -14,6 +14,7 @@
 static const char *const help =
     "usage: mprof view [options] FILE.mprof [NEW.mprof]\n"
     "       mprof view --serve FILE.mprof [--address ADDR] [--port P] [--index FILE]\n"
+    "       mprof view --live -o FILE.mprof [-a ADDR] [-p PORT] [-f] [--address ADDR] [--port P]\n"
     "\n"
     "Writes one HTML file that shows the capture in any browser, with no network access and\n"
     "nothing to install: a frame-time graph with p50/p95/budget lines (click a frame to zoom),\n"
@@ -36,6 +37,10 @@ static const char *const help =
     "  --address ADDR  numeric address to listen on (default 127.0.0.1: this machine only)\n"
     "  --port P        port (default 8717; 0 = any free one); the URL is printed on stdout\n"
     "  --index FILE    where to keep the index (default: beside the capture, else $TMPDIR)\n"
+    "  --live          capture a running process as `mprof capture -o FILE -a ADDR -p PORT` does\n"
+    "                  and serve the capture while it grows: the page follows its end\n"
+    "  -a ADDR, -p PORT  with --live: the process to attach to (default 127.0.0.1:8086)\n"
+    "  -f              with --live: overwrite FILE\n"
     "  -h, --help      show this help\n"
     "\n"
     "Exit status: 0 ok, 2 usage error, 3 a capture cannot be read or the output not written.\n";
@@ -83,9 +88,9 @@ static char *diff_json(const char *a, const char *b, char *err, size_t errlen)
 int cmd_view(int argc, char **argv)
 {
     const char *paths[2] = {NULL, NULL};
-    int n_paths = 0, json = 0, serve = 0;
-    const char *address = "127.0.0.1", *index_path = NULL;
-    unsigned long long port = 8717;
+    int n_paths = 0, json = 0, serve = 0, live = 0, force = 0;
+    const char *address = "127.0.0.1", *index_path = NULL, *proc_address = "127.0.0.1";
+    unsigned long long port = 8717, proc_port = 8086;
     const char *out_path = NULL;
     mprof_view_opts opts = {.first_frame = -1, .last_frame = -1};
     for (int i = 1; i < argc; i++) {
@@ -122,13 +127,22 @@ int cmd_view(int argc, char **argv)
             json = 1;
         } else if (strcmp(a, "--serve") == 0) {
             serve = 1;
+        } else if (strcmp(a, "--live") == 0) {
+            live = 1;
+        } else if (strcmp(a, "-f") == 0) {
+            force = 1;
         } else if (strcmp(a, "--address") == 0 || strcmp(a, "-a") == 0) {
             if (i + 1 >= argc || !argv[i + 1][0])
                 return tool_error("view", EXIT_USAGE, "%s needs an address", a);
-            address = argv[++i];
+            if (a[1] == 'a')
+                proc_address = argv[++i];
+            else
+                address = argv[++i];
         } else if (strcmp(a, "--port") == 0 || strcmp(a, "-p") == 0) {
-            if (tool_parse_uint("view", a, i + 1 < argc ? argv[++i] : NULL, 65535, &port))
+            if (tool_parse_uint("view", a, i + 1 < argc ? argv[++i] : NULL, 65535, a[1] == 'p' ? &proc_port : &port))
                 return EXIT_USAGE;
+            if (a[1] == 'p' && !proc_port)
+                return tool_error("view", EXIT_USAGE, "-p: port 0 is not valid");
         } else if (strcmp(a, "--index") == 0) {
             if (i + 1 >= argc || !argv[i + 1][0])
                 return tool_error("view", EXIT_USAGE, "--index needs a file name");
@@ -140,6 +154,14 @@ int cmd_view(int argc, char **argv)
         } else {
             paths[n_paths++] = a;
         }
+    }
+    if (live) {
+        if (serve || json || n_paths || !out_path)
+            return tool_error("view", EXIT_USAGE, "--live takes -o FILE and no capture to read, --serve or --json");
+        mprof_view_live_opts lo = {.capture = out_path, .index_path = index_path, .process_address = proc_address,
+                                   .port = (unsigned)proc_port, .address = address, .http_port = (unsigned)port,
+                                   .force = force};
+        return mprof__view_live(&lo);
     }
     if (!n_paths)
         return tool_error("view", EXIT_USAGE, "no capture file given (see --help)");

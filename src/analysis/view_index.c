@@ -896,9 +896,9 @@ static int in_file(const mprof_vindex *x, uint64_t off, uint64_t n, uint64_t rec
 /* Maps and checks an index; NULL when it is missing, stale or damaged (reason in err). */
 static mprof_vindex *try_open(const char *cap_path, const char *index_path, char *err, size_t errlen)
 {
-    uint64_t cs;
-    int64_t cm;
-    if (stat_stamp(cap_path, &cs, &cm) != 0) {
+    uint64_t cs = 0;
+    int64_t cm = 0;
+    if (cap_path && stat_stamp(cap_path, &cs, &cm) != 0) {
         snprintf(err, errlen, "%s: %s", cap_path, strerror(errno));
         return NULL;
     }
@@ -932,7 +932,7 @@ static mprof_vindex *try_open(const char *cap_path, const char *index_path, char
     const char *why = NULL;
     if (memcmp(h->magic, VIDX_MAGIC, 8) != 0 || h->version != VIDX_VERSION || h->head_bytes != sizeof *h)
         why = "index of another version";
-    else if (h->cap_size != cs || h->cap_mtime_ns != cm)
+    else if (cap_path && (h->cap_size != cs || h->cap_mtime_ns != cm))
         why = "index older than the capture";
     else if (h->file_bytes != x->size || !in_file(x, h->levels_off, h->n_levels, sizeof(vlevel)) ||
              !in_file(x, h->locs_off, h->n_locs, sizeof(vloc)) ||
@@ -1011,6 +1011,11 @@ mprof_vindex *mprof__vindex_open(const char *capture_path, const char *index_pat
     }
     x->remove_on_close = remove;
     return x;
+}
+
+mprof_vindex *mprof__vindex_open_built(const char *index_path, char *err, size_t errlen)
+{
+    return try_open(NULL, index_path, err, errlen);
 }
 
 void mprof__vindex_close(mprof_vindex *x)

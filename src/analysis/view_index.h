@@ -34,6 +34,9 @@ int mprof__vindex_build(const char *capture_path, const char *index_path, char *
  * cannot be written, a file in $TMPDIR (removed when closed). Returns NULL with err set. */
 mprof_vindex *mprof__vindex_open(const char *capture_path, const char *index_path, int *out_built,
                                  char *err, size_t errlen);
+/* Opens an index just built by mprof__vindex_build without comparing it with its capture (a
+ * live capture grows while it is indexed). NULL with err set when it is damaged. */
+mprof_vindex *mprof__vindex_open_built(const char *index_path, char *err, size_t errlen);
 void mprof__vindex_close(mprof_vindex *x); /* NULL is a no-op */
 
 /* Whole-capture figures. */
@@ -56,6 +59,7 @@ enum {
     MPROF_VQ_STATS,     /* /api/stats?t0&t1: per source location, zones inside the range */
     MPROF_VQ_HIST,      /* /api/hist?loc: durations of one source location over the capture */
     MPROF_VQ_INSTANCES, /* /api/instances?loc[&dmin&dmax&limit]: its zones, longest first */
+    MPROF_VQ_LIVE,      /* /api/live: whether the server follows a live capture (the server answers) */
     MPROF_VQ_ASSET      /* any other path: a file of the page (name in asset) */
 };
 

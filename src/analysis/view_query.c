@@ -21,6 +21,7 @@ typedef struct api_path {
 
 static const api_path paths[] = {
     {"/api/meta", MPROF_VQ_META, ""},
+    {"/api/live", MPROF_VQ_LIVE, ""},
     {"/api/zones", MPROF_VQ_ZONES, "!t0 !t1 !w"},
     {"/api/plots", MPROF_VQ_PLOTS, "!t0 !t1 !w"},
     {"/api/messages", MPROF_VQ_MESSAGES, "!t0 !t1 limit"},

@@ -295,7 +295,8 @@ function refresh() {
 }
 
 let rafPending = false;
-function setView(t0, t1) {
+function setView(t0, t1, auto) {
+    if (!auto) S.follow = false;
     const end = (S.meta.end_ns - S.meta.start_ns) || 1;
     const span = Math.max(100, Math.min(t1 - t0, end * 1.2));
     if (t1 - t0 !== span) { const c = (t0 + t1) / 2; t0 = c - span / 2; t1 = c + span / 2; }
@@ -430,7 +431,7 @@ function initInput() {
         else if (e.key === 's' || e.key === 'S') setView(c - s * 0.7, c + s * 0.7);
         else if (e.key === 'a' || e.key === 'A') setView(S.view.t0 - s * 0.2, S.view.t1 - s * 0.2);
         else if (e.key === 'd' || e.key === 'D') setView(S.view.t0 + s * 0.2, S.view.t1 + s * 0.2);
-        else if (e.key === 'Home') setView(S.meta.start_ns, S.meta.end_ns || 1);
+        else if (e.key === 'Home') { setView(S.meta.start_ns, S.meta.end_ns || 1); S.follow = true; }
         else if (e.key === 'Escape') { S.selRange = null; S.hilite = -1; selectZone(null); }
     });
     fg.addEventListener('click', (e) => {
@@ -441,7 +442,7 @@ function initInput() {
         setStatus('frame', S.frames.f[3 * k]);
         zoomTo(s, s + d);
     });
-    window.addEventListener('resize', () => { loadFrames(); setView(S.view.t0, S.view.t1); });
+    window.addEventListener('resize', () => { loadFrames(); setView(S.view.t0, S.view.t1, true); });
 }
 
 function zoomTo(s, e) {
@@ -658,31 +659,75 @@ window.MPROF_SERVE = {
     },
 };
 
-api('/api/meta').then((m) => {
+function applyMeta(m) {
+    const known = S.meta ? S.order : [];
     S.meta = m;
-    S.order = m.tracks.map((t) => t.id);
+    /* Keep the user's order of known tracks; new ones (a live capture's) come after. */
+    S.order = known.filter((id) => m.tracks.some((t) => t.id === id))
+        .concat(m.tracks.map((t) => t.id).filter((id) => !known.includes(id)));
     document.getElementById('title').textContent = m.capture.file;
     document.getElementById('summary').textContent = (m.capture.app || '') + '  ' + U.fmtNs(m.capture.duration_ns) +
-        '  ' + U.fmtCount(m.capture.zones) + ' zones  ' + U.fmtCount(m.frames.count) + ' frames';
+        '  ' + U.fmtCount(m.capture.zones) + ' zones  ' + U.fmtCount(m.frames.count) + ' frames' +
+        (S.live ? (S.live.capturing ? '  (live)' : '  (capture ended)') : '');
     setStatus('zones', m.capture.zones);
     setStatus('tracks', m.tracks.length);
-    setStatus('trackNames', m.tracks.map((t) => t.name).join('|'));
+    setStatus('trackNames', S.order.map((id) => trackById(id).name).join('|'));
     const kinds = {};
     for (const t of m.tracks) kinds[t.kind] = (kinds[t.kind] || 0) + 1;
     setStatus('trackKinds', Object.keys(kinds).map((k) => k + ':' + kinds[k]).join(','));
     setStatus('frames', m.frames.count);
     setStatus('plots', m.plots.length);
     setStatus('messages', m.messages);
-    initInput();
-    showTab();
-    const hm = /view=(-?\d+):(-?\d+)/.exec(location.hash);
-    return loadFrames().then(() => {
-        if (hm) setView(+hm[1], +hm[2]);
-        else setView(m.start_ns, m.end_ns || 1);
-        setStatus('state', 'ok');
+}
+
+/* A live capture: poll the server; on a new index, new metadata and frames, and the view follows
+ * the end of the capture (the last 3 s, or the whole) until the user moves it (Home follows
+ * again). */
+S.follow = true;
+function followView() {
+    const span = Math.min(S.meta.end_ns - S.meta.start_ns, 3e9);
+    S.view = { t0: S.meta.end_ns - span, t1: S.meta.end_ns };
+    setView(S.meta.end_ns - span, S.meta.end_ns, true);
+}
+
+function pollLive() {
+    api('/api/live').then((l) => {
+        const changed = !S.live || l.generation !== S.live.generation || l.capturing !== S.live.capturing;
+        S.live = l;
+        setStatus('live', l.capturing ? 'capturing' : 'ended');
+        setStatus('generation', l.generation);
+        if (!changed) return null;
+        return api('/api/meta').then((m) => {
+            applyMeta(m);
+            return loadFrames().then(() => { if (S.follow) followView(); else refresh(); });
+        });
+    }).catch(() => {}).finally(() => { if (S.live && S.live.capturing) setTimeout(pollLive, 700); });
+}
+
+function start(tries) {
+    api('/api/meta').then((m) => {
+        applyMeta(m);
+        initInput();
+        showTab();
+        const hm = /view=(-?\d+):(-?\d+)/.exec(location.hash);
+        return loadFrames().then(() => {
+            if (hm) { S.follow = false; setView(+hm[1], +hm[2]); }
+            else setView(m.start_ns, m.end_ns || 1, true);
+            setStatus('state', 'ok');
+            if (S.live && S.live.live) pollLive();
+        });
+    }).catch((e) => {
+        /* A live server answers 503 until the process sends its first events. */
+        if (S.live && S.live.live && tries < 600) {
+            document.getElementById('summary').textContent = 'waiting for the process...';
+            setTimeout(() => start(tries + 1), 500);
+            return;
+        }
+        setStatus('state', 'error');
+        setStatus('error', String(e.message || e));
+        document.getElementById('summary').textContent = 'cannot load: ' + (e.message || e);
     });
-}).catch((e) => {
-    setStatus('state', 'error');
-    setStatus('error', String(e.message || e));
-    document.getElementById('summary').textContent = 'cannot load: ' + (e.message || e);
-});
+}
+
+api('/api/live').then((l) => { S.live = l.live ? l : null; if (S.live) S.live.generation = -1; })
+    .catch(() => {}).finally(() => start(0));
