@@ -108,6 +108,18 @@ async function main() {
         check(drawn0 + merged0 > 0, 'whole view: ' + drawn0 + ' zones drawn, ' + merged0 + ' merged');
         await page.screenshot({ path: path.join(outDir, 'serve_whole.png') });
 
+        /* Frame images: hovering frame k of the frame graph shows its thumbnail (view_demo paints
+         * frame k with red = 4 k). */
+        const fgBox = await page.$eval('#framegraph', (e) => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+        const nFrames = +await st('frames');
+        await page.mouse.move(fgBox.x + fgBox.w * (10.5 / nFrames), fgBox.y + fgBox.h - 5);
+        await page.waitForFunction(() => document.getElementById('mprof-status').dataset.imageFrame, null, { timeout: 90000 });
+        const imf = +await st('imageFrame');
+        check(await st('imageSize') === '96x54' && +await st('imageRed') === (imf * 4) % 256,
+            'hovering frame ' + imf + ' shows its image (' + await st('imageSize') + ', red ' + await st('imageRed') + ')');
+        await page.screenshot({ path: path.join(outDir, 'serve_frame_image.png') });
+        await page.mouse.move(5, 500);
+
         /* Zoom in with the wheel: the view narrows, the server answers the new view, fewer merged. */
         const box = await page.$eval('#timeline', (e) => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
         const span = (v) => { const [a, b] = v.split(':').map(Number); return b - a; };

@@ -31,11 +31,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 /* ---- 1. File layout -------------------------------------------------------------------------- */
 
 #define VIDX_MAGIC "MPVIDX01"
-#define VIDX_VERSION 1u
+#define VIDX_VERSION 2u
 #define HIST_BUCKETS 336 /* 8 per octave from 1 ns to 2^42 ns (73 min) */
 #define MAX_LOC_SLOTS (1u << 20)
 #define PYR_FANOUT 16
@@ -53,6 +54,7 @@ typedef struct vhead {
     uint64_t n_frames, frames_off;
     uint64_t meta_off, meta_len;
     int64_t end_ns;
+    uint64_t n_images, images_off, image_bytes_off, image_bytes_len;
     uint64_t file_bytes;
 } vhead;
 
@@ -62,6 +64,7 @@ typedef struct vpoint { int64_t ts; double v; } vpoint;
 typedef struct vmm { double mn, mx; } vmm;
 typedef struct vmsg { int64_t ts; uint64_t text_off; uint32_t text_len, level, track, pad; } vmsg;
 typedef struct vframe { int64_t s, d; } vframe;
+typedef struct vimage { int64_t ts; uint64_t off; uint32_t len, w, h, codec; } vimage;
 
 typedef struct vlevel { uint32_t track, depth; uint64_t off, n; } vlevel;
 typedef struct vloc {
@@ -192,7 +195,7 @@ typedef struct builder {
     uint32_t n_locs;
     bplot *plots;
     size_t n_plots, cap_plots;
-    stream msgs, text;
+    stream msgs, text, images, image_bytes;
     uint64_t n_zones;
     int64_t min_s, max_e; /* over every zone and span (GPU zones may start before the CPU's first) */
     int oom;
@@ -394,6 +397,19 @@ static void on_event(builder *b, const mprof_event *ev)
         b->text.n += m.text_len;
         break;
     }
+    case MPROF_EV_FRAME_IMAGE: {
+        vimage im = {ev->ts_ns, b->image_bytes.n, ev->str ? ev->str_len : 0, (uint32_t)ev->u[0], (uint32_t)ev->u[1],
+                     (uint32_t)ev->u[2]};
+        if (im.ts < b->images.last)
+            im.ts = b->images.last;
+        b->images.last = im.ts;
+        if (stream_put(&b->sp, &b->images, &im, sizeof im) != 0 ||
+            (im.len && stream_put(&b->sp, &b->image_bytes, ev->str, im.len) != 0))
+            b->oom = 1;
+        b->images.n++;
+        b->image_bytes.n += im.len;
+        break;
+    }
     case MPROF_EV_PLOT_F64:
     case MPROF_EV_PLOT_I64:
         plot_point(b, plot_of(b, 0, (uint32_t)ev->u[0]), ev->ts_ns,
@@ -571,6 +587,7 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
     }
     mprof_json_arr_end(&j);
     mprof_json_u64(&j, "messages", b->msgs.n);
+    mprof_json_u64(&j, "frame_images", b->images.n);
     mprof_json_arr_begin(&j, "level_colors");
     for (int lv = 0; lv < 7; lv++)
         mprof_json_u64(&j, NULL, mprof_log_level_color((mprof_log_level)lv));
@@ -681,6 +698,8 @@ static void builder_free(builder *b)
         stream_free(&b->plots[i].st);
     stream_free(&b->msgs);
     stream_free(&b->text);
+    stream_free(&b->images);
+    stream_free(&b->image_bytes);
     for (uint32_t i = 0; i < b->n_tracks; i++)
         free(b->by_track[i]);
     free(b->by_track);
@@ -739,6 +758,14 @@ static int write_index(builder *b, mprof_reader *r, const char *cap_path, FILE *
         free(vp);
         goto io;
     }
+    if (stream_copy(&b->sp, &b->images, f, &pos) != 0 || stream_copy(&b->sp, &b->image_bytes, f, &pos) != 0) {
+        free(vp);
+        goto io;
+    }
+    h.n_images = b->images.n;
+    h.images_off = b->images.out_off;
+    h.image_bytes_off = b->image_bytes.out_off;
+    h.image_bytes_len = b->image_bytes.n;
     h.n_msgs = b->msgs.n;
     h.msgs_off = b->msgs.out_off;
     h.text_off = b->text.out_off;
@@ -811,6 +838,9 @@ int mprof__vindex_build(const char *capture_path, const char *index_path, char *
     b.msgs.rec = sizeof(vmsg);
     b.msgs.last = INT64_MIN;
     b.text.rec = 1;
+    b.images.rec = sizeof(vimage);
+    b.images.last = INT64_MIN;
+    b.image_bytes.rec = 1;
     mprof_reader *r = mprof_reader_open(capture_path, err, errlen);
     if (!r)
         return -1;
@@ -938,7 +968,9 @@ static mprof_vindex *try_open(const char *cap_path, const char *index_path, char
              !in_file(x, h->locs_off, h->n_locs, sizeof(vloc)) ||
              !in_file(x, h->plots_off, h->n_plots, sizeof(vplot)) ||
              !in_file(x, h->msgs_off, h->n_msgs, sizeof(vmsg)) || !in_file(x, h->text_off, h->text_len, 1) ||
-             !in_file(x, h->frames_off, h->n_frames, sizeof(vframe)) || !in_file(x, h->meta_off, h->meta_len, 1))
+             !in_file(x, h->frames_off, h->n_frames, sizeof(vframe)) || !in_file(x, h->meta_off, h->meta_len, 1) ||
+             !in_file(x, h->images_off, h->n_images, sizeof(vimage)) ||
+             !in_file(x, h->image_bytes_off, h->image_bytes_len, 1))
         why = "damaged index";
     if (!why) {
         x->levels = (const vlevel *)(x->map + h->levels_off);
@@ -1314,6 +1346,56 @@ static int answer_frames(const mprof_vindex *x, const mprof_vquery *q, FILE *out
     return 0;
 }
 
+/* The thumbnail of frame q->from: the last image recorded before the frame ended. */
+static int answer_image(const mprof_vindex *x, const mprof_vquery *q, FILE *out, char *err, size_t errlen)
+{
+    const vframe *f = (const vframe *)(x->map + x->h->frames_off);
+    const vimage *im = (const vimage *)(x->map + x->h->images_off);
+    uint64_t n = x->h->n_images;
+    if ((uint64_t)q->from >= x->h->n_frames || !n) {
+        snprintf(err, errlen, "no image of frame %lld", (long long)q->from);
+        return -1;
+    }
+    int64_t end = f[q->from].s + f[q->from].d;
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (im[mid].ts < end)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo || im[lo - 1].ts < f[q->from].s - f[q->from].d) {
+        snprintf(err, errlen, "no image of frame %lld", (long long)q->from);
+        return -1;
+    }
+    const vimage *m = &im[lo - 1];
+    uint64_t raw_len = (uint64_t)m->w * m->h * 3;
+    if (m->codec != 1 || !m->w || !m->h || raw_len > (1u << 20) || m->off > x->h->image_bytes_len ||
+        m->len > x->h->image_bytes_len - m->off) {
+        snprintf(err, errlen, "frame %lld: a damaged image", (long long)q->from);
+        return -1;
+    }
+    unsigned char *raw = malloc(raw_len);
+    if (!raw)
+        return -1;
+    size_t got = ZSTD_decompress(raw, raw_len, x->map + x->h->image_bytes_off + m->off, m->len);
+    if (ZSTD_isError(got) || got != raw_len) {
+        free(raw);
+        snprintf(err, errlen, "frame %lld: the image does not decompress", (long long)q->from);
+        return -1;
+    }
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    fprintf(out, "{\"frame\":%lld,\"ts\":%" PRId64 ",\"w\":%" PRIu32 ",\"h\":%" PRIu32 ",\"rgb\":\"", (long long)q->from,
+            m->ts, m->w, m->h);
+    for (uint64_t i = 0; i < raw_len; i += 3) /* raw_len is a multiple of 3: no padding */
+        fprintf(out, "%c%c%c%c", b64[raw[i] >> 2], b64[((raw[i] & 3) << 4) | (raw[i + 1] >> 4)],
+                b64[((raw[i + 1] & 15) << 2) | (raw[i + 2] >> 6)], b64[raw[i + 2] & 63]);
+    fputs("\"}", out);
+    free(raw);
+    return 0;
+}
+
 typedef struct acc { uint64_t n; int64_t total, self, min, max; } acc;
 
 static int answer_stats(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
@@ -1490,6 +1572,8 @@ int mprof__vindex_answer(const mprof_vindex *x, const mprof_vquery *q, FILE *out
         return answer_hist(x, q, out, err, errlen);
     case MPROF_VQ_INSTANCES:
         return answer_instances(x, q, out, err, errlen);
+    case MPROF_VQ_IMAGE:
+        return answer_image(x, q, out, err, errlen);
     default:
         snprintf(err, errlen, "not a query");
         return -1;

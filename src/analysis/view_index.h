@@ -59,6 +59,7 @@ enum {
     MPROF_VQ_STATS,     /* /api/stats?t0&t1: per source location, zones inside the range */
     MPROF_VQ_HIST,      /* /api/hist?loc: durations of one source location over the capture */
     MPROF_VQ_INSTANCES, /* /api/instances?loc[&dmin&dmax&limit]: its zones, longest first */
+    MPROF_VQ_IMAGE,     /* /api/image?frame: the thumbnail of a frame (MPROF_FRAME_IMAGE), RGB base64 */
     MPROF_VQ_LIVE,      /* /api/live: whether the server follows a live capture (the server answers) */
     MPROF_VQ_ASSET      /* any other path: a file of the page (name in asset) */
 };

@@ -22,6 +22,7 @@ typedef struct api_path {
 static const api_path paths[] = {
     {"/api/meta", MPROF_VQ_META, ""},
     {"/api/live", MPROF_VQ_LIVE, ""},
+    {"/api/image", MPROF_VQ_IMAGE, "!frame"},
     {"/api/zones", MPROF_VQ_ZONES, "!t0 !t1 !w"},
     {"/api/plots", MPROF_VQ_PLOTS, "!t0 !t1 !w"},
     {"/api/messages", MPROF_VQ_MESSAGES, "!t0 !t1 limit"},
@@ -81,7 +82,7 @@ static int key_allowed(const char *list, const char *k, size_t kn, int *required
     return 0;
 }
 
-static const char *const key_names[] = {"t0", "t1", "w", "loc", "dmin", "dmax", "limit", "from", "to"};
+static const char *const key_names[] = {"t0", "t1", "w", "loc", "dmin", "dmax", "limit", "from", "to", "frame"};
 #define N_KEYS (sizeof key_names / sizeof key_names[0])
 
 static int key_index(const char *k, size_t kn)
@@ -199,6 +200,8 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
         out->dmax = vals[5];
     if (seen[6])
         out->limit = (uint32_t)vals[6];
+    if (seen[9])
+        out->from = vals[9]; /* the frame of /api/image */
     if (seen[7] || seen[8]) {
         if (!seen[7] || !seen[8] || vals[8] < vals[7]) {
             snprintf(err, errlen, "frames want from and to with from <= to");

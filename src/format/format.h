@@ -21,7 +21,7 @@
 #define MPROF_FMT_MAGIC "MPROF\r\n\x1a"
 #define MPROF_FMT_MAGIC_LEN 8
 #define MPROF_FMT_VERSION_MAJOR 1
-#define MPROF_FMT_VERSION_MINOR 0
+#define MPROF_FMT_VERSION_MINOR 1
 #define MPROF_FMT_HEADER_BYTES 16
 #define MPROF_FMT_CHUNK_MAGIC 0x4b43504du /* "MPCK" little-endian */
 #define MPROF_FMT_CHUNK_HEADER_BYTES 24
@@ -99,7 +99,9 @@ enum {
     X(GPU_CALIBRATE, 0x49, MPROF_F_TS, MPROF_F_U32, MPROF_F_I64)                                   \
     X(GPU_ZONE_BEGIN, 0x4a, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32, MPROF_F_LOC)                     \
     X(GPU_ZONE_END, 0x4b, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32)                                    \
-    X(GPU_TIME, 0x4c, MPROF_F_U32, MPROF_F_U32, MPROF_F_I64)
+    X(GPU_TIME, 0x4c, MPROF_F_U32, MPROF_F_U32, MPROF_F_I64)                                      \
+    /* format 1.1: a frame's thumbnail (width, height, codec 1 = zstd of RGB888 rows) */            \
+    X(FRAME_IMAGE, 0x58, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32, MPROF_F_U8, MPROF_F_STR)
 
 enum {
 #define MPROF__EV_ENUM(name, tag, ...) MPROF_EV_##name = tag,

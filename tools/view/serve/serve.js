@@ -442,6 +442,43 @@ function initInput() {
         setStatus('frame', S.frames.f[3 * k]);
         zoomTo(s, s + d);
     });
+    /* Hovering a frame shows its duration and, when the capture has MPROF_FRAME_IMAGE, its picture. */
+    let imgBusy = false, imgWant = -1;
+    const showImage = (k, ev) => {
+        const tip = document.getElementById('tooltip');
+        const idx = S.frames.f[3 * k], d = S.frames.f[3 * k + 2];
+        tip.textContent = 'frame ' + idx + ': ' + U.fmtNs(d) + ' (click to zoom to it)';
+        tip.style.display = 'block';
+        tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 260) + 'px';
+        tip.style.top = (ev.clientY + 14) + 'px';
+        if (!S.meta.frame_images) return;
+        imgWant = idx;
+        if (imgBusy) return;
+        imgBusy = true;
+        api('/api/image?frame=' + idx).then((im) => {
+            if (im.frame !== imgWant) return;
+            const bin = atob(im.rgb), cv = U.el('canvas', { width: im.w, height: im.h, id: 'frame-image' });
+            cv.style.cssText = 'display:block;margin-top:4px;width:' + im.w * 2 + 'px;height:' + im.h * 2 + 'px;image-rendering:pixelated';
+            const ctx = cv.getContext('2d'), data = ctx.createImageData(im.w, im.h);
+            for (let i = 0, o = 0; i < bin.length; i += 3, o += 4) {
+                data.data[o] = bin.charCodeAt(i);
+                data.data[o + 1] = bin.charCodeAt(i + 1);
+                data.data[o + 2] = bin.charCodeAt(i + 2);
+                data.data[o + 3] = 255;
+            }
+            ctx.putImageData(data, 0, 0);
+            tip.appendChild(cv);
+            setStatus('imageFrame', im.frame);
+            setStatus('imageSize', im.w + 'x' + im.h);
+            setStatus('imageRed', bin.charCodeAt(0));
+        }).catch(() => {}).finally(() => { imgBusy = false; });
+    };
+    fg.addEventListener('mousemove', (e) => {
+        if (!S.frames || !S.frames.f.length) return;
+        const r = fg.getBoundingClientRect(), n = S.frames.f.length / 3;
+        showImage(Math.max(0, Math.min(n - 1, Math.floor(((e.clientX - r.left) / r.width) * n))), e);
+    });
+    fg.addEventListener('mouseleave', () => { document.getElementById('tooltip').style.display = 'none'; });
     window.addEventListener('resize', () => { loadFrames(); setView(S.view.t0, S.view.t1, true); });
 }
 
