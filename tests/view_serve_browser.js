@@ -46,6 +46,16 @@ function check(ok, what) {
     if (!ok) failures++;
 }
 
+/* page.waitForFunction that prints the page's status when it times out. */
+async function waitFor(page, fn, arg, opts) {
+    try {
+        return await page.waitForFunction(fn, arg, opts);
+    } catch (e) {
+        console.log('status: ' + JSON.stringify(await page.$eval('#mprof-status', (el) => Object.assign({}, el.dataset))));
+        throw e;
+    }
+}
+
 function freePort() {
     return new Promise((resolve) => {
         const s = net.createServer();
@@ -90,13 +100,16 @@ async function main() {
         const page = browser.pages()[0] || await browser.newPage();
         const st = (k) => page.$eval('#mprof-status', (e, key) => e.dataset[key], k);
         const loadedSettles = async () => {
-            await page.waitForFunction(() => {
+            await waitFor(page, () => {
                 const d = document.getElementById('mprof-status').dataset;
                 return d.state !== 'loading' && d.loadedView && d.loadedView === d.view;
-            }, null, { timeout: 90000 });
+            }, null, { timeout: 90000 }).catch(async (e) => {
+                console.log('status: ' + JSON.stringify(await page.$eval('#mprof-status', (el) => Object.assign({}, el.dataset))));
+                throw e;
+            });
         };
         await page.goto(srv.url);
-        await page.waitForFunction(() => document.getElementById('mprof-status').dataset.state !== 'loading',
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.state !== 'loading',
             null, { timeout: 90000 });
         check(await st('state') === 'ok', 'the page loads (state ' + await st('state') + ' ' + (await st('error') || '') + ')');
         await loadedSettles();
@@ -113,7 +126,7 @@ async function main() {
         const fgBox = await page.$eval('#framegraph', (e) => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
         const nFrames = +await st('frames');
         await page.mouse.move(fgBox.x + fgBox.w * (10.5 / nFrames), fgBox.y + fgBox.h - 5);
-        await page.waitForFunction(() => document.getElementById('mprof-status').dataset.imageFrame, null, { timeout: 90000 });
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.imageFrame, null, { timeout: 90000 });
         const imf = +await st('imageFrame');
         check(await st('imageSize') === '96x54' && +await st('imageRed') === (imf * 4) % 256,
             'hovering frame ' + imf + ' shows its image (' + await st('imageSize') + ', red ' + await st('imageRed') + ')');
@@ -161,7 +174,7 @@ async function main() {
         await page.click('button[data-tab=find]');
         await page.fill('#find-input', 'Physics::step');
         await page.press('#find-input', 'Enter');
-        await page.waitForFunction(() => +document.getElementById('mprof-status').dataset.histBars > 0, null, { timeout: 90000 });
+        await waitFor(page, () => +document.getElementById('mprof-status').dataset.histBars > 0, null, { timeout: 90000 });
         check(+await st('histCount') > 0, 'find zone: ' + await st('histCount') + ' Physics::step zones in ' + await st('histBars') + ' bars');
         const bar = await page.evaluate(() => {
             const S = window.MPROF_SERVE.state, b = S.hist.buckets;
@@ -170,7 +183,7 @@ async function main() {
             return window.MPROF_SERVE.histBarRect(best);
         });
         await page.mouse.click(bar.x, bar.y);
-        await page.waitForFunction(() => +document.getElementById('mprof-status').dataset.instances > 0, null, { timeout: 90000 });
+        await waitFor(page, () => +document.getElementById('mprof-status').dataset.instances > 0, null, { timeout: 90000 });
         check(+await st('instances') > 0, 'a bar lists ' + await st('instances') + ' instances');
         await page.screenshot({ path: path.join(outDir, 'serve_find_zone.png') });
         await page.click('#instances table tr.pick');
@@ -190,7 +203,7 @@ async function main() {
         await page.mouse.move(box.x + box.w * 0.6, box.y + 50, { steps: 5 });
         await page.mouse.up();
         await page.keyboard.up('Shift');
-        await page.waitForFunction(() => +document.getElementById('mprof-status').dataset.statsRows > 0, null, { timeout: 90000 });
+        await waitFor(page, () => +document.getElementById('mprof-status').dataset.statsRows > 0, null, { timeout: 90000 });
         check(+await st('statsRows') > 0 && await st('tab') === 'stats', 'range statistics: ' + await st('statsRows') +
             ' rows over ' + await st('statsZones') + ' zones');
         await page.screenshot({ path: path.join(outDir, 'serve_stats.png') });
@@ -219,7 +232,7 @@ async function main() {
         const names1 = await st('trackNames');
         check(names1 !== names0 && names1.split('|')[1] === names0.split('|')[0],
             'the down arrow moves the first track down (' + names1 + ')');
-        check(+await st('errors') === 0, 'no script errors (' + await st('errors') + ')');
+        check(+await st('errors') === 0, 'no script errors (' + await st('errors') + ' ' + await st('lastError') + ')');
         /* The server refuses what is not the page or a query. */
         const bad = await page.evaluate(async () => {
             const a = await fetch('/../../etc/passwd');
@@ -249,16 +262,16 @@ async function liveSession(browser, tmp) {
         const page = await browser.newPage();
         const st = (k) => page.$eval('#mprof-status', (e, key) => e.dataset[key], k);
         await page.goto(srv.url);
-        await page.waitForFunction(() => document.getElementById('mprof-status').dataset.state === 'ok', null, { timeout: 120000 });
-        await page.waitForFunction(() => document.getElementById('mprof-status').dataset.live, null, { timeout: 90000 });
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.state === 'ok', null, { timeout: 120000 });
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.live, null, { timeout: 90000 });
         const z1 = +await st('zones'), f1 = +await st('frames');
-        await page.waitForFunction((z) => +document.getElementById('mprof-status').dataset.zones > z, z1, { timeout: 90000 });
+        await waitFor(page, (z) => +document.getElementById('mprof-status').dataset.zones > z, z1, { timeout: 90000 });
         const z2 = +await st('zones'), f2 = +await st('frames');
         check(z2 > z1 && f2 >= f1, 'live: the page grows while the game runs (zones ' + z1 + ' -> ' + z2 + ', frames ' + f1 + ' -> ' + f2 + ')');
         await page.screenshot({ path: path.join(outDir, 'serve_live.png') });
         const v = (await st('view')).split(':').map(Number);
-        await page.waitForFunction(() => document.getElementById('mprof-status').dataset.live === 'ended', null, { timeout: 120000 });
-        await page.waitForFunction(() => {
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.live === 'ended', null, { timeout: 120000 });
+        await waitFor(page, () => {
             const d = document.getElementById('mprof-status').dataset;
             return d.loadedView === d.view;
         }, null, { timeout: 90000 });
@@ -267,7 +280,7 @@ async function liveSession(browser, tmp) {
         const doc = JSON.parse(execFileSync(mprof, ['view', '--json', '-o', '-', livePath], { maxBuffer: 1 << 28 }).toString());
         check(+await st('zones') === doc.capture.zones, 'live: at the end the page shows every zone of the capture (' +
             await st('zones') + ' = ' + doc.capture.zones + ')');
-        check(+await st('errors') === 0, 'live: no script errors');
+        check(+await st('errors') === 0, 'live: no script errors (' + await st('lastError') + ')');
         await page.screenshot({ path: path.join(outDir, 'serve_live_end.png') });
         await page.close();
     } finally {

@@ -36,7 +36,7 @@
 /* ---- 1. File layout -------------------------------------------------------------------------- */
 
 #define VIDX_MAGIC "MPVIDX01"
-#define VIDX_VERSION 2u
+#define VIDX_VERSION 3u
 #define HIST_BUCKETS 336 /* 8 per octave from 1 ns to 2^42 ns (73 min) */
 #define MAX_LOC_SLOTS (1u << 20)
 #define PYR_FANOUT 16
@@ -143,10 +143,25 @@ static void stream_free(stream *s)
     free(s->chunks);
 }
 
+static int put(FILE *f, const void *p, size_t n, uint64_t *pos)
+{
+    if (n && fwrite(p, 1, n, f) != n)
+        return -1;
+    *pos += n;
+    return 0;
+}
+
+/* Pads the file to a multiple of 8 bytes, so that the next array or table is aligned in the map. */
+static int align8(FILE *f, uint64_t *pos)
+{
+    static const unsigned char zero[8] = {0};
+    return put(f, zero, (size_t)((8 - *pos % 8) % 8), pos);
+}
+
 /* Copies the stream's chunks, in order, to out at its current end. */
 static int stream_copy(spool *sp, stream *s, FILE *out, uint64_t *out_pos)
 {
-    if (stream_flush(sp, s) != 0)
+    if (stream_flush(sp, s) != 0 || align8(out, out_pos) != 0)
         return -1;
     s->out_off = *out_pos;
     if (!s->n_chunks)
@@ -601,13 +616,6 @@ static int cmp_vzone(const void *a, const void *b)
     return x->s < y->s ? -1 : x->s > y->s ? 1 : x->e > y->e ? -1 : x->e < y->e;
 }
 
-static int put(FILE *f, const void *p, size_t n, uint64_t *pos)
-{
-    if (n && fwrite(p, 1, n, f) != n)
-        return -1;
-    *pos += n;
-    return 0;
-}
 
 /* Sorts a level that arrived out of order (GPU zones may): in memory, then rewritten in place. */
 static int sort_level(FILE *f, uint64_t off, uint64_t n)
@@ -771,6 +779,10 @@ static int write_index(builder *b, mprof_reader *r, const char *cap_path, FILE *
     h.text_off = b->text.out_off;
     h.text_len = b->text.n;
     const mprof_tl_frameset *mf = mprof__walker_main_frames(b->w);
+    if (align8(f, &pos) != 0) {
+        free(vp);
+        goto io;
+    }
     h.frames_off = pos;
     h.n_frames = mf ? mf->n : 0;
     for (uint64_t i = 0; i < h.n_frames; i++) {
@@ -781,6 +793,10 @@ static int write_index(builder *b, mprof_reader *r, const char *cap_path, FILE *
         }
     }
     h.n_plots = b->n_plots;
+    if (align8(f, &pos) != 0) {
+        free(vp);
+        goto io;
+    }
     h.plots_off = pos;
     if (put(f, vp, b->n_plots * sizeof *vp, &pos) != 0) {
         free(vp);
@@ -788,6 +804,8 @@ static int write_index(builder *b, mprof_reader *r, const char *cap_path, FILE *
     }
     free(vp);
     h.n_levels = b->n_levels;
+    if (align8(f, &pos) != 0)
+        goto io;
     h.levels_off = pos;
     for (size_t i = 0; i < b->n_levels; i++) {
         vlevel l = {b->levels[i].track, b->levels[i].depth, b->levels[i].st.out_off, b->levels[i].st.n};
@@ -795,11 +813,15 @@ static int write_index(builder *b, mprof_reader *r, const char *cap_path, FILE *
             goto io;
     }
     /* Histograms, then the location table. */
+    if (align8(f, &pos) != 0)
+        goto io;
     uint64_t hist_at = pos;
     for (uint32_t i = 0; i < b->n_locs; i++)
         if (b->locs[i].hist && put(f, b->locs[i].hist, HIST_BUCKETS * sizeof(uint64_t), &pos) != 0)
             goto io;
     h.n_locs = b->n_locs;
+    if (align8(f, &pos) != 0)
+        goto io;
     h.locs_off = pos;
     for (uint32_t i = 0; i < b->n_locs; i++) {
         const bloc *l = &b->locs[i];
@@ -918,9 +940,11 @@ struct mprof_vindex {
     int remove_on_close;
 };
 
+/* n records of rec bytes at off lie inside the map (and, for records wider than a byte, at an
+ * aligned offset: the index aligns every table to 8 bytes). */
 static int in_file(const mprof_vindex *x, uint64_t off, uint64_t n, uint64_t rec)
 {
-    return off <= x->size && (rec == 0 || n <= (x->size - off) / rec);
+    return off <= x->size && (rec <= 1 || off % 8 == 0) && (rec == 0 || n <= (x->size - off) / rec);
 }
 
 /* Maps and checks an index; NULL when it is missing, stale or damaged (reason in err). */
@@ -1272,7 +1296,7 @@ static int answer_plots(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
             i = e;
         }
         if (i < p->n) {
-            fprintf(out, ",%" PRId64 ",", pt[i].ts);
+            fprintf(out, "%s%" PRId64 ",", first ? "" : ",", pt[i].ts);
             jdouble(out, pt[i].v);
             fputc(',', out);
             jdouble(out, pt[i].v);

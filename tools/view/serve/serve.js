@@ -287,7 +287,7 @@ function refresh() {
             setStatus('loadedView', Math.floor(v.t0) + ':' + Math.ceil(v.t1));
             setStatus('requests', S.requests);
         })
-        .catch((e) => { S.errors++; setStatus('errors', S.errors); net.textContent = String(e.message || e); })
+        .catch((e) => { S.errors++; setStatus('errors', S.errors); setStatus('lastError', q + ': ' + (e.message || e)); net.textContent = String(e.message || e); })
         .finally(() => {
             S.inflight = false;
             if (S.pending) { S.pending = false; refresh(); }
