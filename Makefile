@@ -3,15 +3,19 @@
 #   make test   - install what is needed, build, run every test
 #   make asan / make tsan - the tests under AddressSanitizer+UBSan / ThreadSanitizer
 #   make bench  - the benchmarks (figures on stdout, one JSON object per line)
+#   make proof  - the checks whose outcome depends on timing and load (the gate's proof on noise
+#                 with the sample engine under a CPU hog, mprof ci --self-test): bench/proof.sh
 #   make fuzz   - every libFuzzer target for FUZZ_SECONDS (30) on its corpus in fuzz/corpus/
-# A test that fails is run once more before the run counts as failed: a few tests measure
-# timing on a shared machine (the gate's proof on noise); a real failure fails twice.
+# No test in `make test` asserts a timing outcome (those are in `make proof`). A failed test is
+# still run once more before the run counts as failed: a few end-to-end tests (live capture,
+# the engine) wait on deadlines of seconds that a machine at load 15+ can overrun. A real
+# failure fails twice; ctest prints both tries.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 30
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test demo asan tsan bench fuzz clean
+.PHONY: all deps build test demo asan tsan bench proof fuzz clean
 
 all: build
 
@@ -43,10 +47,13 @@ tsan: deps
 bench: build
 	sh scripts/bench.sh $(BUILD)
 
+proof: build
+	sh bench/proof.sh $(BUILD)
+
 fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_BUILD_FUZZ=ON -DMPROF_BUILD_TESTS=OFF -DMPROF_BUILD_BENCH=OFF -DMPROF_BUILD_EXAMPLES=OFF
 	cmake --build build-fuzz -j $(JOBS)
-	for t in reader wire timeline passes report_gpu gate_json frames_export view_query; do \
+	for t in reader wire timeline passes report_gpu gate_json frames_export store view_query; do \
 	    ./build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/$$t || exit 1; done
 
 clean:

@@ -9,7 +9,13 @@
 #define MPROF_ENABLE 1
 #include "mprof/mprof.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +24,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 static uint64_t now_ns(void)
 {
@@ -121,6 +129,127 @@ static long file_size(const char *p)
 static double best(double a, double b)
 {
     return a < b ? a : b;
+}
+
+/* CPU nanoseconds the collector thread ("mprof-collector") has used, from the scheduler's
+ * per-thread accounting (/proc/self/task/TID/schedstat); -1 when it cannot be found. */
+static double collector_cpu_ns(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    double ns = -1;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], buf[64];
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int is = fgets(buf, sizeof buf, f) && strncmp(buf, "mprof-collector", 15) == 0;
+        fclose(f);
+        if (!is)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        if ((f = fopen(path, "r"))) {
+            unsigned long long v;
+            if (fscanf(f, "%llu", &v) == 1)
+                ns = (double)v;
+            fclose(f);
+        }
+    }
+    if (d)
+        closedir(d);
+    return ns;
+}
+
+static unsigned free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof a;
+    unsigned port = 0;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+/* A frame-like mix: nested zones, a frame mark and a plot now and then. */
+static void collector_workload(uint64_t n)
+{
+    for (uint64_t i = 0; i < n / 4; i++) {
+        MPROF_ZONE("c0");
+        {
+            MPROF_ZONE("c1");
+        }
+        if ((i & 1023) == 0) {
+            MPROF_PLOT_INT("i", (int64_t)i);
+            MPROF_FRAME_MARK();
+        }
+    }
+}
+
+/* Collector CPU per event for one sink: "file", "history" (listening, nothing connected) or
+ * "live" (`mprof capture` connected). Returns ns per event, or -1. */
+static double collector_cost(const char *sink_kind, uint64_t n, double *out_events)
+{
+    mprof_config cfg = {0};
+    cfg.memory_limit_bytes = (size_t)6 << 30;
+    char *p = capture_path("collector"), *live = capture_path("collector-live");
+    char portbuf[16];
+    unsigned port = free_port();
+    snprintf(portbuf, sizeof portbuf, "%u", port);
+    pid_t tool = -1;
+    setenv("MPROF_LISTEN", strcmp(sink_kind, "file") ? "1" : "0", 1); /* env beats cfg */
+    if (!strcmp(sink_kind, "file")) {
+        cfg.capture_path = p;
+        cfg.listen = MPROF_TOGGLE_OFF;
+    } else {
+        cfg.listen = MPROF_TOGGLE_ON;
+        cfg.listen_port = (uint16_t)port;
+    }
+    if (!strcmp(sink_kind, "live")) {
+        char *argv[] = {(char *)mprof_bin, "capture", "-f", "-o", live, "-p", portbuf, "--wait",
+                        "30", NULL};
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+        if (posix_spawnp(&tool, mprof_bin, &fa, NULL, argv, environ) != 0)
+            tool = -1;
+        posix_spawn_file_actions_destroy(&fa);
+        if (tool < 0)
+            return -1;
+    }
+    if (mprof_startup(&cfg) != MPROF_OK)
+        return -1;
+    if (tool > 0) {
+        /* Connected once the tool has written its header and first chunk. */
+        for (int t = 0; t < 10000 && file_size(live) < 400; t++) {
+            struct timespec d = {0, 1000000};
+            nanosleep(&d, NULL);
+        }
+    }
+    mprof_flush();
+    mprof_stats st0, st1;
+    mprof_get_stats(&st0);
+    double c0 = collector_cpu_ns();
+    collector_workload(n);
+    mprof_flush();
+    double c1 = collector_cpu_ns();
+    mprof_get_stats(&st1);
+    mprof_shutdown();
+    if (tool > 0) {
+        int ws;
+        waitpid(tool, &ws, 0);
+    }
+    unlink(p);
+    unlink(live);
+    free(p);
+    free(live);
+    double ev = (double)(st1.events_recorded - st0.events_recorded);
+    *out_events = ev;
+    return c0 < 0 || c1 < 0 || ev <= 0 ? -1 : (c1 - c0) / ev;
 }
 
 /* Peak resident memory (VmHWM, KiB) of a running process, or -1. */
@@ -242,6 +371,24 @@ int main(int argc, char **argv)
            (double)n_zones / ((double)(t1 - t0) / 1e9), (unsigned long long)st.events_lost,
            (double)bytes / (double)n_zones, (double)st.peak_buffered_bytes / 1048576.0,
            (double)bytes / 1048576.0);
+
+    /* Collector CPU per event for each sink (best of REPS). */
+    const char *kinds[] = {"file", "history", "live"};
+    for (int k = 0; k < 3; k++) {
+        double b = 1e30, ev = 0;
+        for (int r = 0; r < REPS; r++) {
+            double c = collector_cost(kinds[k], n_zones / 4, &ev);
+            if (c > 0 && c < b)
+                b = c;
+        }
+        if (b < 1e30)
+            printf("{\"bench\":\"collector_%s\",\"events\":%.0f,\"collector_ns_per_event\":%.2f,"
+                   "\"ratio_to_timer_pair\":%.3f}\n",
+                   kinds[k], ev, b, b / timer);
+        else
+            printf("{\"bench\":\"collector_%s\",\"error\":\"not measured\"}\n", kinds[k]);
+    }
+    setenv("MPROF_LISTEN", "0", 1);
 
     /* mprof report: events/s, and peak memory for 1x and 4x the events. */
     char *small = capture_path("report1");

@@ -6,13 +6,14 @@
  * timestamps become per-thread deltas, source-location and name pointers become small ids
  * (announced once with DEF_SRCLOC / DEF_STRING), callstacks are interned. Records of one thread
  * are preceded by a THREAD record. When the chunk reaches chunk_bytes (or has waited 250 ms) it
- * is compressed and framed (format/writer.c) and written to the sink; a crash loses at most
- * that much. Zone begin/end, which are nearly all of the traffic, take a hand-written fast path;
+ * is compressed and framed (format/writer.c) and handed to every open sink (sink.h: the
+ * capture file, live capture); a crash loses at most that much. Data flows one way: the sinks
+ * never call the collector. Zone begin/end, which are nearly all of the traffic, take a hand-written fast path;
  * every other event is translated by walking its field list in the event table.
  */
 #include "core.h"
 #include "callstack.h"
-#include "live.h"
+#include "sink.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -103,50 +104,66 @@ static struct {
     uint32_t next_loc, next_name, next_stack;
     uint32_t chunk_seq;    /* bumps for every chunk emitted */
     uint32_t cur_thread;   /* thread context in the current chunk; 0 = none */
+    /* TS_SCALE: timestamp deltas in the current chunk are divided by scale (1 = none). */
+    int preamble_done;     /* the chunk's TS_SCALE record, if any, is written */
+    uint64_t scale;        /* in effect in the current chunk */
+    uint64_t q_lowmask, q_inv, q_max; /* divisibility by mprof__g.tick_quantum, see ts_fits */
+    unsigned q_shift;
     uint64_t chunk_started_ns;
-    int fd;                /* file sink, -1 when none */
-    int sink_failed;
+    mprof__sink *sinks[2]; /* the file and live sinks that are open */
+    int n_sinks;
+    int has_file;
     uint64_t events;       /* records translated this session */
     mprof__thread **snap;
     size_t snap_cap;
 } C = {.m = PTHREAD_MUTEX_INITIALIZER,
        .wake = PTHREAD_COND_INITIALIZER,
-       .done = PTHREAD_COND_INITIALIZER,
-       .fd = -1};
+       .done = PTHREAD_COND_INITIALIZER};
 
-static int sink_write(const void *data, size_t len)
+/* The framed form of a chunk, made on first use (a sink may not need it). */
+typedef struct chunk_impl {
+    const mprof_buf *payload;
+    int done, ok;
+} chunk_impl;
+
+static const mprof_buf *chunk_framed(const mprof__chunk *c)
 {
-    if (C.fd < 0 || C.sink_failed)
-        return -1;
-    const unsigned char *p = data;
-    while (len) {
-        ssize_t n = write(C.fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            mprof__log("writing the capture failed: %s; recording stops", strerror(errno));
-            C.sink_failed = 1;
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-        atomic_fetch_add(&mprof__g.bytes_written, (uint64_t)n);
+    chunk_impl *ci = c->impl;
+    if (!ci->done) {
+        ci->done = 1;
+        C.framed.len = 0;
+        int level = c->kind == MPROF_CHUNK_EVENTS ? mprof__g.cfg.compression_level : 0;
+        ci->ok = mprof_fmt_chunk(&C.framed, c->kind, ci->payload->data, ci->payload->len, level,
+                                 C.cctx) == 0;
+        if (!ci->ok)
+            mprof__log("cannot frame a capture chunk (out of memory)");
     }
-    return 0;
+    return ci->ok ? &C.framed : NULL;
 }
 
 static void emit_framed(int kind, const mprof_buf *payload)
 {
-    C.framed.len = 0;
-    int level = kind == MPROF_CHUNK_EVENTS ? mprof__g.cfg.compression_level : 0;
-    if (mprof_fmt_chunk(&C.framed, kind, payload->data, payload->len, level, C.cctx) != 0) {
-        mprof__log("cannot frame a capture chunk (out of memory)");
-        return;
-    }
-    sink_write(C.framed.data, C.framed.len);
+    chunk_impl ci = {payload, 0, 0};
+    mprof__chunk c = {kind, payload, chunk_framed, &ci};
+    for (int i = 0; i < C.n_sinks; i++)
+        C.sinks[i]->ops->chunk(C.sinks[i], &c);
     atomic_fetch_add(&mprof__g.chunks_written, 1);
-    if (kind == MPROF_CHUNK_EVENTS)
-        mprof__live_chunk(payload, &C.framed);
+}
+
+/* Hands a definition record to the sinks that keep definitions apart from the chunks. */
+static void keep_def(const unsigned char *rec, const unsigned char *end)
+{
+    for (int i = 0; i < C.n_sinks; i++)
+        if (C.sinks[i]->ops->def)
+            C.sinks[i]->ops->def(C.sinks[i], rec, end);
+}
+
+static int sinks_keep(int tag)
+{
+    for (int i = 0; i < C.n_sinks; i++)
+        if (C.sinks[i]->ops->keeps && C.sinks[i]->ops->keeps(C.sinks[i], tag))
+            return 1;
+    return 0;
 }
 
 /* Compresses and writes the chunk being built, then starts a new one. */
@@ -159,6 +176,8 @@ static void emit_chunk(void)
     C.chunk.len = 0;
     C.chunk_seq++;
     C.cur_thread = 0;
+    C.preamble_done = 0;
+    C.scale = 1;
     C.chunk_started_ns = mprof__mono_ns();
 }
 
@@ -206,7 +225,7 @@ static uint32_t intern_loc(const mprof_srcloc *loc)
     o = put_str(o, fn, b);
     o = put_str(o, file, c);
     out_commit(o);
-    mprof__live_keep_def(rec, o);
+    keep_def(rec, o);
     return id;
 }
 
@@ -230,7 +249,7 @@ static uint32_t intern_name(const char *s)
         o = mprof_put_varint(o, id);
         o = put_str(o, s, len);
         out_commit(o);
-        mprof__live_keep_def(rec, o);
+        keep_def(rec, o);
         map_put(&C.name_text, h, id);
     }
     map_put(&C.names, (uint64_t)(uintptr_t)s, id);
@@ -248,7 +267,7 @@ static uint32_t intern_stack(const unsigned char *frames, unsigned depth)
     if (C.next_stack == 0) {
         size_t before = C.chunk.len;
         mprof__modules_emit(&C.chunk); /* the module map precedes the session's first stack */
-        mprof__live_keep_def(C.chunk.data + before, C.chunk.data + C.chunk.len);
+        keep_def(C.chunk.data + before, C.chunk.data + C.chunk.len);
     }
     id = ++C.next_stack;
     map_put(&C.stacks, h, id);
@@ -264,12 +283,91 @@ static uint32_t intern_stack(const unsigned char *frames, unsigned depth)
         o = mprof_put_varint(o, a);
     }
     out_commit(o);
-    mprof__live_keep_def(rec, o);
+    keep_def(rec, o);
     return id;
+}
+
+/* ---- timestamps ---------------------------------------------------------------------------- */
+
+/* The clock of some virtual machines advances in steps (this project's VM: 21 ticks), so every
+ * timestamp delta is a multiple of the step. A chunk whose first record is TS_SCALE q stores
+ * deltas divided by q, which is exact and makes them small; the first delta that is not a
+ * multiple ends the scaling for the rest of the chunk (a TS_SCALE 1 record), so the encoding
+ * never loses a tick. mprof__g.tick_quantum is measured at start-up (timer.c). */
+static void scale_setup(void)
+{
+    uint64_t q = mprof__g.tick_quantum > 1 ? mprof__g.tick_quantum : 1;
+    C.q_shift = 0;
+    while (!(q & 1)) {
+        q >>= 1;
+        C.q_shift++;
+    }
+    C.q_lowmask = ((uint64_t)1 << C.q_shift) - 1;
+    /* The inverse of the odd part modulo 2^64 (Newton's iteration): x * q_inv is x / q when q
+     * divides x, and is above UINT64_MAX / q otherwise. */
+    uint64_t inv = q;
+    for (int i = 0; i < 6; i++)
+        inv *= 2 - q * inv;
+    C.q_inv = inv;
+    C.q_max = UINT64_MAX / q;
+}
+
+static void write_scale(uint64_t q)
+{
+    unsigned char *o = out_reserve(12);
+    if (!o) {
+        C.scale = 1; /* nothing written: deltas stay unscaled, as the reader assumes */
+        return;
+    }
+    *o++ = MPROF_EV_TS_SCALE;
+    o = mprof_put_varint(o, q);
+    out_commit(o);
+    C.scale = q;
+}
+
+/* Before the first timestamp of a chunk: the chunk's TS_SCALE record when the clock steps. */
+static inline void chunk_preamble(void)
+{
+    if (C.preamble_done)
+        return;
+    C.preamble_done = 1;
+    C.scale = 1;
+    if (mprof__g.tick_quantum > 1)
+        write_scale(mprof__g.tick_quantum);
+}
+
+/* The code of a TS: the absolute ticks for a thread's first TS in the chunk, else the zigzag of
+ * the delta from its previous TS divided by the chunk's scale. Returns 0 when the delta is not
+ * a multiple of the scale. */
+static inline int ts_code(int first, uint64_t last, uint64_t ticks, uint64_t *out)
+{
+    int64_t d = first ? (int64_t)ticks : (int64_t)(ticks - last);
+    if (first || C.scale == 1) {
+        *out = mprof_zigzag(d);
+        return 1;
+    }
+    uint64_t u = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
+    if (u & C.q_lowmask)
+        return 0;
+    uint64_t qv = (u >> C.q_shift) * C.q_inv;
+    if (qv > C.q_max)
+        return 0;
+    *out = mprof_zigzag(d < 0 ? -(int64_t)qv : (int64_t)qv);
+    return 1;
+}
+
+/* Makes sure ticks can be encoded for th: drops the chunk's scale when it cannot. Call before
+ * writing the record's tag (the TS_SCALE record must come between records). */
+static inline void ts_fit(int first, uint64_t last, uint64_t ticks)
+{
+    uint64_t v;
+    if (!ts_code(first, last, ticks, &v))
+        write_scale(1);
 }
 
 static void thread_context(mprof__thread *th)
 {
+    chunk_preamble();
     if (C.cur_thread == th->idx && th->col_chunk_seq == C.chunk_seq)
         return;
     unsigned char *o = out_reserve(32);
@@ -281,7 +379,7 @@ static void thread_context(mprof__thread *th)
         o = mprof_put_varint(o, th->idx);
         o = mprof_put_varint(o, th->os_tid);
         th->col_named = 1;
-        mprof__live_keep_def(rec, o);
+        keep_def(rec, o);
     }
     *o++ = MPROF_EV_THREAD;
     o = mprof_put_varint(o, th->idx);
@@ -290,14 +388,19 @@ static void thread_context(mprof__thread *th)
     if (th->col_chunk_seq != C.chunk_seq) {
         th->col_chunk_seq = C.chunk_seq;
         th->col_last_ticks = 0;
+        th->col_ts_first = 1;
     }
 }
 
+/* Writes ticks as th's next TS; ts_fit(...) was called for it before the record's tag. */
 static inline unsigned char *put_ts(unsigned char *o, mprof__thread *th, uint64_t ticks)
 {
-    o = mprof_put_varint(o, mprof_zigzag((int64_t)(ticks - th->col_last_ticks)));
+    uint64_t v;
+    if (!ts_code(th->col_ts_first, th->col_last_ticks, ticks, &v))
+        v = mprof_zigzag((int64_t)(ticks - th->col_last_ticks)); /* unreachable after ts_fit */
     th->col_last_ticks = ticks;
-    return o;
+    th->col_ts_first = 0;
+    return mprof_put_varint(o, v);
 }
 
 /* Translates a generic record at p. Returns the pointer after it, or NULL if the record is
@@ -366,6 +469,8 @@ static const unsigned char *translate_generic(mprof__thread *th, const unsigned 
         }
     }
     thread_context(th);
+    if (d->has_ts)
+        ts_fit(th->col_ts_first, th->col_last_ticks, vals[0]);
     unsigned char *o = out_reserve(1 + (size_t)d->n_fields * 10 + extra + 8), *rec = o;
     if (!o)
         return NULL;
@@ -394,8 +499,10 @@ static const unsigned char *translate_generic(mprof__thread *th, const unsigned 
         }
     }
     out_commit(o);
-    if (mprof__live_keeps(tag))
-        mprof__live_keep_event(th->idx, d->has_ts ? vals[0] : 0, rec, o);
+    if (sinks_keep(tag))
+        for (int i = 0; i < C.n_sinks; i++)
+            if (C.sinks[i]->ops->keep)
+                C.sinks[i]->ops->keep(C.sinks[i], th->idx, d->has_ts ? vals[0] : 0, rec, o);
     return q;
 }
 
@@ -432,61 +539,169 @@ static void drop_rest(const unsigned char *p, const unsigned char *end)
                    (unsigned long long)n);
 }
 
-/* Translates the raw records in [p, end) of one thread. */
+/* Source-location ids by address, in front of the map: zone begins are most of the traffic
+ * and a program has few hot call sites. */
+#define LOC_CACHE 256
+static struct {
+    const mprof_srcloc *key;
+    uint32_t id;
+} loc_cache[LOC_CACHE];
+
+static void loc_cache_clear(void)
+{
+    memset(loc_cache, 0, sizeof loc_cache);
+}
+
+/* The id of loc, or 0 when it has none yet (intern_loc defines it). */
+static inline uint32_t loc_id(const mprof_srcloc *loc)
+{
+    uintptr_t k = (uintptr_t)loc;
+    size_t i = ((k >> 4) ^ (k >> 12)) & (LOC_CACHE - 1);
+    if (loc_cache[i].key == loc)
+        return loc_cache[i].id;
+    uint32_t id = map_get(&C.locs, (uint64_t)k);
+    if (id) {
+        loc_cache[i].key = loc;
+        loc_cache[i].id = id;
+    }
+    return id;
+}
+
+/* One record the careful way: a zone whose location is new or whose delta does not fit the
+ * chunk's scale, or any other event. Returns the pointer after it, or NULL after dropping or
+ * skipping the rest of [p, end). */
+static const unsigned char *translate_one(mprof__thread *th, const unsigned char *p,
+                                          const unsigned char *end)
+{
+    int tag = *p;
+    if (tag == MPROF__EV_ZONE_BEGIN && end - p >= MPROF__ZONE_BEGIN_BYTES) {
+        uint64_t ticks;
+        const mprof_srcloc *loc;
+        memcpy(&ticks, p + 1, 8);
+        memcpy(&loc, p + 9, 8);
+        uint32_t id = loc_id(loc);
+        if (!id)
+            id = intern_loc(loc);
+        thread_context(th);
+        ts_fit(th->col_ts_first, th->col_last_ticks, ticks);
+        unsigned char *o = out_reserve(24);
+        if (!o) {
+            drop_rest(p, end);
+            return NULL;
+        }
+        *o++ = MPROF__EV_ZONE_BEGIN;
+        o = put_ts(o, th, ticks);
+        o = mprof_put_varint(o, id);
+        out_commit(o);
+        return p + MPROF__ZONE_BEGIN_BYTES;
+    }
+    if (tag == MPROF__EV_ZONE_END && end - p >= MPROF__ZONE_END_BYTES) {
+        uint64_t ticks;
+        memcpy(&ticks, p + 1, 8);
+        thread_context(th);
+        ts_fit(th->col_ts_first, th->col_last_ticks, ticks);
+        unsigned char *o = out_reserve(16);
+        if (!o) {
+            drop_rest(p, end);
+            return NULL;
+        }
+        *o++ = MPROF__EV_ZONE_END;
+        o = put_ts(o, th, ticks);
+        out_commit(o);
+        return p + MPROF__ZONE_END_BYTES;
+    }
+    const unsigned char *q = translate_generic(th, p, end);
+    if (!q) {
+        if (raw_len(p, end))
+            drop_rest(p, end); /* well formed: the output buffer could not grow */
+        else
+            mprof__log("internal error: malformed record 0x%02x in a thread buffer; "
+                       "the rest of the block is skipped", tag);
+    }
+    return q;
+}
+
+/* Translates the raw records in [p, end) of one thread. Zone begin/end records with a known
+ * location go through a tight loop that writes into space reserved once for the rest of the
+ * chunk (a compact zone record is at most 16 bytes); everything else takes translate_one. */
 static void translate(mprof__thread *th, const unsigned char *p, const unsigned char *end)
 {
     uint64_t n = 0;
+    const size_t chunk_bytes = mprof__g.cfg.chunk_bytes;
     while (p < end) {
-        int tag = *p;
-        if (tag == MPROF__EV_ZONE_BEGIN && end - p >= MPROF__ZONE_BEGIN_BYTES) {
-            uint64_t ticks;
-            const mprof_srcloc *loc;
-            memcpy(&ticks, p + 1, 8);
-            memcpy(&loc, p + 9, 8);
-            uint32_t id = map_get(&C.locs, (uint64_t)(uintptr_t)loc);
-            if (!id)
-                id = intern_loc(loc);
-            thread_context(th);
-            unsigned char *o = out_reserve(24);
-            if (!o) {
-                drop_rest(p, end);
-                break;
-            }
-            *o++ = MPROF__EV_ZONE_BEGIN;
-            o = put_ts(o, th, ticks);
-            o = mprof_put_varint(o, id);
-            out_commit(o);
-            p += MPROF__ZONE_BEGIN_BYTES;
-        } else if (tag == MPROF__EV_ZONE_END && end - p >= MPROF__ZONE_END_BYTES) {
-            uint64_t ticks;
-            memcpy(&ticks, p + 1, 8);
-            thread_context(th);
-            unsigned char *o = out_reserve(16);
-            if (!o) {
-                drop_rest(p, end);
-                break;
-            }
-            *o++ = MPROF__EV_ZONE_END;
-            o = put_ts(o, th, ticks);
-            out_commit(o);
-            p += MPROF__ZONE_END_BYTES;
-        } else {
-            const unsigned char *q = translate_generic(th, p, end);
-            if (!q) {
-                if (raw_len(p, end)) {
-                    drop_rest(p, end); /* well formed: the output buffer could not grow */
-                } else {
-                    mprof__log("internal error: malformed record 0x%02x in a thread buffer; "
-                               "the rest of the block is skipped", tag);
-                }
-                break;
-            }
-            p = q;
-        }
-        n++;
-        if (C.chunk.len >= mprof__g.cfg.chunk_bytes)
+        if (C.chunk.len >= chunk_bytes)
             emit_chunk();
+        thread_context(th);
+        size_t room = chunk_bytes - C.chunk.len;
+        if (C.chunk.len < chunk_bytes && mprof_buf_reserve(&C.chunk, room + 32) == 0) {
+            unsigned char *o = C.chunk.data + C.chunk.len, *stop = o + room;
+            /* Everything the loop reads lives in locals: its byte stores could alias any
+             * global, which would make the compiler reload them after every byte. The thread's
+             * first TS in a chunk (absolute) goes through translate_one. */
+            const unsigned char *pe_begin = end - MPROF__ZONE_BEGIN_BYTES;
+            const unsigned char *pe_end = end - MPROF__ZONE_END_BYTES;
+            const uint64_t scale = C.scale, lowmask = C.q_lowmask, inv = C.q_inv,
+                           qmax = C.q_max;
+            const unsigned shift = C.q_shift;
+            uint64_t last = th->col_last_ticks;
+            int first = th->col_ts_first;
+            while (!first && o < stop && p < end) {
+                uint64_t ticks;
+                int tag = *p;
+                uint32_t id = 0;
+                if (tag == MPROF__EV_ZONE_BEGIN && p <= pe_begin) {
+                    const mprof_srcloc *loc;
+                    memcpy(&ticks, p + 1, 8);
+                    memcpy(&loc, p + 9, 8);
+                    if (!(id = loc_id(loc)))
+                        break;
+                } else if (tag == MPROF__EV_ZONE_END && p <= pe_end) {
+                    memcpy(&ticks, p + 1, 8);
+                } else {
+                    break;
+                }
+                int64_t d = (int64_t)(ticks - last);
+                uint64_t v;
+                if (scale == 1) {
+                    v = mprof_zigzag(d);
+                } else {
+                    uint64_t u = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
+                    uint64_t qv = (u >> shift) * inv;
+                    if ((u & lowmask) || qv > qmax)
+                        break;
+                    v = mprof_zigzag(d < 0 ? -(int64_t)qv : (int64_t)qv);
+                }
+                *o++ = (unsigned char)tag;
+                if (v < 0x80)
+                    *o++ = (unsigned char)v;
+                else
+                    o = mprof_put_varint(o, v);
+                if (id) {
+                    if (id < 0x80)
+                        *o++ = (unsigned char)id;
+                    else
+                        o = mprof_put_varint(o, id);
+                    p += MPROF__ZONE_BEGIN_BYTES;
+                } else {
+                    p += MPROF__ZONE_END_BYTES;
+                }
+                last = ticks;
+                n++;
+            }
+            th->col_last_ticks = last;
+            th->col_ts_first = first;
+            out_commit(o);
+            if (p >= end || C.chunk.len >= chunk_bytes)
+                continue;
+        }
+        const unsigned char *q = translate_one(th, p, end);
+        if (!q)
+            break;
+        p = q;
+        n++;
     }
+    if (C.chunk.len >= chunk_bytes)
+        emit_chunk();
     C.events += n;
     atomic_fetch_add_explicit(&mprof__g.events_recorded, n, memory_order_relaxed);
 }
@@ -603,92 +818,10 @@ static void drain_all(int discard)
 
 /* ---- INFO and END chunks ------------------------------------------------------------------- */
 
-static void kvf(mprof_buf *b, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void kvf(mprof_buf *b, const char *key, const char *fmt, ...)
-{
-    char v[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(v, sizeof v, fmt, ap);
-    va_end(ap);
-    mprof_fmt_kv(b, key, v);
-}
-
-static void read_small_file(const char *path, char *out, size_t n, int nul_to_space)
-{
-    out[0] = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
-    size_t got = fread(out, 1, n - 1, f);
-    fclose(f);
-    out[got] = 0;
-    for (size_t i = 0; i < got; i++)
-        if (out[i] == 0 && nul_to_space)
-            out[i] = ' ';
-    while (got && (out[got - 1] == ' ' || out[got - 1] == '\n'))
-        out[--got] = 0;
-}
-
-static void cpu_model(char *out, size_t n)
-{
-    out[0] = 0;
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c++;
-                while (*c == ' ')
-                    c++;
-                c[strcspn(c, "\n")] = 0;
-                snprintf(out, n, "%s", c);
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
-
-void mprof__collector_info(mprof_buf *out)
-{
-    mprof_buf b = *out;
-    struct utsname u;
-    char buf[1024];
-    kvf(&b, "format", "mprof %d.%d", MPROF_FMT_VERSION_MAJOR, MPROF_FMT_VERSION_MINOR);
-    kvf(&b, "library", "%d.%d", MPROF_VERSION_MAJOR, MPROF_VERSION_MINOR);
-    kvf(&b, "app", "%s", mprof__g.cfg.app_name);
-    kvf(&b, "pid", "%ld", (long)getpid());
-    read_small_file("/proc/self/cmdline", buf, sizeof buf, 1);
-    kvf(&b, "cmdline", "%s", buf);
-    kvf(&b, "start_unix_ns", "%" PRIu64, mprof__g.real0_ns);
-    kvf(&b, "timer", "%s", mprof__g.timer_name);
-    kvf(&b, "ns_per_tick", "%.17g", mprof__g.ns_per_tick);
-    kvf(&b, "tick0", "%" PRIu64, mprof__g.tick0);
-    if (uname(&u) == 0) {
-        kvf(&b, "hostname", "%s", u.nodename);
-        kvf(&b, "os", "%s %s %s", u.sysname, u.release, u.machine);
-    }
-    cpu_model(buf, sizeof buf);
-    if (buf[0])
-        kvf(&b, "cpu", "%s", buf);
-    kvf(&b, "cores", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
-    const char *v;
-    if ((v = getenv("MPROF_GIT_SHA")) && *v)
-        kvf(&b, "git_sha", "%s", v);
-    if ((v = getenv("MPROF_BUILD_TYPE")) && *v)
-        kvf(&b, "build_type", "%s", v);
-    kvf(&b, "memory_limit_bytes", "%zu", mprof__g.cfg.memory_limit_bytes);
-    *out = b;
-}
-
 static void write_info(void)
 {
     mprof_buf b = {0};
-    mprof__collector_info(&b);
+    mprof__info_payload(&b);
     emit_framed(MPROF_CHUNK_INFO, &b);
     mprof_buf_free(&b);
 }
@@ -696,13 +829,13 @@ static void write_info(void)
 static void write_end(void)
 {
     mprof_buf b = {0};
-    kvf(&b, "events", "%" PRIu64, C.events);
-    kvf(&b, "events_lost", "%" PRIu64, atomic_load(&mprof__g.events_lost));
-    kvf(&b, "bytes_raw", "%" PRIu64, atomic_load(&mprof__g.bytes_raw));
-    kvf(&b, "chunks", "%" PRIu64, atomic_load(&mprof__g.chunks_written));
-    kvf(&b, "peak_buffered_bytes", "%" PRIu64, atomic_load(&mprof__g.peak_buffered_bytes));
-    kvf(&b, "gpu_queries_lost", "%" PRIu64, atomic_load(&mprof__g.gpu_queries_lost));
-    kvf(&b, "end_ticks", "%" PRIu64, mprof__ticks());
+    mprof__kvf(&b, "events", "%" PRIu64, C.events);
+    mprof__kvf(&b, "events_lost", "%" PRIu64, atomic_load(&mprof__g.events_lost));
+    mprof__kvf(&b, "bytes_raw", "%" PRIu64, atomic_load(&mprof__g.bytes_raw));
+    mprof__kvf(&b, "chunks", "%" PRIu64, atomic_load(&mprof__g.chunks_written));
+    mprof__kvf(&b, "peak_buffered_bytes", "%" PRIu64, atomic_load(&mprof__g.peak_buffered_bytes));
+    mprof__kvf(&b, "gpu_queries_lost", "%" PRIu64, atomic_load(&mprof__g.gpu_queries_lost));
+    mprof__kvf(&b, "end_ticks", "%" PRIu64, mprof__ticks());
     emit_framed(MPROF_CHUNK_END, &b);
     mprof_buf_free(&b);
 }
@@ -713,6 +846,14 @@ static void calibration_record(void)
 {
     /* A (ticks, CLOCK_MONOTONIC_RAW-based ns) pair in the process context lets a reader check
      * the rate over the whole capture. */
+    static uint64_t last_ticks;
+    static uint32_t last_seq;
+    chunk_preamble();
+    uint64_t t = mprof__ticks(), v;
+    int first = last_seq != C.chunk_seq;
+    ts_fit(first, last_ticks, t);
+    if (!ts_code(first, last_ticks, t, &v))
+        return;
     unsigned char *o = out_reserve(32);
     if (!o)
         return;
@@ -721,25 +862,24 @@ static void calibration_record(void)
         o = mprof_put_varint(o, 0);
         C.cur_thread = 0;
     }
-    static uint64_t last_ticks;
-    static uint32_t last_seq;
-    uint64_t t = mprof__ticks();
-    uint64_t base = last_seq == C.chunk_seq ? last_ticks : 0;
     last_ticks = t;
     last_seq = C.chunk_seq;
     *o++ = MPROF_EV_CALIBRATION;
-    o = mprof_put_varint(o, mprof_zigzag((int64_t)(t - base)));
+    o = mprof_put_varint(o, v);
     o = mprof_put_varint(o, mprof__mono_ns() - mprof__g.mono0_ns);
     out_commit(o);
 }
 
-/* A tool finished its handshake: close the current chunk so its stream starts on a chunk
- * boundary, then hand the session its definitions and history (live.c). */
-static void live_poll(void)
+/* A sink asks for a chunk boundary (live.c: a tool finished its handshake, and its stream
+ * starts on a boundary): close the current chunk, then let the sink go on. */
+static void sinks_poll(void)
 {
-    if (mprof__live_pending()) {
-        emit_chunk();
-        mprof__live_attach();
+    for (int i = 0; i < C.n_sinks; i++) {
+        mprof__sink *s = C.sinks[i];
+        if (s->ops->want_boundary && s->ops->want_boundary(s)) {
+            emit_chunk();
+            s->ops->boundary(s);
+        }
     }
 }
 
@@ -754,7 +894,7 @@ static void *collector_main(void *arg)
         pthread_mutex_unlock(&C.m);
 
         drain_all(0);
-        live_poll();
+        sinks_poll();
         uint64_t now = mprof__mono_ns();
         if (now - last_cal > 1000000000ull) {
             calibration_record();
@@ -783,27 +923,27 @@ static void *collector_main(void *arg)
     return NULL;
 }
 
+static void close_sinks(void)
+{
+    for (int i = C.n_sinks; i-- > 0;)
+        C.sinks[i]->ops->close(C.sinks[i]);
+    C.n_sinks = 0;
+    C.has_file = 0;
+}
+
 int mprof__collector_start(void)
 {
     const char *path = mprof__g.cfg.capture_path;
-    C.fd = -1;
-    C.sink_failed = 0;
-    if (path) {
-        if (mprof__mkdirs_for(path) != 0) {
-            mprof__log("cannot create the directories for %s: %s", path, strerror(errno));
-            return MPROF_ERR_IO;
-        }
-        C.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (C.fd < 0) {
-            mprof__log("cannot open %s: %s", path, strerror(errno));
-            return MPROF_ERR_IO;
-        }
-    }
-    if (!C.cctx && !(C.cctx = ZSTD_createCCtx())) {
-        if (C.fd >= 0)
-            close(C.fd);
-        C.fd = -1;
+    C.n_sinks = 0;
+    C.has_file = 0;
+    if (!C.cctx && !(C.cctx = ZSTD_createCCtx()))
         return MPROF_ERR_NOMEM;
+    if (path) {
+        mprof__sink *f = mprof__sink_file_open(path);
+        if (!f)
+            return MPROF_ERR_IO;
+        C.sinks[C.n_sinks++] = f;
+        C.has_file = 1;
     }
     /* A new session: leftovers written after the previous stop are discarded, and every
      * definition is announced again. */
@@ -812,6 +952,10 @@ int mprof__collector_start(void)
     map_clear(&C.names);
     map_clear(&C.name_text);
     map_clear(&C.stacks);
+    loc_cache_clear();
+    scale_setup();
+    C.preamble_done = 0;
+    C.scale = 1;
     C.next_loc = C.next_name = C.next_stack = 0;
     C.events = 0;
     C.chunk.len = 0;
@@ -829,14 +973,13 @@ int mprof__collector_start(void)
         t->col_named = 0;
     pthread_mutex_unlock(&mprof__g.threads_lock);
 
-    if (C.fd >= 0) {
-        unsigned char h[MPROF_FMT_HEADER_BYTES];
-        mprof_fmt_file_header(h);
-        sink_write(h, sizeof h);
+    if (C.has_file)
         write_info();
-    }
-    int live_recording = mprof__live_start(C.fd >= 0);
-    int recording = C.fd >= 0 || live_recording;
+    int live_recording = 0;
+    mprof__sink *live = mprof__sink_live_open(C.has_file, &live_recording);
+    if (live)
+        C.sinks[C.n_sinks++] = live;
+    int recording = C.has_file || live_recording;
     C.stop = 0;
     C.flush_req = C.flush_done = 0;
     /* The mode is set before the thread starts so that a capture session attached by the
@@ -845,15 +988,12 @@ int mprof__collector_start(void)
                      __ATOMIC_RELEASE);
     if (pthread_create(&C.thread, NULL, collector_main, NULL) != 0) {
         __atomic_store_n(&mprof__mode, MPROF__MODE_OFF, __ATOMIC_RELEASE);
-        mprof__live_stop();
-        if (C.fd >= 0)
-            close(C.fd);
-        C.fd = -1;
+        close_sinks();
         return MPROF_ERR_STATE;
     }
     C.running = 1;
     if (mprof__g.cfg.verbose == MPROF_TOGGLE_ON)
-        mprof__log("started%s%s%s", C.fd >= 0 ? ", capturing to " : "", C.fd >= 0 ? path : "",
+        mprof__log("started%s%s%s", C.has_file ? ", capturing to " : "", C.has_file ? path : "",
                    live_recording ? ", keeping history for live capture"
                                   : (recording ? "" : " (not recording)"));
     return MPROF_OK;
@@ -870,13 +1010,9 @@ void mprof__collector_stop(void)
     pthread_join(C.thread, NULL);
     C.running = 0;
     uint64_t lost = atomic_load(&mprof__g.events_lost);
-    if (C.fd >= 0) {
+    if (C.has_file)
         write_end();
-        if (close(C.fd) != 0)
-            mprof__log("closing the capture failed: %s", strerror(errno));
-        C.fd = -1;
-    }
-    mprof__live_stop();
+    close_sinks();
     if (lost)
         mprof__log("%" PRIu64 " events were dropped (memory cap %zu MiB reached); they are "
                    "counted in the capture",

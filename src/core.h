@@ -30,26 +30,36 @@ typedef struct mprof__block {
     unsigned char data[];
 } mprof__block;
 
-/* One per thread that ever recorded; heap-allocated, freed by the collector after the thread
- * has exited and its blocks are drained. mprof__tls points at tb. */
+/* One per thread that ever recorded; heap-allocated (64-byte aligned), freed by the collector
+ * after the thread has exited and its blocks are drained. mprof__tls points at tb.
+ *
+ * The fields are grouped by who writes them, one cache line per group: the owner writes its
+ * cursor on every event, and the collector writes its translation state on every event it
+ * translates, so sharing a line would bounce it between the two cores while a drain runs (see
+ * docs/OVERHEAD.md). */
+#define MPROF__CACHE_LINE 64
 typedef struct mprof__thread {
-    mprof__tbuf tb; /* must stay first */
-    uint32_t idx;   /* 1-based thread index in the capture */
-    uint64_t os_tid;
+    /* Owner's line: the cursor (read, not written, by the collector) and owner-only state. */
+    _Alignas(MPROF__CACHE_LINE) mprof__tbuf tb; /* must stay first */
     mprof__block *first;           /* owner: current block (tail) */
-    mprof__block *_Atomic head;    /* collector: oldest undrained block */
-    unsigned char *col_pos;        /* collector: drained up to here in head */
-    uint64_t lost;                 /* owner: events dropped since the last LOST record */
-    /* Drained blocks go back to their thread (already paged in, so refilling costs no page
-     * faults): the collector pushes onto returned, the owner takes the whole list at once. */
-    mprof__block *_Atomic returned;
-    _Atomic uint32_t n_returned;
     mprof__block *spare;           /* owner: blocks taken from returned */
-    _Atomic int exited;
+    uint64_t lost;                 /* owner: events dropped since the last LOST record */
+    uint32_t idx;                  /* 1-based thread index in the capture (set once) */
+    uint64_t os_tid;               /* set once */
+    /* Collector's line. */
+    _Alignas(MPROF__CACHE_LINE) mprof__block *_Atomic head; /* oldest undrained block */
+    unsigned char *col_pos;        /* collector: drained up to here in head */
     uint64_t col_last_ticks;       /* collector: previous TS in the current chunk */
     uint32_t col_chunk_seq;        /* collector: chunk in which last_ticks is valid */
     int col_named;                 /* collector: DEF_THREAD sent in this session */
+    int col_ts_first;              /* collector: the next TS is the thread's first in the chunk */
     struct mprof__thread *next;    /* registry list, under mprof__g.threads_lock */
+    /* Shared line, written rarely: drained blocks go back to their thread (already paged in, so
+     * refilling costs no page faults): the collector pushes onto returned, the owner takes the
+     * whole list at once. */
+    _Alignas(MPROF__CACHE_LINE) mprof__block *_Atomic returned;
+    _Atomic uint32_t n_returned;
+    _Atomic int exited;
 } mprof__thread;
 
 /* Global state. One instance: mprof__g. */
@@ -73,10 +83,12 @@ typedef struct mprof__globals {
     int atexit_registered;
     /* timer calibration */
     double ns_per_tick;
+    uint64_t tick_quantum;         /* every counter step is a multiple of this (1 = none seen) */
     uint64_t tick0;                /* ticks at startup */
     uint64_t mono0_ns;             /* CLOCK_MONOTONIC at tick0 */
     uint64_t real0_ns;             /* CLOCK_REALTIME at tick0 */
     const char *timer_name;        /* "tsc", "cntvct" or "clock" */
+    double zone_cost_ns;           /* an empty zone's cost, measured at start-up (timer.c) */
 } mprof__globals;
 
 extern mprof__globals mprof__g;
@@ -127,12 +139,7 @@ int mprof__collector_start(void);   /* after the sink is open */
 void mprof__collector_stop(void);   /* drains everything, writes END, joins */
 void mprof__collector_flush(void);  /* drains and writes everything now */
 
-/* Sinks (collector.c for files; src/net.c adds sockets). A sink receives framed chunks. */
-typedef struct mprof__sink {
-    int (*write)(struct mprof__sink *s, const void *data, size_t len); /* 0 or -1 */
-    void (*close)(struct mprof__sink *s);
-    void *user;
-} mprof__sink;
+/* Sinks: see sink.h (the collector hands chunks to the file and live sinks). */
 
 /* Platform (platform/platform_posix.c). */
 uint64_t mprof__os_tid(void);

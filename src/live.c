@@ -2,8 +2,8 @@
  * live.c - live capture in the instrumented process: listener, history ring, definitions copy
  * and the capture session (protocol in format/wire.h, guide in docs/CAPTURE.md).
  *
- * The idea: the collector already produces self-contained framed chunks for the file sink. Each
- * one is also handed here (mprof__live_chunk), where it is shared, by reference count, between
+ * The idea: live capture is one of the collector's sinks (sink.h), beside the capture file.
+ * Every framed EVENTS chunk is handed here (live_chunk), where it is shared, by reference count, between
  * the history ring (the last history_seconds of chunks, at most half the memory cap) and the
  * queue of the connected tool. A chunk is decodable on its own except for definitions, which are
  * written once per process; so every definition record is also copied into a growing buffer,
@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #define HANDSHAKE_MS 2000
 #define SHUTDOWN_FLUSH_MS 2000
@@ -42,6 +43,7 @@ typedef struct blob {
     _Atomic int refs;
     uint64_t mono_ns; /* when it was produced */
     uint64_t ticks;   /* the same moment in timer ticks */
+    int raw;          /* data is an unframed EVENTS payload (history nobody has asked for) */
     size_t len;
     unsigned char data[];
 } blob;
@@ -90,6 +92,7 @@ static struct {
     mprof_buf defs;   /* process-context definition records, compact form */
     mprof_buf sticky; /* [u32 thread][u64 ticks][u8 has_ts][u32 len][len bytes: tag + fields] */
     mprof_buf build, framed;
+    void *cctx; /* zstd context for history framed on demand (ZSTD_CCtx) */
     uint8_t *ts_done;
     uint32_t ts_done_cap;
 } L = {.m = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1,
@@ -105,8 +108,27 @@ static blob *blob_new(const void *data, size_t len)
     atomic_init(&b->refs, 1);
     b->mono_ns = mprof__mono_ns();
     b->ticks = mprof__ticks();
+    b->raw = 0;
     b->len = len;
     memcpy(b->data, data, len);
+    return b;
+}
+
+/* The framed form of a raw history blob, produced when a tool asks for it; NULL when out of
+ * memory. Keeps the moment the chunk was produced. */
+static blob *blob_frame(const blob *r)
+{
+    L.framed.len = 0;
+    if (!L.cctx)
+        L.cctx = ZSTD_createCCtx(); /* NULL: mprof_fmt_chunk makes a context per call */
+    if (mprof_fmt_chunk(&L.framed, MPROF_CHUNK_EVENTS, r->data, r->len,
+                        mprof__g.cfg.compression_level, L.cctx) != 0)
+        return NULL;
+    blob *b = blob_new(L.framed.data, L.framed.len);
+    if (b) {
+        b->mono_ns = r->mono_ns;
+        b->ticks = r->ticks;
+    }
     return b;
 }
 
@@ -156,7 +178,7 @@ static void hist_clear(void)
 
 /* ---- definitions copy ---------------------------------------------------------------------- */
 
-void mprof__live_keep_def(const unsigned char *rec, const unsigned char *end)
+static void live_keep_def(const unsigned char *rec, const unsigned char *end)
 {
     if (!L.enabled || end <= rec)
         return;
@@ -167,7 +189,7 @@ void mprof__live_keep_def(const unsigned char *rec, const unsigned char *end)
     L.defs.len += n;
 }
 
-int mprof__live_keeps(int tag)
+static int live_keeps(int tag)
 {
     if (!L.enabled)
         return 0;
@@ -193,7 +215,7 @@ static int same_first_varint(const unsigned char *a, const unsigned char *aend,
     return mprof_get_varint(&a, aend, &x) == 0 && mprof_get_varint(&b, bend, &y) == 0 && x == y;
 }
 
-void mprof__live_keep_event(uint32_t thread, uint64_t ticks, const unsigned char *rec,
+static void live_keep_event(uint32_t thread, uint64_t ticks, const unsigned char *rec,
                             const unsigned char *end)
 {
     if (!L.enabled || end <= rec)
@@ -355,7 +377,7 @@ static int always_recording(void)
     return L.has_file || L.history_s > 0;
 }
 
-int mprof__live_pending(void)
+static int live_pending(void)
 {
     if (!L.enabled)
         return 0;
@@ -365,7 +387,7 @@ int mprof__live_pending(void)
     return p;
 }
 
-void mprof__live_attach(void)
+static void live_attach(void)
 {
     pthread_mutex_lock(&L.m);
     session *s = L.pending;
@@ -376,12 +398,29 @@ void mprof__live_attach(void)
     pthread_mutex_unlock(&L.m);
     if (!s)
         return;
-    /* History is chosen newest-first within half the tool's limit, then sent oldest-first. */
-    size_t n_hist = 0;
+    /* History is chosen newest-first within half the tool's limit, then sent oldest-first.
+     * History kept unframed while nobody could read it is compressed first, now that a tool
+     * asks (so the limit applies to what is sent; the ring keeps the framed form, for the next
+     * tool). A chunk that cannot be compressed (out of memory) is dropped and counted. */
+    size_t n_hist = 0, n_raw_failed = 0;
+    mprof_wire_counts raw_failed = {0};
     hnode *first = NULL, *before_first = NULL;
     if ((hello.flags & MPROF_WIRE_F_HISTORY) && hello.history_ms) {
         uint64_t now = mprof__mono_ns();
         uint64_t span = (uint64_t)hello.history_ms * 1000000u;
+        for (hnode *h = L.hist_head; h; h = h->next) {
+            if (!h->b->raw || now - h->b->mono_ns > span)
+                continue;
+            blob *f = blob_frame(h->b);
+            if (!f) {
+                mprof_wire_scan_events(h->b->data, h->b->len, &raw_failed, NULL, 0);
+                n_raw_failed++;
+                continue;
+            }
+            L.hist_bytes = L.hist_bytes - h->b->len + f->len;
+            blob_unref(h->b);
+            h->b = f;
+        }
         size_t total = 0, count = 0;
         for (hnode *h = L.hist_head; h; h = h->next)
             if (now - h->b->mono_ns <= span) {
@@ -412,9 +451,15 @@ void mprof__live_attach(void)
     if (s && s->id == id && !s->closing) {
         if (!d || enqueue_locked(s, d) != 0)
             s->need_defs = 1; /* out of memory: the next delivered chunk carries them */
+        s->dropped_chunks += n_raw_failed; /* could not be compressed: out of memory */
+        s->dropped_events += raw_failed.events;
+        if (raw_failed.events) {
+            s->unannounced_lost += raw_failed.events; /* a LOST record before the next chunk */
+            s->need_defs = 1;
+        }
         for (hnode *h = first; h && n_hist; h = h->next, n_hist--)
-            if (enqueue_locked(s, h->b) != 0)
-                s->dropped_chunks++;
+            if (h->b->raw || enqueue_locked(s, h->b) != 0)
+                s->dropped_chunks += h->b->raw ? 0 : 1;
         s->lost_at_attach = atomic_load(&mprof__g.events_lost);
         s->attached = 1;
         if (!always_recording())
@@ -424,11 +469,15 @@ void mprof__live_attach(void)
     blob_unref(d);
 }
 
-void mprof__live_chunk(const mprof_buf *raw, const mprof_buf *framed)
+/* framed NULL with lazy set: keep the raw payload (history nobody may read yet). */
+static void live_chunk(const mprof_buf *raw, const mprof_buf *framed, int lazy)
 {
     if (!L.enabled)
         return;
-    blob *b = blob_new(framed->data, framed->len);
+    blob *b = lazy ? blob_new(raw->data, raw->len) : framed ? blob_new(framed->data, framed->len)
+                                                          : NULL;
+    if (b && lazy)
+        b->raw = 1;
     if (!b) {
         /* Out of memory: a connected tool misses this chunk, which is counted as a drop. */
         mprof_wire_counts c = {0};
@@ -456,7 +505,9 @@ void mprof__live_chunk(const mprof_buf *raw, const mprof_buf *framed)
     int fits = live && (s->queued_bytes == 0 || s->queued_bytes + b->len <= s->limit_bytes);
     int need_defs = live && s->need_defs;
     pthread_mutex_unlock(&L.m);
-    if (!live) {
+    if (!live || b->raw) {
+        /* A raw blob is only made while no tool is attached, and only the collector thread
+         * attaches one, so a raw blob never reaches a queue. */
         blob_unref(b);
         return;
     }
@@ -761,7 +812,7 @@ static void handshake(int fd)
     if (s->limit_bytes > mprof__g.cfg.memory_limit_bytes)
         s->limit_bytes = mprof__g.cfg.memory_limit_bytes;
     mprof_buf info = {0};
-    mprof__collector_info(&info);
+    mprof__info_payload(&info);
     char v[64];
     mprof_fmt_kv(&info, "capture", "live");
     snprintf(v, sizeof v, "%g", L.history_s > 0 ? L.history_s : 0.0);
@@ -856,7 +907,7 @@ static int open_listener(void)
 
 /* ---- start and stop ------------------------------------------------------------------------ */
 
-int mprof__live_start(int has_file)
+static int live_start(int has_file)
 {
     const mprof_config *c = &mprof__g.cfg;
     int want = c->listen == MPROF_TOGGLE_ON || (c->listen == MPROF_TOGGLE_DEFAULT && !c->capture_path);
@@ -890,7 +941,7 @@ int mprof__live_start(int has_file)
     return L.history_s > 0;
 }
 
-void mprof__live_stop(void)
+static void live_stop(void)
 {
     if (!L.enabled)
         return;
@@ -902,8 +953,8 @@ void mprof__live_stop(void)
     close(L.wake[1]);
     L.listen_fd = L.wake[0] = L.wake[1] = -1;
     /* A session that finished its handshake but was not attached yet still gets its stream. */
-    if (mprof__live_pending())
-        mprof__live_attach();
+    if (live_pending())
+        live_attach();
     pthread_mutex_lock(&L.m);
     session *s = L.active;
     if (s) {
@@ -926,7 +977,86 @@ void mprof__live_stop(void)
     mprof_buf_free(&L.sticky);
     mprof_buf_free(&L.build);
     mprof_buf_free(&L.framed);
+    ZSTD_freeCCtx(L.cctx);
+    L.cctx = NULL;
     free(L.ts_done);
     L.ts_done = NULL;
     L.ts_done_cap = 0;
+}
+
+/* ---- the sink interface (sink.h) ----------------------------------------------------------- */
+
+/* A chunk nobody may read until a tool asks for history (no tool attached, and no file sink
+ * that frames it anyway) is kept unframed: compressing it is most of the collector's work, and
+ * most history is freed unread. It costs memory instead (about 2.5 bytes per event instead of
+ * 0.1-0.5), within the ring's byte cap. */
+static void sink_chunk(mprof__sink *s, const mprof__chunk *c)
+{
+    (void)s;
+    if (c->kind != MPROF_CHUNK_EVENTS || !L.enabled)
+        return;
+    int lazy = 0;
+    if (L.history_s > 0 && !L.has_file) {
+        pthread_mutex_lock(&L.m);
+        lazy = !(L.active && L.active->attached && !L.active->closing);
+        pthread_mutex_unlock(&L.m);
+    }
+    live_chunk(c->raw, lazy ? NULL : c->framed(c), lazy);
+}
+
+static void sink_def(mprof__sink *s, const unsigned char *rec, const unsigned char *end)
+{
+    (void)s;
+    live_keep_def(rec, end);
+}
+
+static int sink_keeps(mprof__sink *s, int tag)
+{
+    (void)s;
+    return live_keeps(tag);
+}
+
+static void sink_keep(mprof__sink *s, uint32_t thread, uint64_t ticks, const unsigned char *rec,
+                      const unsigned char *end)
+{
+    (void)s;
+    live_keep_event(thread, ticks, rec, end);
+}
+
+static int sink_want_boundary(mprof__sink *s)
+{
+    (void)s;
+    return live_pending();
+}
+
+static void sink_boundary(mprof__sink *s)
+{
+    (void)s;
+    live_attach();
+}
+
+static void sink_close(mprof__sink *s)
+{
+    (void)s;
+    live_stop();
+}
+
+static const mprof__sink_ops live_ops = {
+    .name = "live",
+    .chunk = sink_chunk,
+    .def = sink_def,
+    .keeps = sink_keeps,
+    .keep = sink_keep,
+    .want_boundary = sink_want_boundary,
+    .boundary = sink_boundary,
+    .close = sink_close,
+};
+
+/* One listener per process: the sink is a handle on the module's state. */
+static mprof__sink live_sink = {&live_ops};
+
+mprof__sink *mprof__sink_live_open(int has_file, int *out_record)
+{
+    *out_record = live_start(has_file);
+    return L.enabled ? &live_sink : NULL;
 }

@@ -22,7 +22,9 @@ mprof__globals mprof__g = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .threads_lock = PTHREAD_MUTEX_INITIALIZER,
 };
-int mprof__mode = MPROF__MODE_OFF;
+/* Read by every event: it starts a cache line, so the line is not one that shares its bytes with
+ * counters the collector updates. */
+_Alignas(MPROF__CACHE_LINE) int mprof__mode = MPROF__MODE_OFF;
 mprof__tbuf mprof__dummy_tbuf; /* cur == end == NULL: every event takes the slow path */
 __thread mprof__tbuf *mprof__tls = &mprof__dummy_tbuf;
 
@@ -196,9 +198,11 @@ static int refill(mprof__thread *th)
 static mprof__thread *register_thread(void)
 {
     pthread_once(&key_once, make_key);
-    mprof__thread *th = calloc(1, sizeof *th);
+    /* Aligned so that the cursor's cache line holds nothing the collector writes. */
+    mprof__thread *th = aligned_alloc(MPROF__CACHE_LINE, sizeof *th);
     if (!th)
         return NULL;
+    memset(th, 0, sizeof *th);
     th->os_tid = mprof__os_tid();
     pthread_mutex_lock(&mprof__g.threads_lock);
     th->idx = ++mprof__g.next_thread_idx;

@@ -39,6 +39,13 @@ export_json() {
 export_json base.json 1 600 1.0 h1
 export_json same.json 2 600 1.0 h1
 export_json slow.json 3 600 1.28 h1
+mkdir -p "$W/base2" "$W/slow2"
+export_json base2/r1.json 11 600 1.0 h1
+export_json base2/r2.json 12 600 1.0 h1
+export_json base2/r3.json 15 600 1.0 h1
+export_json slow2/r1.json 13 600 1.28 h1
+export_json slow2/r2.json 14 600 1.28 h1
+export_json slow2/r3.json 16 600 1.28 h1
 export_json few.json 4 30 1.5 h1
 export_json other.json 5 600 1.0 h2
 printf '{"schema": "mprof.frames.v1", "frameTimesMs": [1, 2,' > "$W/bad.json"
@@ -58,7 +65,13 @@ has help.out "Exit status: 0 pass, 1 regression, 2 inconclusive, 3 bad input"
 run 0 same --baseline "$W/base.json" --current "$W/same.json"
 has same.out "mprof gate: PASS (exit 0)"
 
-run 1 slow --baseline "$W/base.json" --current "$W/slow.json" --json "$W/slow.report.json" --markdown "$W/slow.md"
+# One run per side: the tests agree, but one run cannot tell a busier machine from slower code.
+run 2 slow1 --baseline "$W/base.json" --current "$W/slow.json"
+has slow1.out "mprof gate: INCONCLUSIVE (exit 2)"
+has slow1.out "record about 1 more runs per side"
+has slow1.out "warning: no system tracing"
+
+run 1 slow --baseline "$W/base2" --current "$W/slow2" --json "$W/slow.report.json" --markdown "$W/slow.md"
 has slow.out "mprof gate: REGRESSION (exit 1)"
 has slow.out 'most of the growth is in zone "Render"'
 has slow.report.json '"schema":	"mprof.gateReport.v1"'

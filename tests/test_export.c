@@ -145,7 +145,10 @@ static void validate_chrome(const char *json, size_t *out_zones, size_t *out_gpu
                     phys[n_phys++] = dur;
                 const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
                 assert_true(cJSON_IsObject(args));
+                /* The source location travels with every zone. */
                 assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(args, "file")));
+                assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(args, "line")));
+                assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(args, "function")));
             } else if (strcmp(cat->valuestring, "gpu") == 0)
                 (*out_gpu)++;
             else if (strcmp(cat->valuestring, "frame") == 0)
@@ -160,6 +163,11 @@ static void validate_chrome(const char *json, size_t *out_zones, size_t *out_gpu
             assert_non_null(strchr("gpt", s->valuestring[0]));
             assert_true(num(e, "ts") >= 0);
             num(e, "tid");
+            /* Severity as a name and as the number of mprof_log_level. */
+            const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+            assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(args, "level")));
+            double sev = num(args, "severity");
+            assert_true(sev >= 0 && sev <= 6);
             (*out_msgs)++;
             break;
         }
@@ -169,6 +177,10 @@ static void validate_chrome(const char *json, size_t *out_zones, size_t *out_gpu
             assert_true(cJSON_IsObject(args) && args->child);
             const cJSON *a;
             cJSON_ArrayForEach(a, args) assert_true(cJSON_IsNumber(a));
+            /* One argument, named after the counter: Tracy's importer names plots by the
+             * argument key, so a shared key ("value") would merge every plot into one. */
+            assert_null(args->child->next);
+            assert_string_equal(args->child->string, name->valuestring);
             (*out_counters)++;
             break;
         }
@@ -265,9 +277,57 @@ static void test_chrome_names_and_stdout(void **state)
     assert_non_null(strstr(out, "\"text\":\"agents="));
     assert_non_null(strstr(out, "\"name\":\"Audio mix (dynamic)\""));
     char color[64];
-    snprintf(color, sizeof color, "\"level\":\"error\",\"color\":\"#%06x\"",
+    snprintf(color, sizeof color, "\"level\":\"error\",\"severity\":5,\"color\":\"#%06x\"",
              (unsigned)mprof_log_level_color(MPROF_LOG_ERROR));
     assert_non_null(strstr(out, color));
+}
+
+/* --frames A:B and --time on every format: only what overlaps the frames is written. */
+static void test_export_ranges(void **state)
+{
+    (void)state;
+    char args[2048];
+    snprintf(args, sizeof args, "export -f chrome --frames 2:4 %s", cap_a);
+    assert_int_equal(run(args), 0);
+    size_t zones, gpu, msgs, counters, frames;
+    double phys;
+    validate_chrome(out, &zones, &gpu, &msgs, &counters, &frames, &phys);
+    assert_non_null(strstr(out, "\"name\":\"Frame 2\""));
+    assert_non_null(strstr(out, "\"name\":\"Frame 3\""));
+    assert_null(strstr(out, "\"name\":\"Frame 1\""));
+    assert_null(strstr(out, "\"name\":\"Frame 4\""));
+    size_t all_zones, all_frames;
+    snprintf(args, sizeof args, "export -f chrome %s", cap_a);
+    assert_int_equal(run(args), 0);
+    validate_chrome(out, &all_zones, &gpu, &msgs, &counters, &all_frames, &phys);
+    assert_true(zones > 0 && zones < all_zones);
+    assert_true(frames < all_frames);
+    /* The frame export of the same range has exactly those two frames. */
+    snprintf(args, sizeof args, "export -f frames --frames 2:4 %s", cap_a);
+    assert_int_equal(run(args), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    assert_int_equal((int)num(j, "frameCount"), 2);
+    assert_int_equal((int)num(cJSON_GetObjectItemCaseSensitive(j, "range"), "firstFrame"), 2);
+    cJSON_Delete(j);
+    /* CSV: fewer calls in two frames than in the whole capture. */
+    snprintf(args, sizeof args, "export -f csv --frames 2:4 %s", cap_a);
+    assert_int_equal(run(args), 0);
+    assert_non_null(strstr(out, "Physics::step,"));
+    /* A time window that holds nothing still makes a valid, empty trace. */
+    snprintf(args, sizeof args, "export -f chrome --time 1e6:2e6 %s", cap_a);
+    assert_int_equal(run(args), 0);
+    validate_chrome(out, &zones, &gpu, &msgs, &counters, &frames, &phys);
+    assert_int_equal(zones, 0);
+    /* Bad ranges are usage errors naming the option; frames past the end are named too. */
+    snprintf(args, sizeof args, "export -f chrome --frames 4:2 %s", cap_a);
+    assert_int_equal(run(args), 2);
+    assert_non_null(strstr(out, "--frames"));
+    snprintf(args, sizeof args, "export -f csv --time abc %s", cap_a);
+    assert_int_equal(run(args), 2);
+    snprintf(args, sizeof args, "export -f csv --frames 100000: %s", cap_a);
+    assert_int_equal(run(args), 3);
+    assert_non_null(strstr(out, "frames"));
 }
 
 /* Splits one CSV record (RFC 4180) into fields; returns the count, fields unquoted. */
@@ -544,6 +604,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chrome_export),
         cmocka_unit_test(test_chrome_names_and_stdout),
+        cmocka_unit_test(test_export_ranges),
         cmocka_unit_test(test_csv_stats),
         cmocka_unit_test(test_csv_per_zone),
         cmocka_unit_test(test_error_names_the_file),

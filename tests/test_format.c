@@ -254,6 +254,78 @@ static void test_bad_events(void **state)
     }
 }
 
+/* TS_SCALE (format 1.1): deltas after it are in units of the scale until the chunk ends or
+ * another TS_SCALE changes it; a thread's first TS in a chunk stays absolute; it is applied by
+ * the reader, not returned; a scale of 0 is refused. Exact ticks come back. */
+static void test_ts_scale(void **state)
+{
+    (void)state;
+    mprof_buf f = {0}, p = {0};
+    assert_int_equal(mprof_buf_reserve(&f, 16), 0);
+    mprof_fmt_file_header(f.data);
+    f.len = 16;
+    mprof_fmt_kv(&p, "ns_per_tick", "1");
+    mprof_fmt_kv(&p, "tick0", "0");
+    assert_int_equal(mprof_fmt_chunk(&f, MPROF_CHUNK_INFO, p.data, p.len, 0, NULL), 0);
+    unsigned char ev[64], *o = ev;
+    *o++ = MPROF_EV_TS_SCALE;
+    o = mprof_put_varint(o, 21);
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    *o++ = MPROF_EV_ZONE_BEGIN; /* absolute: 1000 */
+    o = mprof_put_varint(o, mprof_zigzag(1000));
+    o = mprof_put_varint(o, 1);
+    *o++ = MPROF_EV_ZONE_END; /* +2 steps of 21: 1042 */
+    o = mprof_put_varint(o, mprof_zigzag(2));
+    *o++ = MPROF_EV_TS_SCALE; /* a delta that is not a multiple follows */
+    o = mprof_put_varint(o, 1);
+    *o++ = MPROF_EV_ZONE_BEGIN; /* +5: 1047 */
+    o = mprof_put_varint(o, mprof_zigzag(5));
+    o = mprof_put_varint(o, 1);
+    *o++ = MPROF_EV_ZONE_END; /* -1: 1046 */
+    o = mprof_put_varint(o, mprof_zigzag(-1));
+    assert_int_equal(mprof_fmt_chunk(&f, MPROF_CHUNK_EVENTS, ev, (size_t)(o - ev), 1, NULL), 0);
+    /* A second chunk starts unscaled: its first TS is absolute, the next delta is plain. */
+    o = ev;
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    *o++ = MPROF_EV_ZONE_END;
+    o = mprof_put_varint(o, mprof_zigzag(5000));
+    *o++ = MPROF_EV_ZONE_END;
+    o = mprof_put_varint(o, mprof_zigzag(3));
+    assert_int_equal(mprof_fmt_chunk(&f, MPROF_CHUNK_EVENTS, ev, (size_t)(o - ev), 0, NULL), 0);
+
+    mprof_reader *r = mprof_reader_open_mem(f.data, f.len, NULL, 0);
+    assert_non_null(r);
+    const int64_t want[] = {1000, 1042, 1047, 1046, 5000, 5003};
+    size_t n = 0;
+    mprof_event e;
+    while (mprof_reader_next(r, &e) == 1) {
+        assert_int_not_equal(e.type, MPROF_EV_TS_SCALE);
+        if (e.type == MPROF_EV_ZONE_BEGIN || e.type == MPROF_EV_ZONE_END) {
+            assert_true(n < 6);
+            assert_int_equal(e.ts_ns, want[n]);
+            n++;
+        }
+    }
+    assert_int_equal(n, 6);
+    assert_string_equal(mprof_reader_error(r), "");
+    mprof_reader_close(r);
+
+    const unsigned char zero[] = {MPROF_EV_TS_SCALE, 0};
+    mprof_buf z = {0};
+    mprof_buf_reserve(&z, 16);
+    mprof_fmt_file_header(z.data);
+    z.len = 16;
+    assert_int_equal(mprof_fmt_chunk(&z, MPROF_CHUNK_EVENTS, zero, sizeof zero, 0, NULL), 0);
+    result bad = read_mem(z.data, z.len);
+    assert_int_equal(bad.rc, -1);
+    assert_non_null(strstr(bad.err, "TS_SCALE"));
+    mprof_buf_free(&z);
+    mprof_buf_free(&f);
+    mprof_buf_free(&p);
+}
+
 static void test_varint(void **state)
 {
     (void)state;
@@ -282,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_clear_errors),
         cmocka_unit_test(test_unknown_chunks),
         cmocka_unit_test(test_bad_events),
+        cmocka_unit_test(test_ts_scale),
         cmocka_unit_test(test_varint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -169,7 +169,22 @@ static void test_slower_zone_is_regression(void **state)
     /* Render 8 ms -> 10.2 ms lifts the ~15.5 ms p95 frame by about 15 %. */
     write_export("sl_base.json", &(model){600, 3, 1.0, 0, "host-a"});
     write_export("sl_cur.json", &(model){600, 4, 1.28, 0, "host-a"});
+    /* One run per side: every test agrees, but a run-wide offset (a busier machine during one
+     * of the two runs) would look the same, so the verdict asks for a second run per side. */
     mprof_gate_result *r = compare("sl_base.json", "sl_cur.json", NULL);
+    assert_int_equal(r->verdict, MPROF_GATE_INCONCLUSIVE);
+    assert_true(r->magnitude);
+    assert_false(r->significant);
+    assert_true(r->ci_lo > 1.0 && r->rank_p < 0.05);
+    assert_int_equal(r->need_runs, 1);
+    assert_non_null(strstr(r->reason, "record about 1 more runs per side"));
+    mprof__gate_result_free(r);
+
+    write_export("sl_base/r1.json", &(model){600, 3, 1.0, 0, "host-a"});
+    write_export("sl_base/r2.json", &(model){600, 13, 1.0, 0, "host-a"});
+    write_export("sl_cur/r1.json", &(model){600, 4, 1.28, 0, "host-a"});
+    write_export("sl_cur/r2.json", &(model){600, 14, 1.28, 0, "host-a"});
+    r = compare("sl_base", "sl_cur", NULL);
     assert_int_equal(r->verdict, MPROF_GATE_REGRESSION);
     assert_true(r->magnitude);
     assert_true(r->significant);
@@ -189,7 +204,7 @@ static void test_slower_zone_is_regression(void **state)
 
     /* A looser threshold turns the same data into a pass. */
     mprof_gate_opts o = {.threshold_pct = 40};
-    mprof_gate_result *r2 = compare("sl_base.json", "sl_cur.json", &o);
+    mprof_gate_result *r2 = compare("sl_base", "sl_cur", &o);
     assert_int_equal(r2->verdict, MPROF_GATE_PASS);
     assert_true(r2->significant);
     assert_non_null(strstr(r2->reason, "significant"));
@@ -240,10 +255,14 @@ static void test_too_few_frames_inconclusive(void **state)
     assert_true(r->n_warnings >= 1);
     assert_non_null(strstr(r->warnings[0], "hostname"));
     mprof__gate_result_free(r);
-    /* --min-frames lowers the bar; a 50 % slower zone is then found. */
+    /* --min-frames lowers the bar; the 50 % slower zone then passes the frame-level tests, and
+     * what is missing is a second run per side. */
     mprof_gate_opts o = {.min_frames = 30};
     r = compare("few_base.json", "few_cur.json", &o);
-    assert_int_equal(r->verdict, MPROF_GATE_REGRESSION);
+    assert_int_equal(r->verdict, MPROF_GATE_INCONCLUSIVE);
+    assert_true(r->rank_p < 0.05 && r->ci_lo > 1.0);
+    assert_int_equal(r->need_frames, 0);
+    assert_int_equal(r->need_runs, 1);
     mprof__gate_result_free(r);
 }
 
@@ -297,6 +316,34 @@ static void test_runs(void **state)
     assert_true(r->need_runs >= 1);
     assert_non_null(strstr(r->reason, "per-run p95s do not differ"));
     assert_non_null(strstr(r->reason, "more runs"));
+    mprof__gate_result_free(r);
+}
+
+/* Unchanged code, but the three current runs met a machine busier by different amounts (their
+ * Render 2 %, 10 % and 40 % slower): the pooled p95 crosses the threshold, the frames differ and
+ * the bootstrap over three runs lies above 1, but the run-level t interval sees how far apart the
+ * runs are, and the verdict stays inconclusive. */
+static void test_run_offsets_are_not_evidence(void **state)
+{
+    (void)state;
+    write_export("off_base/r1.json", &(model){600, 31, 1.0, 0, "h"});
+    write_export("off_base/r2.json", &(model){600, 32, 1.02, 0, "h"});
+    write_export("off_base/r3.json", &(model){600, 33, 0.98, 0, "h"});
+    write_export("off_cur/r1.json", &(model){600, 34, 1.02, 0, "h"});
+    write_export("off_cur/r2.json", &(model){600, 35, 1.10, 0, "h"});
+    write_export("off_cur/r3.json", &(model){600, 36, 1.40, 0, "h"});
+    mprof_gate_result *r = compare("off_base", "off_cur", NULL);
+    assert_true(r->magnitude);
+    assert_true(r->rank_p < 0.05);
+    assert_true(r->ci_lo > 1.0); /* the bootstrap over three runs alone would have said so */
+    assert_true(r->run_ci);
+    assert_float_equal(r->run_ci_df, 4.0, 0);
+    if (!(r->run_ci_lo < 1.0 && r->run_ci_hi > 1.2))
+        fail_msg("run interval %g..%g, bootstrap %g..%g, verdict %d: %s", r->run_ci_lo, r->run_ci_hi, r->ci_lo, r->ci_hi, (int)r->verdict, r->reason);
+    assert_false(r->significant);
+    assert_int_equal(r->verdict, MPROF_GATE_INCONCLUSIVE);
+    assert_non_null(strstr(r->reason, "the runs' p95s vary too much"));
+    assert_true(r->need_runs >= 1);
     mprof__gate_result_free(r);
 }
 
@@ -379,9 +426,9 @@ static void test_tail_only_inconclusive(void **state)
     assert_true(r->rank_p >= 0.05);
     assert_int_equal(r->verdict, MPROF_GATE_INCONCLUSIVE);
     assert_true(r->need_frames > 0);
-    assert_int_equal(r->need_runs, 0);
+    assert_int_equal(r->need_runs, 1); /* one run per side: a second is needed too */
     assert_non_null(strstr(r->reason, "but not significantly"));
-    assert_non_null(strstr(r->reason, "more frames per side"));
+    assert_non_null(strstr(r->reason, "more frames and 1 more runs per side"));
     /* No zones in these exports: the attribution is empty, and the writers cope. */
     assert_int_equal(r->n_zones, 0);
     char *buf = NULL;
@@ -407,6 +454,264 @@ static void expect_load_error(const char *name, const char *content, const char 
     if (!strstr(err, needle))
         fail_msg("error \"%s\" lacks \"%s\"", err, needle);
     assert_non_null(strstr(err, name)); /* the message names the file */
+}
+
+/* ---- system tracing (the frame export's contract with the system-tracing export) ---------- */
+
+/* A run of the engine-like model with system tracing: per frame Renderer (on the main thread,
+ * ~8 ms of CPU times render_scale), Physics (~4 ms times physics_scale) and Jobs::wait, in which
+ * the main thread sleeps ~2 ms until the workers finish (off-CPU by design). A CPU hog adds
+ * preemption: with probability hog, a frame loses a further 2..6 ms off the CPU inside
+ * Renderer, while other processes hold busy of the machine. */
+typedef struct sysmodel {
+    size_t frames;
+    uint64_t seed;
+    double render_scale, physics_scale;
+    double hog;          /* share of frames preempted */
+    double busy;         /* frameMachineBusy during preempted frames (idle frames 0.05) */
+    int cpu_usage;       /* write frameMachineBusy and "cpuUsage": true */
+    int zone_off;        /* write selfOffCpuPerFrameMs */
+    double shift;        /* ms added to the Renderer of every frame without a hitch */
+    double hitch;        /* share of frames whose Physics takes 10 ms more */
+} sysmodel;
+
+static void write_sys_export(const char *name, const sysmodel *m)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    char *slash = strrchr(path, '/');
+    *slash = '\0';
+    mkdir(path, 0755);
+    *slash = '/';
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    size_t n = m->frames;
+    double *t = calloc(n, sizeof *t), *off = calloc(n, sizeof *off), *busy = calloc(n, sizeof *busy);
+    double *zs[3], *zo[3];
+    for (int z = 0; z < 3; z++) {
+        zs[z] = calloc(n, sizeof *zs[z]);
+        zo[z] = calloc(n, sizeof *zo[z]);
+    }
+    uint64_t s = m->seed;
+    for (size_t i = 0; i < n; i++) {
+        double render = 8.0 * unif(&s, 0.9, 1.1) * m->render_scale;
+        double physics = 4.0 * unif(&s, 0.9, 1.1) * m->physics_scale;
+        if (unif(&s, 0, 1) < m->hitch)
+            physics += 10.0;
+        else
+            render += m->shift;
+        double wait = 2.0 * unif(&s, 0.9, 1.1);
+        double pre = unif(&s, 0, 1) < m->hog ? unif(&s, 2.0, 6.0) : 0.0;
+        zs[0][i] = render + pre;
+        zo[0][i] = pre;
+        zs[1][i] = physics;
+        zs[2][i] = wait;
+        zo[2][i] = wait;
+        t[i] = 0.5 + zs[0][i] + zs[1][i] + zs[2][i];
+        off[i] = pre + wait;
+        busy[i] = pre > 0 ? m->busy : 0.05;
+    }
+    fprintf(f, "{\"schema\": \"mprof.frames.v1\", \"capture\": {\"hostname\": \"h\", "
+               "\"cpu\": \"c\", \"buildType\": \"Release\"},\n\"system\": {\"contextSwitches\": "
+               "true, \"cpuUsage\": %s, \"sampling\": false, \"whyNot\": null},\n"
+               "\"frameCount\": %zu",
+            m->cpu_usage ? "true" : "false", n);
+    const char *ak[4] = {"frameTimesMs", "frameOnCpuMs", "frameOffCpuMs", "frameCpuMs"};
+    for (int k = 0; k < 4; k++) {
+        fprintf(f, ", \"%s\": [", ak[k]);
+        for (size_t i = 0; i < n; i++) {
+            double v = k == 0 ? t[i] : (k == 2 ? off[i] : t[i] - off[i]);
+            fprintf(f, "%s%.4f", i ? "," : "", v);
+        }
+        fprintf(f, "]");
+    }
+    if (m->cpu_usage) {
+        fprintf(f, ", \"frameMachineBusy\": [");
+        for (size_t i = 0; i < n; i++)
+            fprintf(f, "%s%.4f", i ? "," : "", busy[i]);
+        fprintf(f, "]");
+    }
+    const char *zn[3] = {"Renderer::draw", "Physics::step", "Jobs::wait"};
+    fprintf(f, ", \"zones\": [");
+    for (int z = 0; z < 3; z++) {
+        double tot = 0;
+        for (size_t i = 0; i < n; i++)
+            tot += zs[z][i];
+        fprintf(f, "%s{\"name\": \"%s\", \"totalMs\": %.4f, \"selfTotalMs\": %.4f, "
+                   "\"selfPerFrameMs\": [",
+                z ? "," : "", zn[z], tot, tot);
+        for (size_t i = 0; i < n; i++)
+            fprintf(f, "%s%.4f", i ? "," : "", zs[z][i]);
+        fprintf(f, "]");
+        if (m->zone_off) {
+            fprintf(f, ", \"selfOffCpuPerFrameMs\": [");
+            for (size_t i = 0; i < n; i++)
+                fprintf(f, "%s%.4f", i ? "," : "", zo[z][i]);
+            fprintf(f, "]");
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "]}\n");
+    fclose(f);
+    for (int z = 0; z < 3; z++) {
+        free(zs[z]);
+        free(zo[z]);
+    }
+    free(t);
+    free(off);
+    free(busy);
+}
+
+/* Writes runs 1..k of a side into dir/rK.json, seeds seed+K. */
+static void write_sys_side(const char *dir, int k, sysmodel m)
+{
+    uint64_t seed = m.seed;
+    for (int i = 1; i <= k; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "%s/r%d.json", dir, i);
+        m.seed = seed + (uint64_t)i;
+        write_sys_export(name, &m);
+    }
+}
+
+/* A CPU hog beside the current runs only (the worst case: it came and went between runs) lifts
+ * the raw p95 by far more than 10 %; the noise-accounted frame times do not move, so the gate
+ * passes, reports how much of each p95 was off the CPU, and does not blame the zones. */
+static void test_noise_is_not_a_regression(void **state)
+{
+    (void)state;
+    write_sys_side("nz_base", 3, (sysmodel){600, 100, 1.0, 1.0, 0.0, 0.0, 1, 1, 0, 0});
+    write_sys_side("nz_cur", 3, (sysmodel){600, 200, 1.0, 1.0, 0.3, 1.0, 1, 1, 0, 0});
+    mprof_gate_result *r = compare("nz_base", "nz_cur", NULL);
+    assert_int_equal(r->noise_model, 2);
+    assert_true(r->raw_p95_ratio > 1.15); /* the seed's bare rule would fail this build */
+    assert_true(r->p95_ratio > 0.95 && r->p95_ratio < 1.05);
+    assert_false(r->magnitude);
+    assert_int_equal(r->verdict, MPROF_GATE_PASS);
+    assert_non_null(strstr(r->reason, "noise accounted"));
+    /* Baseline p95 frames: only Jobs::wait off the CPU (~2 of ~15 ms); current: preemption. */
+    assert_true(r->base_p95_off_share > 0.10 && r->base_p95_off_share < 0.16);
+    assert_true(r->cur_p95_off_share > 0.30);
+    /* The Renderer's wall-clock self time grew with the preemption, its on-CPU time did not. */
+    for (size_t i = 0; i < r->n_zones; i++) {
+        assert_true(r->zones[i].on_cpu);
+        if (strcmp(r->zones[i].name, "Renderer::draw") == 0)
+            assert_true(r->zones[i].cur_off_ms > 0.5 && fabs(r->zones[i].delta_ms) < 0.1);
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(mprof__gate_write_json(r, f), 0);
+    fclose(f);
+    cJSON *j = cJSON_Parse(buf);
+    assert_non_null(j);
+    cJSON *nz = cJSON_GetObjectItem(j, "noise");
+    assert_string_equal(cJSON_GetObjectItem(nz, "model")->valuestring, "off-cpu-machine-busy");
+    assert_true(cJSON_GetObjectItem(nz, "currentP95OffCpuShare")->valuedouble > 0.30);
+    assert_true(cJSON_GetObjectItem(j, "rawP95Ratio")->valuedouble > 1.15);
+    cJSON_Delete(j);
+    free(buf);
+    mprof__gate_result_free(r);
+
+    /* Without frameMachineBusy (context switches only), all off-CPU time counts as noise. */
+    write_sys_side("nz_base1", 3, (sysmodel){600, 100, 1.0, 1.0, 0.0, 0.0, 0, 1, 0, 0});
+    write_sys_side("nz_cur1", 3, (sysmodel){600, 200, 1.0, 1.0, 0.3, 1.0, 0, 1, 0, 0});
+    r = compare("nz_base1", "nz_cur1", NULL);
+    assert_int_equal(r->noise_model, 1);
+    assert_int_equal(r->verdict, MPROF_GATE_PASS);
+    mprof__gate_result_free(r);
+
+    /* One side without system tracing: today's statistics on raw frame times, and it says so. */
+    write_export("nz_plain/r1.json", &(model){600, 1, 1.0, 0, "h"});
+    r = compare("nz_plain", "nz_cur", &(mprof_gate_opts){.allow_different_machines = 1});
+    assert_int_equal(r->noise_model, 0);
+    assert_true(r->base_p95_off_share < 0);
+    int said = 0;
+    for (size_t i = 0; i < r->n_warnings; i++)
+        said |= strstr(r->warnings[i], "no system tracing in") != NULL;
+    assert_true(said);
+    mprof__gate_result_free(r);
+}
+
+/* Renderer 30 % slower on the CPU, with the hog beside both sides (interleaved runs): a
+ * regression named after the Renderer; Jobs::wait, whose off-CPU wait grew with the hog, is not
+ * blamed. The same data with Physics 15 % slower (~4 % of the frame) is no regression. */
+static void test_attribution_on_cpu(void **state)
+{
+    (void)state;
+    write_sys_side("at_base", 3, (sysmodel){600, 300, 1.0, 1.0, 0.2, 0.6, 1, 1, 0, 0});
+    write_sys_side("at_cur", 3, (sysmodel){600, 400, 1.3, 1.0, 0.2, 0.6, 1, 1, 0, 0});
+    mprof_gate_result *r = compare("at_base", "at_cur", NULL);
+    if (r->verdict != MPROF_GATE_REGRESSION)
+        fail_msg("verdict %d: %s", (int)r->verdict, r->reason);
+    assert_string_equal(r->zones[0].name, "Renderer::draw");
+    assert_true(r->zones[0].significant && r->zones[0].on_cpu);
+    assert_true(r->zones[0].delta_ms > 2.0 && r->zones[0].delta_ms < 2.9);
+    for (size_t i = 0; i < r->n_zones; i++)
+        if (strcmp(r->zones[i].name, "Jobs::wait") == 0)
+            assert_false(r->zones[i].significant);
+    assert_non_null(strstr(r->reason, "\"Renderer::draw\""));
+    assert_non_null(strstr(r->reason, "on-CPU"));
+    mprof__gate_result_free(r);
+
+    write_sys_side("at_phys", 3, (sysmodel){600, 500, 1.0, 1.15, 0.2, 0.6, 1, 1, 0, 0});
+    r = compare("at_base", "at_phys", NULL);
+    assert_int_equal(r->verdict, MPROF_GATE_PASS);
+    assert_false(r->magnitude);
+    mprof__gate_result_free(r);
+
+    /* Without per-zone off-CPU times the zones are compared on wall-clock self time. */
+    write_sys_side("at_base_nz", 2, (sysmodel){600, 300, 1.0, 1.0, 0.2, 0.6, 1, 0, 0, 0});
+    write_sys_side("at_cur_nz", 2, (sysmodel){600, 400, 1.3, 1.0, 0.2, 0.6, 1, 0, 0, 0});
+    r = compare("at_base_nz", "at_cur_nz", NULL);
+    assert_int_equal(r->verdict, MPROF_GATE_REGRESSION);
+    assert_false(r->zones[0].on_cpu);
+    assert_string_equal(r->zones[0].name, "Renderer::draw");
+    mprof__gate_result_free(r);
+}
+
+/* Most frames 2 ms slower, the slowest ones not: the p95 stays within 10 % but the median moved
+ * by 20 %: a pass with a warning (like DOOM's doubled blit), not a silent pass. */
+static void test_shift_below_threshold_warns(void **state)
+{
+    (void)state;
+    write_sys_side("sh_base", 2, (sysmodel){600, 600, 1.0, 1.0, 0.0, 0.0, 1, 1, 0, 0.1});
+    write_sys_side("sh_cur", 2, (sysmodel){600, 700, 1.0, 1.0, 0.0, 0.0, 1, 1, 3.0, 0.1});
+    write_sys_side("sh_same", 2, (sysmodel){600, 800, 1.0, 1.0, 0.0, 0.0, 1, 1, 0, 0.1});
+    mprof_gate_result *r = compare("sh_base", "sh_cur", NULL);
+    if (r->verdict != MPROF_GATE_PASS)
+        fail_msg("verdict %d: %s", (int)r->verdict, r->reason);
+    assert_true(r->shifted);
+    assert_true(r->p95_ratio < 1.05);
+    int said = 0;
+    for (size_t i = 0; i < r->n_warnings; i++)
+        said |= strstr(r->warnings[i], "distribution shifted") != NULL;
+    assert_true(said);
+    mprof__gate_result_free(r);
+    /* Unchanged: no such warning. */
+    r = compare("sh_base", "sh_same", NULL);
+    assert_false(r->shifted);
+    mprof__gate_result_free(r);
+}
+
+static void test_bad_system_input(void **state)
+{
+    (void)state;
+    const char *pre = "{\"schema\": \"mprof.frames.v1\", \"frameTimesMs\": [1, 2, 3], ";
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s\"system\": {\"contextSwitches\": true}, "
+                              "\"frameOffCpuMs\": [1, 2]}", pre);
+    expect_load_error("sys_len.json", buf, "\"frameOffCpuMs\" has a different length");
+    snprintf(buf, sizeof buf, "%s\"system\": {\"contextSwitches\": true, \"cpuUsage\": true}, "
+                              "\"frameOffCpuMs\": [0, 0, 0], \"frameMachineBusy\": [0, 2, 0]}", pre);
+    expect_load_error("sys_busy.json", buf, "above 1");
+    snprintf(buf, sizeof buf, "%s\"system\": {\"contextSwitches\": 1}}", pre);
+    expect_load_error("sys_bool.json", buf, "\"contextSwitches\" is not true or false");
+    snprintf(buf, sizeof buf, "%s\"system\": []}", pre);
+    expect_load_error("sys_obj.json", buf, "\"system\" is not an object");
+    snprintf(buf, sizeof buf, "%s\"zones\": [{\"name\": \"Z\", \"selfPerFrameMs\": [1, 1, 1], "
+                              "\"selfOffCpuPerFrameMs\": [1, -1, 1]}]}", pre);
+    expect_load_error("sys_zone.json", buf, "not a non-negative number");
 }
 
 static void test_bad_input(void **state)
@@ -452,10 +757,15 @@ int main(void)
         cmocka_unit_test(test_slower_zone_is_regression),
         cmocka_unit_test(test_too_few_frames_inconclusive),
         cmocka_unit_test(test_runs),
+        cmocka_unit_test(test_run_offsets_are_not_evidence),
         cmocka_unit_test(test_tail_only_inconclusive),
         cmocka_unit_test(test_guard_and_skip),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_no_frames_is_bad_input),
+        cmocka_unit_test(test_noise_is_not_a_regression),
+        cmocka_unit_test(test_attribution_on_cpu),
+        cmocka_unit_test(test_shift_below_threshold_warns),
+        cmocka_unit_test(test_bad_system_input),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

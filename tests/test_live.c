@@ -171,10 +171,10 @@ typedef struct game {
     unsigned port;
 } game;
 
-/* Starts live_game on a fresh port; extra args are appended. */
-static void game_start(game *g, const char *history_env, char *const extra[])
+/* Starts live_game on port; extra args are appended. */
+static void game_start_on(game *g, unsigned port, const char *history_env, char *const extra[])
 {
-    g->port = free_port();
+    g->port = port;
     snprintf(g->port_env, sizeof g->port_env, "MPROF_PORT=%u", g->port);
     snprintf(g->out, sizeof g->out, "%s", tmp("game.out"));
     snprintf(g->until, sizeof g->until, "%s", tmp("until"));
@@ -190,6 +190,12 @@ static void game_start(game *g, const char *history_env, char *const extra[])
         argv[n++] = extra[i];
     argv[n] = NULL;
     g->pid = spawn(argv, g->port_env, history_env, g->out);
+}
+
+/* Starts live_game on a fresh port. */
+static void game_start(game *g, const char *history_env, char *const extra[])
+{
+    game_start_on(g, free_port(), history_env, extra);
 }
 
 static int game_finish(game *g)
@@ -296,6 +302,61 @@ static void live_counts_equal_in_process(void **state)
     assert_int_equal(b.by_type[MPROF_EV_PLOT_F64], a.by_type[MPROF_EV_PLOT_F64]);
     assert_int_equal(b.by_type[MPROF_EV_LOST], 0);
     assert_non_null(strstr(slurp(log), "0 events lost"));
+    /* The tool and `mprof report` count events the same way (records the program made, not the
+     * stream's definitions and thread switches). */
+    const char *w = strstr(slurp(log), " s, ");
+    assert_non_null(w);
+    unsigned long long tool_events = strtoull(w + 4, NULL, 10);
+    char cmd[1024], out[4096];
+    snprintf(cmd, sizeof cmd, "%s report --json %s | grep -A1 '\"events\"' | grep '\"total\"'",
+             tu_mprof_bin(), live);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    const char *t = strstr(out, ":");
+    assert_non_null(t);
+    assert_true(tool_events > 0);
+    assert_int_equal(strtoull(t + 1, NULL, 10), tool_events);
+}
+
+/* `mprof capture` started before the program (it waits for it, the usual workflow) holds
+ * every zone, frame and plot from the program's first event, without --history: exactly what
+ * the in-process capture of the same run holds. The process keeps its default history; the
+ * order is made certain by starting the game only once the tool says it is waiting. */
+static void tool_first_gets_everything_from_start(void **state)
+{
+    (void)state;
+    const char *inproc = tmp("first-inproc.mprof");
+    const char *live = tmp("first-live.mprof");
+    const char *log = tmp("first-tool.log");
+    unsigned port = free_port();
+    pid_t tool = tool_start(port, live, log, (char *[]){"--wait", "30", NULL});
+    for (int t = 0; t < 10000 && !strstr(slurp(log), "waiting for a process"); t += 10)
+        sleep_ms(10);
+    assert_non_null(strstr(slurp(log), "waiting for a process"));
+    game g;
+    game_start_on(&g, port, NULL,
+                  (char *[]){"--frames", "150", "--frame-ms", "2", "--capture", (char *)inproc,
+                             NULL});
+    assert_int_equal(wait_for(g.ready, 0, 10000), 0);
+    assert_int_equal(wait_for(live, 400, 10000), 0); /* connected, the stream has begun */
+    assert_int_equal(game_finish(&g), 0);
+    assert_int_equal(wait_exit(tool, 10000), 0);
+    assert_non_null(strstr(slurp(log), "from the process's first event"));
+    tu_counts a, b;
+    assert_int_equal(tu_count_capture(inproc, &a), 0);
+    assert_int_equal(tu_count_capture(live, &b), 0);
+    assert_true(b.st.complete);
+    assert_true(a.by_type[MPROF_EV_FRAME_MARK] >= 150);
+    assert_int_equal(b.by_type[MPROF_EV_ZONE_BEGIN], a.by_type[MPROF_EV_ZONE_BEGIN]);
+    assert_int_equal(b.by_type[MPROF_EV_ZONE_END], a.by_type[MPROF_EV_ZONE_END]);
+    assert_int_equal(b.by_type[MPROF_EV_FRAME_MARK], a.by_type[MPROF_EV_FRAME_MARK]);
+    assert_int_equal(b.by_type[MPROF_EV_PLOT_I64], a.by_type[MPROF_EV_PLOT_I64]);
+    assert_int_equal(b.by_type[MPROF_EV_PLOT_F64], a.by_type[MPROF_EV_PLOT_F64]);
+    assert_int_equal(b.by_type[MPROF_EV_LOST], 0);
+    int unresolved, named;
+    int64_t min_idx;
+    assert_int_equal(zone_count(live, "early_zone", &unresolved, &named, &min_idx), 20);
+    assert_int_equal(unresolved, 0);
+    assert_int_equal(min_idx, 0);
 }
 
 /* A tool that connects late gets every definition; with --history it also gets the frames from
@@ -744,6 +805,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(live_counts_equal_in_process, cleanup),
         cmocka_unit_test_teardown(late_connection_and_history, cleanup),
+        cmocka_unit_test_teardown(tool_first_gets_everything_from_start, cleanup),
         cmocka_unit_test_teardown(killed_tool_leaves_game_running_and_file_readable, cleanup),
         cmocka_unit_test_teardown(killed_game_leaves_file_readable, cleanup),
         cmocka_unit_test_teardown(slow_tool_drops_are_counted, cleanup),

@@ -252,6 +252,73 @@ static void test_os_clock_fallback(void **state)
     check_sleep_zone(path);
 }
 
+/* Timestamp deltas stored in units of the counter's step (TS_SCALE) come back exact: each zone
+ * begins between two counter reads the program made around it (recorded as the zone's value),
+ * across many small chunks, with the measured step and with a step of 4 that most deltas do
+ * not fit (the collector must then drop the scale for the rest of the chunk). */
+static void check_scaled_timestamps(const char *step)
+{
+    if (step)
+        setenv("MPROF_TIMER_STEP", step, 1);
+    const char *path = tu_temp_path("scale.mprof");
+    mprof_config cfg = {0};
+    cfg.capture_path = path;
+    cfg.listen = MPROF_TOGGLE_OFF;
+    cfg.chunk_bytes = 4096;
+    assert_int_equal(mprof_startup(&cfg), MPROF_OK);
+    enum { N = 20000 };
+    for (int i = 0; i < N; i++) {
+        uint64_t before = mprof__ticks();
+        MPROF_ZONE_BEGIN("scaled");
+        MPROF_ZONE_VALUE(before);
+        MPROF_ZONE_END();
+    }
+    uint64_t after = mprof__ticks();
+    mprof_shutdown();
+    unsetenv("MPROF_TIMER_STEP");
+
+    char err[256];
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    assert_non_null(r);
+    double ns_per_tick = strtod(mprof_reader_info(r, "ns_per_tick"), NULL);
+    uint64_t tick0 = strtoull(mprof_reader_info(r, "tick0"), NULL, 10);
+    mprof_event ev;
+    int64_t begin = INT64_MIN, prev_end = INT64_MIN, prev_before = INT64_MIN;
+    uint64_t zones = 0, values = 0;
+    while (mprof_reader_next(r, &ev) == 1) {
+        if (ev.type == MPROF_EV_ZONE_BEGIN) {
+            begin = ev.ts_ns;
+            assert_true(begin >= prev_end);
+            zones++;
+        } else if (ev.type == MPROF_EV_ZONE_VALUE) {
+            /* The counter was read before the begin; the same conversion as the reader's. */
+            int64_t b = (int64_t)((double)(int64_t)(ev.u[0] - tick0) * ns_per_tick);
+            assert_true(b <= begin + 1);
+            assert_true(b >= prev_before);
+            prev_before = b;
+            values++;
+        } else if (ev.type == MPROF_EV_ZONE_END) {
+            assert_true(ev.ts_ns >= begin);
+            prev_end = ev.ts_ns;
+        }
+    }
+    assert_string_equal(mprof_reader_error(r), "");
+    mprof_reader_stats st;
+    mprof_reader_get_stats(r, &st);
+    assert_true(st.chunks > 20);
+    mprof_reader_close(r);
+    assert_int_equal(zones, N);
+    assert_int_equal(values, N);
+    assert_true(prev_end <= (int64_t)((double)(int64_t)(after - tick0) * ns_per_tick) + 1);
+}
+
+static void test_scaled_timestamps_exact(void **state)
+{
+    (void)state;
+    check_scaled_timestamps(NULL);
+    check_scaled_timestamps("4");
+}
+
 /* ---- threads -------------------------------------------------------------------------------- */
 
 typedef struct worker_arg {
@@ -405,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_every_macro),
         cmocka_unit_test(test_clock_measures_time),
         cmocka_unit_test(test_os_clock_fallback),
+        cmocka_unit_test(test_scaled_timestamps_exact),
         cmocka_unit_test(test_threads_exact_counts),
         cmocka_unit_test(test_tiny_cap_counts_drops),
         cmocka_unit_test(test_startup_twice_and_restart),

@@ -260,6 +260,42 @@ static void test_correlated(void **state)
     free(b);
 }
 
+/* Student's t quantiles against the tables (exact for 1 and 2 degrees of freedom), and the
+ * run-level interval on hand-worked values. */
+static void test_t_and_run_interval(void **state)
+{
+    (void)state;
+    assert_float_equal(mprof__t_isf(0.025, 1), 12.7062047, 1e-6);
+    assert_float_equal(mprof__t_isf(0.025, 1.7), 12.7062047, 1e-6); /* taken as 1: wider */
+    assert_float_equal(mprof__t_isf(0.025, 2), 4.30265273, 1e-6);
+    assert_float_equal(mprof__t_isf(0.025, 3), 3.18245, 3.18245 * 0.002);
+    assert_float_equal(mprof__t_isf(0.025, 4), 2.77645, 2.77645 * 0.002);
+    assert_float_equal(mprof__t_isf(0.025, 10), 2.22814, 2.22814 * 0.002);
+    assert_float_equal(mprof__t_isf(0.05, 30), 1.69726, 1.69726 * 0.002);
+    assert_true(isinf(mprof__t_isf(0.025, 0)));
+
+    /* logs: base {0, 0.2}, cur {0.5, 0.7}; difference 0.5, pooled variance 0.02, standard error
+     * sqrt(0.02 (1/2 + 1/2)), 2 degrees of freedom: exp(0.5 -+ 4.3027 * 0.14142). */
+    double b[2] = {1.0, exp(0.2)}, c[2] = {exp(0.5), exp(0.7)};
+    mprof_ratio_ci ci;
+    double df;
+    assert_int_equal(mprof__runs_log_ratio_ci(b, 2, c, 2, 0.95, &ci, &df), 0);
+    assert_float_equal(df, 2.0, 0);
+    assert_float_equal(ci.point, exp(0.5), 1e-12);
+    assert_float_equal(ci.lo, 0.8971905721613571, 1e-9);
+    assert_float_equal(ci.hi, 3.0297708344288865, 1e-9);
+    /* No spread between runs: the interval is the point. */
+    double b2[3] = {2, 2, 2}, c2[3] = {3, 3, 3};
+    assert_int_equal(mprof__runs_log_ratio_ci(b2, 3, c2, 3, 0.95, &ci, &df), 0);
+    assert_float_equal(ci.lo, 1.5, 1e-12);
+    assert_float_equal(ci.hi, 1.5, 1e-12);
+    assert_float_equal(df, 4.0, 0);
+    /* One run on a side, or a non-positive value: refused. */
+    assert_int_equal(mprof__runs_log_ratio_ci(b2, 1, c2, 3, 0.95, &ci, &df), -1);
+    double z[2] = {0, 1};
+    assert_int_equal(mprof__runs_log_ratio_ci(z, 2, c2, 3, 0.95, &ci, &df), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -271,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_mwu_large_shift),
         cmocka_unit_test(test_bootstrap),
         cmocka_unit_test(test_correlated),
+        cmocka_unit_test(test_t_and_run_interval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,6 +52,9 @@ static const char *const help =
     "                    chunks past it are dropped and counted as lost events\n"
     "  --history SECONDS also capture up to this many seconds from before the connection (the\n"
     "                    process keeps MPROF_HISTORY_SECONDS of history, default 5)\n"
+    "                    A capture started before the process (the tool had to wait for it)\n"
+    "                    starts at the process's first event without --history: it asks for\n"
+    "                    everything the process kept since it started.\n"
     "  --wait SECONDS    give up if no process answers within this time (default: wait\n"
     "                    forever, retrying)\n"
     "  --fail-on-lost    exit 1 when events were lost\n"
@@ -318,7 +321,7 @@ int cmd_capture(int argc, char **argv)
 
     /* Connect, retrying until the process appears. */
     uint64_t t_start = now_ns();
-    int said = 0;
+    int said = 0, waited = 0;
     char why[256] = "";
     for (;;) {
         c.sock = connect_once(&c, why, sizeof why);
@@ -333,6 +336,7 @@ int cmd_capture(int argc, char **argv)
             return tool_error("capture", EXIT_CONNECT,
                               "no process is listening on %s:%u (%s); waited %.1f s", c.address,
                               c.port, why, c.wait);
+        waited = 1;
         if (!said) {
             fprintf(stderr, "mprof capture: waiting for a process on %s:%u...\n", c.address, c.port);
             said = 1;
@@ -343,12 +347,15 @@ int cmd_capture(int argc, char **argv)
     int one = 1;
     setsockopt(c.sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 
-    /* Handshake. */
+    /* Handshake. A tool that had to wait for the process was started before it, so the capture
+     * starts at the process's first event: the process has just started listening and its
+     * history ring holds everything since its start, which the tool asks for. */
+    double history = waited ? 86400 : c.history;
     unsigned char hb[MPROF_WIRE_HELLO_BYTES];
     mprof_wire_hello hello = {.version = MPROF_WIRE_VERSION,
-                              .flags = c.history > 0 ? MPROF_WIRE_F_HISTORY : 0,
+                              .flags = history > 0 ? MPROF_WIRE_F_HISTORY : 0,
                               /* more than a day of history is a day (the field is 32-bit ms) */
-                              .history_ms = (uint32_t)((c.history < 86400 ? c.history : 86400) * 1000.0),
+                              .history_ms = (uint32_t)((history < 86400 ? history : 86400) * 1000.0),
                               .queue_mib = (uint32_t)c.mib};
     mprof_wire_encode_hello(hb, &hello);
     if (send(c.sock, hb, sizeof hb, MSG_NOSIGNAL) != (ssize_t)sizeof hb) {
@@ -409,7 +416,7 @@ int cmd_capture(int argc, char **argv)
     if (!io_failed)
         fprintf(stderr, "mprof capture: capturing %s (pid %s) at %s:%u into %s%s\n",
                 c.app[0] ? c.app : "?", c.pid[0] ? c.pid : "?", c.address, c.port, c.out_path,
-                c.history > 0 ? " (with history)" : "");
+                waited ? " (from the process's first event)" : c.history > 0 ? " (with history)" : "");
 
     uint64_t t0 = now_ns(), last_progress = 0, stop_sent_at = 0;
     int exit_code = EXIT_OK, eof = 0;

@@ -15,6 +15,7 @@
 
 #include "analysis/frames_export.h"
 #include "analysis/gate.h"
+#include "ci_store.h"
 #include "format/format.h"
 #include "mprof_tool.h"
 
@@ -43,7 +44,7 @@ static const char *const help =
     "exports its frames into DIR/current/, gates them against the baseline when there is one,\n"
     "and writes DIR/ci-report.json (schema mprof.ciReport.v1): git SHA, command and exit code,\n"
     "capture path and size, events lost, frame count and percentiles, baseline p95, threshold,\n"
-    "verdict, reasons and timings.\n"
+    "verdict, reasons (failures only), warnings, every run, and timings.\n"
     "\n"
     "Options:\n"
     "  --output-dir DIR          where everything goes (default Saved/Profiling/mprofCI)\n"
@@ -59,6 +60,18 @@ static const char *const help =
     "  --drain-seconds S         how long the capture may take to finish after the command\n"
     "                            ends before it is stopped (default 10)\n"
     "  --fail-on-inconclusive    exit 1 when the gate is inconclusive (default: exit 0, noted)\n"
+    "  --store URL               record the run in a run store: sqlite:PATH or\n"
+    "                            postgresql://... (docs/STORE.md)\n"
+    "  --baseline store[:last=N] gate against the last N (default 5) passing runs of this host\n"
+    "                            and build type in the --store\n"
+    "  --runs N                  run COMMAND N times and gate on all of them (default 3; the\n"
+    "                            gate needs 2 or more runs per side to call anything significant)\n"
+    "  --baseline-cmd CMD        also run the baseline build's command (a shell command line)\n"
+    "                            N times, interleaved with COMMAND (baseline 1, current 1,\n"
+    "                            baseline 2, ...) on the same machine, and gate against those\n"
+    "                            runs (DIR/baseline-runs/) instead of --baseline\n"
+    "  --expect-exit CODES       exit statuses the commands may end with, comma-separated\n"
+    "                            (default 0; e.g. 0,255 for a timedemo that exits 255)\n"
     "  --self-test               check this installation: run a built-in instrumented workload\n"
     "                            against its own baseline (must pass) and with Physics made 30 %\n"
     "                            slower (must be a regression naming Physics)\n"
@@ -72,9 +85,15 @@ static const char *const help =
     "Exit status: 0 pass (also no baseline, or inconclusive without --fail-on-inconclusive);\n"
     "1 regression, the command failed, or too many events were lost; 2 usage error; 3 the\n"
     "artifact is missing or invalid, the run has no frames, the gate refused the input (bad\n"
-    "input), or an output cannot be written.\n";
+    "input), or an output cannot be written; 4 the run store (--store, --baseline store) could\n"
+    "not be used though the run itself passed (ci-report.json is written and says why).\n";
 
 #define DEFAULT_DIR "Saved/Profiling/mprofCI"
+#define DEFAULT_RUNS 3
+
+#define MAX_RUNS 64      /* --runs at most; both sides' runs are recorded */
+#define MAX_EXPECT 16    /* --expect-exit codes at most */
+#define MAX_REASONS 16
 
 typedef struct ci_opts {
     const char *dir, *artifact, *baseline, *address;
@@ -86,14 +105,36 @@ typedef struct ci_opts {
     int fail_on_inconclusive;
     char **command;
     int n_command;
+    int runs;                 /* --runs: runs of the command (and of the baseline command) */
+    const char *baseline_cmd; /* --baseline-cmd, as given */
+    char **baseline_argv;     /* the baseline command's argv (sh -c CMD), or NULL */
+    int expect_exit[MAX_EXPECT]; /* --expect-exit: accepted exit statuses; none given: 0 */
+    int n_expect_exit;
     int quiet; /* self-test: one line per step instead of the command's output */
+    const char *store; /* --store URL: the run store (tools/ci_store.c) */
 } ci_opts;
+
+/* One run of one side, for the report's runs[]. */
+typedef struct ci_run_rec {
+    int baseline, index, code;
+    int cmd_exit, cmd_signal, cmd_ran, valid;
+    long frames;
+    double p95, seconds;
+    long long events_lost;
+    char source[16];
+    char artifact[1100], export_path[1300];
+} ci_run_rec;
 
 typedef struct ci_result {
     char verdict[32];
     int exit_code;
-    char reasons[8][512];
+    char reasons[MAX_REASONS][512];
     int n_reasons;
+    char warnings[MAX_REASONS][640];
+    int n_warnings;
+    ci_run_rec runs[MAX_RUNS];
+    int n_runs;
+    int cmd_failed_seen;
     char git_sha[128];
     int cmd_exit, cmd_signal, cmd_ran;
     int capture_exit;
@@ -127,12 +168,42 @@ __attribute__((format(printf, 2, 3)))
 #endif
 static void reason(ci_result *r, const char *fmt, ...)
 {
-    if (r->n_reasons >= 8)
+    if (r->n_reasons >= MAX_REASONS)
         return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(r->reasons[r->n_reasons++], sizeof r->reasons[0], fmt, ap);
     va_end(ap);
+}
+
+/* What the report should say that is not a failure (the gate's warnings, an inconclusive gate). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void warning(ci_result *r, const char *fmt, ...)
+{
+    if (r->n_warnings >= MAX_REASONS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->warnings[r->n_warnings++], sizeof r->warnings[0], fmt, ap);
+    va_end(ap);
+}
+
+/* An exit status the command may end with: --expect-exit's list, or 0 without it. */
+static int exit_expected(const ci_opts *o, int code)
+{
+    if (o->n_expect_exit == 0)
+        return code == 0;
+    for (int i = 0; i < o->n_expect_exit; i++)
+        if (o->expect_exit[i] == code)
+            return 1;
+    return 0;
+}
+
+static int baseline_given(const ci_opts *o)
+{
+    return o->baseline || o->baseline_argv;
 }
 
 static double now_s(void)
@@ -216,7 +287,8 @@ static int wait_until(pid_t pid, double deadline, int *status)
     }
 }
 
-static pid_t spawn_capture(const ci_opts *o, const char *self, const char *log)
+static pid_t spawn_capture(const ci_opts *o, const char *self, const char *artifact,
+                           const char *log)
 {
     char port[16], secs[32];
     snprintf(port, sizeof port, "%u", o->port);
@@ -232,7 +304,7 @@ static pid_t spawn_capture(const ci_opts *o, const char *self, const char *log)
     argv[k++] = self;
     argv[k++] = "capture";
     argv[k++] = "-o";
-    argv[k++] = o->artifact;
+    argv[k++] = artifact;
     argv[k++] = "-f";
     argv[k++] = "-a";
     argv[k++] = o->address;
@@ -249,7 +321,7 @@ static pid_t spawn_capture(const ci_opts *o, const char *self, const char *log)
     _exit(127);
 }
 
-static pid_t spawn_command(const ci_opts *o, const char *sha, const char *inprocess)
+static pid_t spawn_command(const ci_opts *o, char **argv, const char *sha, const char *inprocess)
 {
     char port[16];
     snprintf(port, sizeof port, "%u", o->port);
@@ -268,8 +340,8 @@ static pid_t spawn_command(const ci_opts *o, const char *sha, const char *inproc
         FILE *f = freopen("/dev/null", "w", stdout);
         (void)f;
     }
-    execvp(o->command[0], o->command);
-    fprintf(stderr, "mprof ci: cannot run '%s': %s\n", o->command[0], strerror(errno));
+    execvp(argv[0], argv);
+    fprintf(stderr, "mprof ci: cannot run '%s': %s\n", argv[0], strerror(errno));
     _exit(127);
 }
 
@@ -387,12 +459,11 @@ static int write_file_with(const char *path, const mprof_gate_result *g,
     return rc;
 }
 
-static void run_gate(const ci_opts *o, ci_result *r)
+static void run_gate(const ci_opts *o, const char *baseline, const char *current, ci_result *r)
 {
     char err[1024];
-    mprof_gate_side *b = mprof__gate_load(o->baseline, o->skip_frames, err, sizeof err);
-    mprof_gate_side *c = b ? mprof__gate_load(r->export_path, o->skip_frames, err, sizeof err)
-                           : NULL;
+    mprof_gate_side *b = mprof__gate_load(baseline, o->skip_frames, err, sizeof err);
+    mprof_gate_side *c = b ? mprof__gate_load(current, o->skip_frames, err, sizeof err) : NULL;
     mprof_gate_opts go = {0};
     go.threshold_pct = o->threshold > 0 ? o->threshold : (o->threshold == 0 ? -1 : 10);
     go.skip_frames = o->skip_frames;
@@ -407,9 +478,11 @@ static void run_gate(const ci_opts *o, ci_result *r)
     }
     r->have_baseline = 1;
     r->base_p95 = g->base.p95_ms;
+    for (size_t i = 0; i < g->n_warnings; i++)
+        warning(r, "gate: %s", g->warnings[i]);
     snprintf(r->gate_verdict, sizeof r->gate_verdict, "%s", mprof__gate_verdict_name(g->verdict));
     snprintf(r->gate_reason, sizeof r->gate_reason, "%s", g->reason);
-    if (g->n_zones > 0)
+    if (g->n_zones > 0 && g->zones[0].significant) /* only a zone that grew is named */
         snprintf(r->top_zone, sizeof r->top_zone, "%s", g->zones[0].name);
     snprintf(r->gate_json, sizeof r->gate_json, "%s/gate-report.json", o->dir);
     snprintf(r->gate_md, sizeof r->gate_md, "%s/gate-report.md", o->dir);
@@ -423,6 +496,12 @@ static void run_gate(const ci_opts *o, ci_result *r)
     else if (g->verdict == MPROF_GATE_BAD_INPUT)
         reason(r, "the gate refused: %s", g->reason);
     mprof__gate_result_free(g);
+}
+
+/* Milliseconds as the frame export writes them (%.6f). */
+static double round_ms(double v)
+{
+    return isfinite(v) ? round(v * 1e6) / 1e6 : v;
 }
 
 static void add_num_or_null(cJSON *o, const char *k, int have, double v)
@@ -444,6 +523,9 @@ static int write_report(const ci_opts *o, const ci_result *r, const char *path)
     cJSON *rs = cJSON_AddArrayToObject(j, "reasons");
     for (int i = 0; rs && i < r->n_reasons; i++)
         cJSON_AddItemToArray(rs, cJSON_CreateString(r->reasons[i]));
+    cJSON *ws = cJSON_AddArrayToObject(j, "warnings");
+    for (int i = 0; ws && i < r->n_warnings; i++)
+        cJSON_AddItemToArray(ws, cJSON_CreateString(r->warnings[i]));
     if (r->git_sha[0])
         cJSON_AddStringToObject(j, "gitSha", r->git_sha);
     else
@@ -474,15 +556,27 @@ static int write_report(const ci_opts *o, const ci_result *r, const char *path)
     cJSON_AddNumberToObject(j, "maxEventsLost", (double)o->max_lost);
     int have_frames = r->export_path[0] && r->frames >= 0;
     add_num_or_null(j, "frameCount", have_frames, (double)r->frames);
-    add_num_or_null(j, "p50FrameTimeMs", have_frames, r->p50);
-    add_num_or_null(j, "p90FrameTimeMs", have_frames, r->p90);
-    add_num_or_null(j, "p95FrameTimeMs", have_frames, r->p95);
-    add_num_or_null(j, "p99FrameTimeMs", have_frames, r->p99);
-    if (o->baseline)
+    add_num_or_null(j, "p50FrameTimeMs", have_frames, round_ms(r->p50));
+    add_num_or_null(j, "p90FrameTimeMs", have_frames, round_ms(r->p90));
+    add_num_or_null(j, "p95FrameTimeMs", have_frames, round_ms(r->p95));
+    add_num_or_null(j, "p99FrameTimeMs", have_frames, round_ms(r->p99));
+    char base_runs[1200];
+    snprintf(base_runs, sizeof base_runs, "%s/baseline-runs", o->dir);
+    if (o->baseline_argv)
+        cJSON_AddStringToObject(j, "baseline", base_runs);
+    else if (o->baseline)
         cJSON_AddStringToObject(j, "baseline", o->baseline);
     else
         cJSON_AddNullToObject(j, "baseline");
-    add_num_or_null(j, "baselineP95FrameTimeMs", r->have_baseline, r->base_p95);
+    if (o->baseline_cmd)
+        cJSON_AddStringToObject(j, "baselineCommand", o->baseline_cmd);
+    else
+        cJSON_AddNullToObject(j, "baselineCommand");
+    cJSON_AddNumberToObject(j, "runsPerSide", o->runs);
+    cJSON *ee = cJSON_AddArrayToObject(j, "expectExit");
+    for (int i = 0; ee && i < (o->n_expect_exit ? o->n_expect_exit : 1); i++)
+        cJSON_AddItemToArray(ee, cJSON_CreateNumber(o->n_expect_exit ? o->expect_exit[i] : 0));
+    add_num_or_null(j, "baselineP95FrameTimeMs", r->have_baseline, round_ms(r->base_p95));
     cJSON_AddNumberToObject(j, "thresholdPct", o->threshold >= 0 ? o->threshold : 10);
     if (r->gate_verdict[0]) {
         cJSON *g = cJSON_AddObjectToObject(j, "gate");
@@ -503,6 +597,32 @@ static int write_report(const ci_opts *o, const ci_result *r, const char *path)
         cJSON_AddStringToObject(j, "frameExport", r->export_path);
     else
         cJSON_AddNullToObject(j, "frameExport");
+    cJSON *runs = cJSON_AddArrayToObject(j, "runs");
+    for (int i = 0; runs && i < r->n_runs; i++) {
+        const ci_run_rec *rec = &r->runs[i];
+        cJSON *x = cJSON_CreateObject();
+        if (!x)
+            break;
+        cJSON_AddStringToObject(x, "side", rec->baseline ? "baseline" : "current");
+        cJSON_AddNumberToObject(x, "run", rec->index);
+        cJSON_AddBoolToObject(x, "ok", rec->code == EXIT_OK);
+        add_num_or_null(x, "commandExitCode", rec->cmd_ran && !rec->cmd_signal, rec->cmd_exit);
+        add_num_or_null(x, "commandSignal", rec->cmd_signal != 0, rec->cmd_signal);
+        add_num_or_null(x, "frameCount", rec->frames >= 0, (double)rec->frames);
+        add_num_or_null(x, "p95FrameTimeMs", rec->frames > 0, round_ms(rec->p95));
+        add_num_or_null(x, "eventsLost", rec->valid, (double)rec->events_lost);
+        cJSON_AddStringToObject(x, "capture", rec->artifact);
+        if (rec->source[0])
+            cJSON_AddStringToObject(x, "source", rec->source);
+        else
+            cJSON_AddNullToObject(x, "source");
+        if (rec->export_path[0])
+            cJSON_AddStringToObject(x, "frameExport", rec->export_path);
+        else
+            cJSON_AddNullToObject(x, "frameExport");
+        cJSON_AddNumberToObject(x, "commandSeconds", round(rec->seconds * 1000) / 1000);
+        cJSON_AddItemToArray(runs, x);
+    }
     cJSON *t = cJSON_AddObjectToObject(j, "timings");
     if (t) {
         cJSON_AddNumberToObject(t, "commandSeconds", round(r->t_command * 1000) / 1000);
@@ -525,40 +645,16 @@ static int write_report(const ci_opts *o, const ci_result *r, const char *path)
     return rc;
 }
 
-/* One CI run. Fills r; returns the exit code. */
-static int ci_run(const ci_opts *o, ci_result *r)
+/* One run of one command (argv) under a live capture to artifact, its frames exported to
+ * r->export_path. r is this run's own result (reasons, capture, frames). Returns EXIT_OK,
+ * EXIT_VERDICT (the command failed, events were lost) or EXIT_IO (no usable artifact, no
+ * export, no frames). */
+static int capture_one(const ci_opts *o, char **argv, const char *side, const char *artifact,
+                       const char *self, ci_result *r)
 {
-    double t0 = now_s();
-    memset(r, 0, sizeof *r);
-    r->artifact_bytes = -1;
-    r->frames = -1;
-    r->capture_exit = -1;
-    snprintf(r->artifact_path, sizeof r->artifact_path, "%s", o->artifact);
-    int io_failure = 0, failed = 0;
-    git_sha(r->git_sha, sizeof r->git_sha);
-    char self[1024];
-    char report_path[1200], current_dir[1200];
-    snprintf(report_path, sizeof report_path, "%s/ci-report.json", o->dir);
-    snprintf(current_dir, sizeof current_dir, "%s/current", o->dir);
-    snprintf(r->capture_log, sizeof r->capture_log, "%s/capture.log", o->dir);
-
-    char art_dir[1024];
-    snprintf(art_dir, sizeof art_dir, "%s", o->artifact);
-    char *slash = strrchr(art_dir, '/');
-    if (slash)
-        *slash = '\0';
-    if (make_dirs(o->dir) || make_dirs(current_dir) || (slash && make_dirs(art_dir))) {
-        reason(r, "cannot create %s: %s", o->dir, strerror(errno));
-        io_failure = 1;
-        goto report;
-    }
-    if (self_path(self, sizeof self)) {
-        reason(r, "cannot find the mprof executable (/proc/self/exe)");
-        io_failure = 1;
-        goto report;
-    }
-    tool_remove_partial(o->artifact);
-
+    int failed = 0;
+    snprintf(r->artifact_path, sizeof r->artifact_path, "%s", artifact);
+    tool_remove_partial(artifact);
     fflush(stdout);
     fflush(stderr);
     /* Ctrl-C reaches the command and the tool (same process group); ci itself stays to collect
@@ -569,18 +665,18 @@ static int ci_run(const ci_opts *o, ci_result *r)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    g_interrupted = 0;
-    pid_t cap = spawn_capture(o, self, r->capture_log);
+    pid_t cap = spawn_capture(o, self, artifact, r->capture_log);
     if (cap < 0) {
         reason(r, "cannot start mprof capture: %s", strerror(errno));
-        io_failure = 1;
-        goto report;
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        return EXIT_IO;
     }
     double tc = now_s();
     char inprocess[1100];
     snprintf(inprocess, sizeof inprocess, "%.1000s/inprocess-capture.mprof", o->dir);
     tool_remove_partial(inprocess);
-    pid_t cmd = spawn_command(o, r->git_sha, inprocess);
+    pid_t cmd = spawn_command(o, argv, r->git_sha, inprocess);
     int status = 0;
     if (cmd < 0) {
         reason(r, "cannot start the command: %s", strerror(errno));
@@ -600,15 +696,18 @@ static int ci_run(const ci_opts *o, ci_result *r)
         r->cmd_ran = 1;
         if (WIFEXITED(status)) {
             r->cmd_exit = WEXITSTATUS(status);
-            if (r->cmd_exit == 127)
-                reason(r, "the command could not be run (exit 127)");
-            else if (r->cmd_exit != 0)
-                reason(r, "the command failed with exit code %d", r->cmd_exit);
+            if (!exit_expected(o, r->cmd_exit)) {
+                if (r->cmd_exit == 127)
+                    reason(r, "the command could not be run (exit 127)");
+                else
+                    reason(r, "the command failed with exit code %d%s", r->cmd_exit,
+                           o->n_expect_exit ? " (not one of --expect-exit)" : "");
+            }
         } else if (WIFSIGNALED(status)) {
             r->cmd_signal = WTERMSIG(status);
             reason(r, "the command was killed by signal %d", r->cmd_signal);
         }
-        failed = r->cmd_exit != 0 || r->cmd_signal != 0;
+        failed = !exit_expected(o, r->cmd_exit) || r->cmd_signal != 0;
     }
     r->t_command = now_s() - tc;
     if (g_interrupted) {
@@ -636,7 +735,7 @@ static int ci_run(const ci_opts *o, ci_result *r)
     r->t_drain = now_s() - td;
 
     int n_before = r->n_reasons;
-    check_artifact(o->artifact, r);
+    check_artifact(artifact, r);
     /* The in-process file is written by the instrumented process itself, so its pid is the one
      * the live capture must show. The direct child's pid is only a stand-in when there is no
      * in-process file: the child may be a wrapper (sh -c, a script) that runs the process. */
@@ -651,7 +750,7 @@ static int ci_run(const ci_opts *o, ci_result *r)
                  "port %u is taken, choose another with --port",
                  r->artifact_pid, own_pid, o->port);
         r->artifact_valid = 0;
-        tool_remove_partial(o->artifact);
+        tool_remove_partial(artifact);
     }
     if (r->artifact_valid) {
         snprintf(r->source, sizeof r->source, "live");
@@ -662,8 +761,8 @@ static int ci_run(const ci_opts *o, ci_result *r)
          * device node, a FIFO or a symlink would destroy it, so then the in-process file
          * stays where it is and is the artifact. */
         struct stat ast;
-        int keep = lstat(o->artifact, &ast) == 0 && !S_ISREG(ast.st_mode);
-        if (tmp.artifact_valid && (keep || rename(inprocess, o->artifact) == 0)) {
+        int keep = lstat(artifact, &ast) == 0 && !S_ISREG(ast.st_mode);
+        if (tmp.artifact_valid && (keep || rename(inprocess, artifact) == 0)) {
             if (keep)
                 snprintf(r->artifact_path, sizeof r->artifact_path, "%s", inprocess);
             r->n_reasons = n_before; /* the live artifact's problems no longer matter */
@@ -687,8 +786,7 @@ static int ci_run(const ci_opts *o, ci_result *r)
         }
     }
     if (!r->artifact_valid) {
-        io_failure = 1;
-        goto report;
+        return EXIT_IO;
     }
     if ((unsigned long long)r->events_lost > o->max_lost) {
         reason(r, "%lld events were lost (at most %llu allowed, --max-lost)", r->events_lost,
@@ -697,26 +795,212 @@ static int ci_run(const ci_opts *o, ci_result *r)
     }
 
     double te = now_s();
-    snprintf(r->export_path, sizeof r->export_path, "%s/frames.json", current_dir);
     char err[1024];
     if (mprof__export_frames(r->artifact_path, r->export_path, err, sizeof err) != 0) {
         reason(r, "the frame export failed: %s", err);
         r->export_path[0] = '\0';
-        io_failure = 1;
-        goto report;
+        return EXIT_IO;
     }
     read_export(r->export_path, r);
     r->t_export = now_s() - te;
     if (r->frames == 0) {
         /* Nothing to measure or compare: a broken run, not a pass with no baseline. */
-        reason(r, "no frames in CURRENT: the run recorded no frame marks");
+        reason(r, "no frames in %s: the run recorded no frame marks", side);
+        return EXIT_IO;
+    }
+
+    return failed ? EXIT_VERDICT : EXIT_OK;
+}
+
+/* Removes the frame exports a previous `mprof ci` left in dir (frames.json, frames-K.json), so
+ * that a side holds this invocation's runs only. */
+static void clear_exports(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[1400];
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (strncmp(e->d_name, "frames", 6) != 0 || l < 11 || strcmp(e->d_name + l - 5, ".json"))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
+/* Adds one run's outcome to the invocation's result: its record, and its reasons prefixed with
+ * the run when there are several. */
+static void add_run(const ci_opts *o, ci_result *r, const ci_result *one, int baseline, int k,
+                    int code)
+{
+    if (r->n_runs < MAX_RUNS) {
+        ci_run_rec *rec = &r->runs[r->n_runs++];
+        rec->baseline = baseline;
+        rec->index = k;
+        rec->code = code;
+        rec->cmd_exit = one->cmd_exit;
+        rec->cmd_signal = one->cmd_signal;
+        rec->cmd_ran = one->cmd_ran;
+        rec->frames = one->frames;
+        rec->p95 = one->p95;
+        rec->events_lost = one->events_lost;
+        rec->valid = one->artifact_valid;
+        snprintf(rec->source, sizeof rec->source, "%s", one->source);
+        snprintf(rec->artifact, sizeof rec->artifact, "%s", one->artifact_path);
+        if (one->frames >= 0)
+            snprintf(rec->export_path, sizeof rec->export_path, "%s", one->export_path);
+        rec->seconds = one->t_command;
+    }
+    for (int i = 0; i < one->n_reasons; i++) {
+        if (o->runs > 1 || baseline)
+            reason(r, "%s run %d: %s", baseline ? "baseline" : "current", k, one->reasons[i]);
+        else
+            reason(r, "%s", one->reasons[i]);
+    }
+}
+
+/* One CI invocation: runs runs of the command (interleaved with the baseline command when there
+ * is one: baseline 1, current 1, baseline 2, ...), gates the current runs against the baseline
+ * and writes the report. Fills r; returns the exit code. */
+static int ci_run(const ci_opts *o, ci_result *r)
+{
+    double t0 = now_s();
+    ci_opts from_store; /* o with --baseline store replaced by the store's exports */
+    memset(r, 0, sizeof *r);
+    r->artifact_bytes = -1;
+    r->frames = -1;
+    r->capture_exit = -1;
+    snprintf(r->artifact_path, sizeof r->artifact_path, "%s", o->artifact);
+    int io_failure = 0, failed = 0;
+    git_sha(r->git_sha, sizeof r->git_sha);
+    char self[1024];
+    char report_path[1200], current_dir[1200], runs_dir[1200], base_runs_dir[1200];
+    snprintf(report_path, sizeof report_path, "%s/ci-report.json", o->dir);
+    snprintf(current_dir, sizeof current_dir, "%s/current", o->dir);
+    snprintf(runs_dir, sizeof runs_dir, "%s/runs", o->dir);
+    snprintf(base_runs_dir, sizeof base_runs_dir, "%s/baseline-runs", o->dir);
+    snprintf(r->capture_log, sizeof r->capture_log, "%s/capture.log", o->dir);
+
+    char art_dir[1024];
+    snprintf(art_dir, sizeof art_dir, "%s", o->artifact);
+    char *slash = strrchr(art_dir, '/');
+    if (slash)
+        *slash = '\0';
+    if (make_dirs(o->dir) || make_dirs(current_dir) || (slash && make_dirs(art_dir)) ||
+        ((o->runs > 1 || o->baseline_argv) && make_dirs(runs_dir)) ||
+        (o->baseline_argv && make_dirs(base_runs_dir))) {
+        reason(r, "cannot create %s: %s", o->dir, strerror(errno));
         io_failure = 1;
         goto report;
     }
+    if (self_path(self, sizeof self)) {
+        reason(r, "cannot find the mprof executable (/proc/self/exe)");
+        io_failure = 1;
+        goto report;
+    }
+    clear_exports(current_dir);
+    if (o->baseline_argv)
+        clear_exports(base_runs_dir);
+    g_interrupted = 0;
 
-    if (o->baseline) {
+    for (int k = 1; k <= o->runs && !g_interrupted; k++) {
+        for (int side = o->baseline_argv ? 1 : 0; side >= 0 && !g_interrupted; side--) {
+            ci_result one;
+            memset(&one, 0, sizeof one);
+            one.artifact_bytes = -1;
+            one.frames = -1;
+            one.capture_exit = -1;
+            memcpy(one.git_sha, r->git_sha, sizeof one.git_sha);
+            char artifact[1100];
+            const char *label = side ? "baseline" : "current";
+            /* The last current run's capture is the required artifact; the others stay in
+             * DIR/runs/ beside their logs. */
+            if (!side && k == o->runs)
+                snprintf(artifact, sizeof artifact, "%s", o->artifact);
+            else
+                snprintf(artifact, sizeof artifact, "%.1000s/%s-%d.mprof", runs_dir, label, k);
+            if (o->runs == 1 && !side)
+                snprintf(one.capture_log, sizeof one.capture_log, "%s", r->capture_log);
+            else
+                snprintf(one.capture_log, sizeof one.capture_log, "%.990s/%s-%d.log", runs_dir,
+                         label, k);
+            if (o->runs == 1 && !side)
+                snprintf(one.export_path, sizeof one.export_path, "%.1200s/frames.json",
+                         current_dir);
+            else
+                snprintf(one.export_path, sizeof one.export_path, "%.1200s/frames-%d.json",
+                         side ? base_runs_dir : current_dir, k);
+            int code = capture_one(o, side ? o->baseline_argv : o->command,
+                                   side ? "BASELINE" : "CURRENT", artifact, self, &one);
+            add_run(o, r, &one, side, k, code);
+            if (code == EXIT_IO)
+                io_failure = 1;
+            else if (code != EXIT_OK)
+                failed = 1;
+            if (side)
+                continue;
+            /* The report's command, capture and event fields describe the last current run,
+             * or the first current run that failed. */
+            if (!r->cmd_failed_seen) {
+                r->cmd_failed_seen = code != EXIT_OK;
+                r->cmd_ran = one.cmd_ran;
+                r->cmd_exit = one.cmd_exit;
+                r->cmd_signal = one.cmd_signal;
+                r->capture_exit = one.capture_exit;
+                r->artifact_bytes = one.artifact_bytes;
+                r->artifact_valid = one.artifact_valid;
+                r->artifact_complete = one.artifact_complete;
+                r->events_lost = one.events_lost;
+                r->artifact_pid = one.artifact_pid;
+                memcpy(r->source, one.source, sizeof r->source);
+                memcpy(r->artifact_path, one.artifact_path, sizeof r->artifact_path);
+                memcpy(r->note, one.note, sizeof r->note);
+                memcpy(r->capture_log, one.capture_log, sizeof r->capture_log);
+            }
+            r->t_command += one.t_command;
+            r->t_drain += one.t_drain;
+            r->t_export += one.t_export;
+            if (one.export_path[0] && one.frames > 0)
+                snprintf(r->export_path, sizeof r->export_path, "%s", one.export_path);
+        }
+    }
+    if (g_interrupted && !failed) {
+        reason(r, "interrupted (SIGINT or SIGTERM) before every run was made");
+        failed = 1;
+    }
+    if (io_failure)
+        goto report;
+
+    /* The current side's figures: every run's frames pooled. */
+    {
+        char err[1024];
+        mprof_gate_side *cs = mprof__gate_load(o->runs == 1 ? r->export_path : current_dir, 0,
+                                               err, sizeof err);
+        mprof_gate_summary sum;
+        if (cs && mprof__gate_summarize_side(cs, &sum) == 0) {
+            r->frames = (long)sum.frames;
+            r->p50 = sum.p50_ms;
+            r->p90 = sum.p90_ms;
+            r->p95 = sum.p95_ms;
+            r->p99 = sum.p99_ms;
+        }
+        mprof__gate_side_free(cs);
+    }
+
+    const char *baseline = o->baseline_argv ? base_runs_dir : o->baseline;
+    if (mprof__ci_store_is_baseline(baseline)) {
+        /* The store's recent passing runs, written out as frame exports, are the baseline. */
+        from_store = *o;
+        mprof__ci_store_baseline(o->store, &from_store.baseline, o->dir, r->export_path, o->quiet);
+        o = &from_store;
+        baseline = o->baseline;
+    }
+    if (baseline) {
         double tg = now_s();
-        run_gate(o, r);
+        run_gate(o, baseline, o->runs == 1 ? r->export_path : current_dir, r);
         r->t_gate = now_s() - tg;
     }
 
@@ -733,8 +1017,12 @@ report:
     } else if (strcmp(r->gate_verdict, "inconclusive") == 0) {
         snprintf(r->verdict, sizeof r->verdict, "inconclusive");
         r->exit_code = o->fail_on_inconclusive ? EXIT_VERDICT : EXIT_OK;
-        reason(r, "the gate was inconclusive: %s", r->gate_reason);
-    } else if (!o->baseline) {
+        /* A reason is why the run failed; an inconclusive gate that passes is a warning. */
+        if (o->fail_on_inconclusive)
+            reason(r, "the gate was inconclusive: %s", r->gate_reason);
+        else
+            warning(r, "the gate was inconclusive: %s", r->gate_reason);
+    } else if (!baseline_given(o)) {
         snprintf(r->verdict, sizeof r->verdict, "no-baseline");
         r->exit_code = EXIT_OK;
     } else {
@@ -745,11 +1033,15 @@ report:
     if (write_report(o, r, report_path) != 0) {
         tool_error("ci", EXIT_IO, "%s: cannot write the report: %s", report_path, strerror(errno));
         r->exit_code = EXIT_IO;
+    } else {
+        r->exit_code = mprof__ci_store_record(o->store, report_path, r->exit_code, o->quiet);
     }
     if (!o->quiet) {
         printf("mprof ci: %s (exit %d): %s\n", r->verdict, r->exit_code, report_path);
         for (int i = 0; i < r->n_reasons; i++)
             printf("  %s\n", r->reasons[i]);
+        for (int i = 0; i < r->n_warnings; i++)
+            printf("  warning: %s\n", r->warnings[i]);
         if (r->note[0])
             printf("  note: %s\n", r->note);
     }
@@ -775,23 +1067,10 @@ static unsigned free_port(void)
     return port;
 }
 
-static int copy_file(const char *from, const char *to)
-{
-    FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
-    int rc = a && b ? 0 : -1;
-    char buf[65536];
-    size_t n;
-    while (rc == 0 && (n = fread(buf, 1, sizeof buf, a)) > 0)
-        if (fwrite(buf, 1, n, b) != n)
-            rc = -1;
-    if (a)
-        fclose(a);
-    if (b && fclose(b) != 0)
-        rc = -1;
-    return rc;
-}
-
-/* --self-test: baseline, unchanged (must pass), slowed (must be a regression naming Physics). */
+/* --self-test: record (no baseline), unchanged (three runs of the workload interleaved with
+ * three baseline runs of the same: must pass) and slowed (Physics 30 % slower against three
+ * interleaved baseline runs: must be a regression naming Physics). A timing check: it belongs
+ * to `make proof`, not to `make test`. */
 static int self_test(const char *dir)
 {
     char self[1024];
@@ -799,10 +1078,11 @@ static int self_test(const char *dir)
         return tool_error("ci", EXIT_USAGE, "--output-dir is too long");
     if (self_path(self, sizeof self))
         return tool_error("ci", EXIT_IO, "cannot find the mprof executable");
-    char base_dir[1000], steps[3][1000], art[3][1100];
-    snprintf(base_dir, sizeof base_dir, "%.900s/baseline", dir);
+    char steps[3][1000], art[3][1100];
     const char *names[3] = {"record-baseline", "unchanged", "slowed"};
     const char *slow[3] = {"0", "0", "30"};
+    char *base_cmd[] = {self, (char *)"ci", (char *)"--self-test-workload", (char *)"--slow",
+                        (char *)"0", NULL};
     int ok = 1;
     printf("mprof ci --self-test in %s\n", dir);
     for (int i = 0; i < 3; i++) {
@@ -811,34 +1091,54 @@ static int self_test(const char *dir)
         char *cmd[] = {self, (char *)"ci", (char *)"--self-test-workload", (char *)"--slow",
                        (char *)slow[i], NULL};
         unsigned port = free_port();
-        ci_opts o = {.dir = steps[i], .artifact = art[i], .baseline = i ? base_dir : NULL,
-                     .address = "127.0.0.1", .threshold = 10, .skip_frames = 10,
-                     .port = port ? port : 8086, .drain_seconds = 10, .command = cmd,
-                     .n_command = 5, .quiet = 1};
+        ci_opts o = {.dir = steps[i], .artifact = art[i], .address = "127.0.0.1",
+                     .threshold = 10, .skip_frames = 10, .port = port ? port : 8086,
+                     .drain_seconds = 10, .command = cmd, .n_command = 5,
+                     .runs = i ? DEFAULT_RUNS : 1, .baseline_cmd = i ? "(the workload)" : NULL,
+                     .baseline_argv = i ? base_cmd : NULL, .quiet = 1};
         ci_result r;
         int code = ci_run(&o, &r);
         const char *want = i == 0 ? "no-baseline" : (i == 1 ? "pass" : "regression");
         int good = strcmp(r.verdict, want) == 0 && (i < 2 || strcmp(r.top_zone, "Physics") == 0);
-        printf("  %-16s %-13s exit %d, %ld frames, p95 %.4f ms%s%s%s  [%s]\n", names[i], r.verdict,
-               code, r.frames, r.p95, r.top_zone[0] ? ", top zone " : "", r.top_zone,
-               i ? "" : " (baseline)", good ? "ok" : "UNEXPECTED");
+        printf("  %-16s %-13s exit %d, %d run(s) per side, %ld frames, p95 %.4f ms%s%s  [%s]\n",
+               names[i], r.verdict, code, o.runs, r.frames, r.p95,
+               r.top_zone[0] ? ", top zone " : "", r.top_zone, good ? "ok" : "UNEXPECTED");
         for (int k = 0; !good && k < r.n_reasons; k++)
             printf("    %s\n", r.reasons[k]);
+        if (!good && r.gate_reason[0])
+            printf("    gate: %s\n", r.gate_reason);
         ok &= good;
-        if (i == 0 && good) {
-            char to[1200];
-            if (make_dirs(base_dir) == 0)
-                snprintf(to, sizeof to, "%s/run1.json", base_dir);
-            if (make_dirs(base_dir) != 0 || copy_file(r.export_path, to) != 0) {
-                printf("  cannot copy the baseline export into %s\n", base_dir);
-                ok = 0;
-            }
-        }
         if (!ok)
             break;
     }
     printf("mprof ci --self-test: %s\n", ok ? "PASS" : "FAIL");
     return tool_finish("ci", ok ? EXIT_OK : EXIT_VERDICT);
+}
+
+/* --expect-exit CODES: a comma-separated list of exit statuses 0..255. */
+static int parse_exit_codes(const char *v, ci_opts *o)
+{
+    o->n_expect_exit = 0;
+    const char *p = v;
+    while (p && *p) {
+        char *end;
+        errno = 0;
+        long c = strtol(p, &end, 10);
+        if (end == p || errno || c < 0 || c > 255 || (*end && *end != ',') ||
+            o->n_expect_exit >= MAX_EXPECT) {
+            tool_error("ci", EXIT_USAGE, "--expect-exit needs up to %d exit statuses 0..255 "
+                                         "separated by commas (e.g. 0,255), not '%s'",
+                       MAX_EXPECT, v);
+            return -1;
+        }
+        o->expect_exit[o->n_expect_exit++] = (int)c;
+        p = *end ? end + 1 : end;
+    }
+    if (o->n_expect_exit == 0) {
+        tool_error("ci", EXIT_USAGE, "--expect-exit needs a list of exit statuses (e.g. 0,255)");
+        return -1;
+    }
+    return 0;
 }
 
 static int parse_double(const char *flag, const char *v, double lo, double hi, double *out)
@@ -857,7 +1157,7 @@ static int parse_double(const char *flag, const char *v, double lo, double hi, d
 int cmd_ci(int argc, char **argv)
 {
     ci_opts o = {.dir = DEFAULT_DIR, .address = "127.0.0.1", .threshold = 10, .port = 8086,
-                 .drain_seconds = 10};
+                 .drain_seconds = 10, .runs = DEFAULT_RUNS};
     int self = 0;
     double slow = 0, frames = 10000, exit_with = 0;
     int workload = 0;
@@ -919,6 +1219,27 @@ int cmd_ci(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--fail-on-inconclusive") == 0) {
             o.fail_on_inconclusive = 1;
+        } else if (strcmp(a, "--store") == 0) {
+            if (!v || !*v)
+                return tool_error("ci", EXIT_USAGE, "%s needs a value", a);
+            o.store = v;
+            i++;
+        } else if (strcmp(a, "--runs") == 0) {
+            if (tool_parse_uint("ci", a, v, MAX_RUNS / 2, &u))
+                return EXIT_USAGE;
+            if (u == 0)
+                return tool_error("ci", EXIT_USAGE, "--runs needs at least 1");
+            o.runs = (int)u;
+            i++;
+        } else if (strcmp(a, "--baseline-cmd") == 0) {
+            if (!v || !*v)
+                return tool_error("ci", EXIT_USAGE, "--baseline-cmd needs a command");
+            o.baseline_cmd = v;
+            i++;
+        } else if (strcmp(a, "--expect-exit") == 0) {
+            if (parse_exit_codes(v, &o))
+                return EXIT_USAGE;
+            i++;
         } else if (a[0] == '-') {
             return tool_error("ci", EXIT_USAGE, "unknown option '%s' (see --help)", a);
         } else {
@@ -941,8 +1262,17 @@ int cmd_ci(int argc, char **argv)
     }
     if (i >= argc)
         return tool_error("ci", EXIT_USAGE, "no command to run (mprof ci [options] -- COMMAND)");
+    if (mprof__ci_store_check_args(o.store, o.baseline))
+        return EXIT_USAGE;
     o.command = argv + i;
     o.n_command = argc - i;
+    char *base_argv[4] = {(char *)"/bin/sh", (char *)"-c", (char *)o.baseline_cmd, NULL};
+    if (o.baseline_cmd) {
+        if (o.baseline)
+            return tool_error("ci", EXIT_USAGE, "--baseline and --baseline-cmd exclude each other "
+                                                "(the baseline is either stored or run now)");
+        o.baseline_argv = base_argv;
+    }
     if (!o.artifact) {
         snprintf(art_default, sizeof art_default, "%s/ci-capture.mprof", o.dir);
         o.artifact = art_default;

@@ -29,6 +29,11 @@ static const char *const help =
     "  -f, --format F  chrome, csv or frames (required)\n"
     "  -o FILE         output file (default: standard output)\n"
     "  --per-zone      csv: one row per zone occurrence\n"
+    "  --frames A:B    only frames A to B - 1 of the main frame set (from 0, as in mprof view;\n"
+    "                  A: or :B leave a side open): zones, spans and frames overlapping them,\n"
+    "                  messages, plots and memory changes inside them; every format\n"
+    "  --time S0:S1    the same for a time window, in seconds on the capture's clock (the\n"
+    "                  Chrome export's ts / 1e6)\n"
     "  -h, --help      show this help\n"
     "\n"
     "The capture is read once, as a stream: a capture larger than memory exports.\n"
@@ -38,6 +43,8 @@ int cmd_export(int argc, char **argv)
 {
     const char *path = NULL, *format = NULL, *out_path = NULL;
     int per_zone = 0;
+    mprof_export_range range = {.first_frame = -1};
+    char rerr[512];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (tool_is_help(a)) {
@@ -55,6 +62,15 @@ int cmd_export(int argc, char **argv)
             out_path = argv[++i];
         } else if (strcmp(a, "--per-zone") == 0) {
             per_zone = 1;
+        } else if (strcmp(a, "--frames") == 0 || strcmp(a, "--time") == 0) {
+            if (range.active)
+                return tool_error("export", EXIT_USAGE, "one of --frames and --time, once");
+            if (i + 1 >= argc)
+                return tool_error("export", EXIT_USAGE, "%s needs a value (A:B)", a);
+            int bad = a[2] == 'f' ? mprof__export_range_parse_frames(argv[++i], &range, rerr, sizeof rerr)
+                                  : mprof__export_range_parse_time(argv[++i], &range, rerr, sizeof rerr);
+            if (bad)
+                return tool_error("export", EXIT_USAGE, "%s", rerr);
         } else if (a[0] == '-' && a[1]) {
             return tool_error("export", EXIT_USAGE, "unknown option '%s' (see --help)", a);
         } else if (path) {
@@ -71,12 +87,16 @@ int cmd_export(int argc, char **argv)
     if (out_path && strcmp(out_path, "-") != 0 && tool_same_file(path, out_path))
         return tool_error("export", EXIT_USAGE, "-o %s is the capture '%s' itself: writing would "
                           "destroy it; choose another output", out_path, path);
+    if (strcmp(format, "frames") != 0 && !is_chrome && !is_csv)
+        return tool_error("export", EXIT_USAGE, "unknown format '%s': chrome, csv or frames", format);
+    if (mprof__export_range_resolve(path, &range, rerr, sizeof rerr) != 0)
+        return tool_error("export", EXIT_IO, "%s", rerr);
     if (strcmp(format, "frames") == 0) {
         if (per_zone)
             return tool_error("export", EXIT_USAGE, "--per-zone applies to --format csv");
 #ifdef MPROF_HAVE_FRAMES_EXPORT
         char ferr[512];
-        if (mprof__export_frames(path, out_path ? out_path : "-", ferr, sizeof ferr) != 0)
+        if (mprof__export_frames_range(path, &range, out_path ? out_path : "-", ferr, sizeof ferr) != 0)
             return tool_error("export", EXIT_IO, "%s", ferr);
         return out_path && strcmp(out_path, "-") != 0 ? EXIT_OK : tool_finish("export", EXIT_OK);
 #else
@@ -97,9 +117,9 @@ int cmd_export(int argc, char **argv)
     FILE *out = to_stdout ? stdout : fopen(out_path, "wb");
     if (!out)
         return tool_error("export", EXIT_IO, "cannot write '%s': %s", out_path, strerror(errno));
-    int rc = is_chrome ? mprof__export_chrome(path, out, err, sizeof err)
-             : per_zone ? mprof__export_csv_zones(path, out, err, sizeof err)
-                        : mprof__export_csv_stats(path, out, err, sizeof err);
+    int rc = is_chrome ? mprof__export_chrome_range(path, &range, out, err, sizeof err)
+             : per_zone ? mprof__export_csv_zones_range(path, &range, out, err, sizeof err)
+                        : mprof__export_csv_stats_range(path, &range, out, err, sizeof err);
     if (!to_stdout) {
         int bad = ferror(out);
         if (fclose(out) != 0 || bad) {

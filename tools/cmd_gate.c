@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,12 +21,17 @@ static const char *const help =
     "\n"
     "A regression needs both\n"
     "  magnitude     current p95 frame time > baseline p95 * (1 + threshold / 100), and\n"
-    "  significance  a one-sided Mann-Whitney rank test on the frame times gives p < alpha,\n"
-    "                the bootstrap interval of the p95 ratio lies above 1.0, and with two or\n"
-    "                more runs per side a rank test on the per-run p95s gives p < alpha.\n"
+    "  significance  two or more runs per side, a one-sided Mann-Whitney rank test on the\n"
+    "                frame times gives p < alpha, the bootstrap interval of the p95 ratio (runs,\n"
+    "                then blocks of frames resampled) lies above 1.0, and with enough runs per\n"
+    "                side a rank test on the per-run p95s gives p < alpha.\n"
+    "When the exports carry system tracing (frameOffCpuMs, frameMachineBusy), the frame times\n"
+    "are decided on less the time the machine took from them, and the report says how much of\n"
+    "each side's p95 was off-CPU; without it, raw frame times, and a warning says so.\n"
     "When the magnitude rule holds without the evidence, the verdict is inconclusive and says\n"
-    "how many more frames or runs would settle it. A regression lists the zones whose self\n"
-    "time per frame grew most, in milliseconds and in percent.\n"
+    "how many more frames or runs would settle it. A regression names the zone whose self\n"
+    "time per frame (on-CPU with system tracing) grew most significantly; a pass whose\n"
+    "distribution clearly shifted gets a warning.\n"
     "\n"
     "Options:\n"
     "  --baseline PATH            baseline frame export or directory (required)\n"
@@ -37,7 +43,7 @@ static const char *const help =
     "  --allow-different-machines compare exports whose hostname, CPU or build type differ\n"
     "  --resamples N              bootstrap rounds (default 2000)\n"
     "  --seed N                   bootstrap seed (default fixed, so verdicts repeat)\n"
-    "  --top N                    zones in the attribution (default 5)\n"
+    "  --top N                    zones in the attribution (default 5; 0 = all)\n"
     "  --json OUT                 write the report as JSON (schema mprof.gateReport.v1)\n"
     "  --markdown OUT             write the report as a Markdown table (a PR comment)\n"
     "  -h, --help                 show this help\n"
@@ -143,7 +149,7 @@ int cmd_gate(int argc, char **argv)
             else if (strcmp(a, "--resamples") == 0)
                 o.n_resamples = u ? (int)u : 1;
             else
-                o.top_zones = u ? (int)u : 1;
+                o.top_zones = u ? (int)u : INT_MAX;
         } else if (strcmp(a, "--seed") == 0) {
             if (tool_parse_uint("gate", a, next, ~0ull, &u))
                 return EXIT_IO;

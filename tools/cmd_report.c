@@ -4,6 +4,7 @@
 #include "analysis/analysis.h"
 #include "mprof_tool.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,13 +12,16 @@ static const char *const help =
     "usage: mprof report [options] FILE.mprof\n"
     "\n"
     "Prints a summary of a capture: duration, threads, events and lost events; frame\n"
-    "statistics (count, mean, p50, p90, p95, p99, max; per named frame set too) and the share\n"
-    "of main-thread frame time inside zones; zone statistics per source location sorted by\n"
-    "total time; plots; messages per level.\n"
+    "statistics (count, mean, p50, p90, p95, p99, max; per named frame set too), frames that\n"
+    "spanned lost events counted apart, the time before the first and after the last frame\n"
+    "mark, and the share of main-thread frame time inside zones; zone statistics per source\n"
+    "location sorted by total time (total counts recursion once; %frame and ms/frame count\n"
+    "only time inside frames; * marks zones near the cost of an empty zone, measured at\n"
+    "start-up); plots; messages per level. docs/STATISTICS.md says what each number means.\n"
     "\n"
     "Options:\n"
     "  --json          print one JSON object (schema mprof.report.v1) instead of text\n"
-    "  --top N         zone rows in the text table (default 20; JSON lists all)\n"
+    "  --top N         rows in each text table (default 20; 0 = all; JSON lists all)\n"
     "  --memory        add the memory section (pools, leaks, callstacks)\n"
     "  --locks         add the lock contention section\n"
     "  --fibers        add the fiber section\n"
@@ -25,7 +29,7 @@ static const char *const help =
     "  --all           add every section\n"
     "  -h, --help      show this help\n"
     "\n"
-    "The capture is read in one streaming pass: memory grows with the number of distinct\n"
+    "The capture is read in two streaming passes: memory grows with the number of distinct\n"
     "zones and frames, not with the number of events.\n"
     "Exit status: 0 ok, 2 usage error, 3 the file cannot be read or is corrupt.\n";
 
@@ -63,7 +67,7 @@ int cmd_report(int argc, char **argv)
     }
     if (!path)
         return tool_error("report", EXIT_USAGE, "no capture file given (see --help)");
-    mprof_analysis_opts opts = {.top_n = top ? (int)top : 20, .passes = passes[0] ? passes : NULL};
+    mprof_analysis_opts opts = {.top_n = top ? (int)top : INT_MAX, .passes = passes[0] ? passes : NULL};
     char err[512];
     mprof_analysis *an = mprof_analysis_run(path, &opts, err, sizeof err);
     if (!an)

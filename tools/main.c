@@ -13,6 +13,8 @@ static const mprof_cmd commands[] = {
     {"diff", cmd_diff, "compare two captures: frame times and zones by impact"},
     {"gate", cmd_gate, "decide whether frame times regressed against a baseline (statistical)"},
     {"ci", cmd_ci, "run a test command under capture, export, gate and write a CI report"},
+    {"store", cmd_store, "add CI reports or frame exports to a run store (SQLite or PostgreSQL)"},
+    {"history", cmd_history, "list the runs of a run store, as text, JSON or an HTML trend page"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

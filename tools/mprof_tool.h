@@ -11,6 +11,8 @@
 #include <stdio.h>
 
 enum { EXIT_OK = 0, EXIT_VERDICT = 1, EXIT_USAGE = 2, EXIT_IO = 3 };
+/* The run store cannot be reached or used (mprof ci --store, store, history; docs/STORE.md). */
+enum { EXIT_STORE = 4 };
 
 typedef struct mprof_cmd {
     const char *name;
@@ -54,6 +56,8 @@ typedef struct mprof_view_live_opts {
     int force;                          /* -f */
 } mprof_view_live_opts;
 int mprof__view_live(const mprof_view_live_opts *o);
+int cmd_store(int argc, char **argv);
+int cmd_history(int argc, char **argv);
 /* The instrumented workload of `mprof ci --self-test` (tools/ci_workload.c). */
 int mprof__ci_workload(long frames, double slow_pct);
 

@@ -309,14 +309,18 @@ static inline uint64_t mprof__ticks(void)
 
 static inline int mprof__zone_begin(const mprof_srcloc *loc)
 {
+    /* Declarations first: the header compiles under -Wdeclaration-after-statement. */
     int mode = __atomic_load_n(&mprof__mode, __ATOMIC_RELAXED);
+    mprof__tbuf *t;
+    unsigned char *c;
+    uint64_t ts;
     if (MPROF__UNLIKELY(mode != MPROF__MODE_RECORDING))
         return mode == 0 ? mprof__zone_begin_slow(loc) : 0; /* 0: not started yet */
-    mprof__tbuf *t = mprof__tls;
-    unsigned char *c = t->cur;
+    t = mprof__tls;
+    c = t->cur;
     if (MPROF__UNLIKELY((size_t)(t->end - c) < MPROF__ZONE_BEGIN_BYTES))
         return mprof__zone_begin_slow(loc);
-    uint64_t ts = mprof__ticks();
+    ts = mprof__ticks();
     c[0] = MPROF__EV_ZONE_BEGIN;
     memcpy(c + 1, &ts, 8);
     memcpy(c + 9, &loc, 8);
@@ -326,11 +330,14 @@ static inline int mprof__zone_begin(const mprof_srcloc *loc)
 
 static inline void mprof__zone_end(void)
 {
+    uint64_t ts;
+    mprof__tbuf *t;
+    unsigned char *c;
     if (MPROF__UNLIKELY(__atomic_load_n(&mprof__mode, __ATOMIC_RELAXED) != MPROF__MODE_RECORDING))
         return;
-    uint64_t ts = mprof__ticks();
-    mprof__tbuf *t = mprof__tls;
-    unsigned char *c = t->cur;
+    ts = mprof__ticks();
+    t = mprof__tls;
+    c = t->cur;
     if (MPROF__UNLIKELY((size_t)(t->end - c) < MPROF__ZONE_END_BYTES)) {
         mprof__zone_end_slow();
         return;

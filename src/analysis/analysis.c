@@ -35,13 +35,19 @@ typedef struct thread_acc {
     uint32_t depth, cap;
     uint64_t events, zones;
     uint64_t unmatched_ends, lost_open;
+    int had_loss; /* a LOST record was seen on this thread */
     int seen;
     int in_fiber; /* between FIBER_ENTER and FIBER_LEAVE: zones go to the fibers pass */
+    int lost_since_mark; /* events were lost on this thread since its last frame mark */
 } thread_acc;
 
+/* total is inclusive time with recursion folded: an instance that runs inside another instance
+ * of the same source location on the same thread adds nothing, so each stretch of wall time
+ * counts once per thread. calls_ns sums every call's duration (for the mean); in_frame is the
+ * part of total inside the main frames ([first mark, last mark] of the main frame set). */
 typedef struct zone_acc {
     uint64_t count;
-    int64_t total, self;
+    int64_t total, self, calls_ns, in_frame;
     mprof_hist hist;
 } zone_acc;
 
@@ -55,6 +61,9 @@ typedef struct frameset {
     int64_t last_mark;
     int64_t open_begin; /* FRAME_BEGIN time, -1 when closed */
     int discontinuous;
+    uint32_t thread;      /* thread of the last mark or begin */
+    int tainted;          /* events of that thread were lost inside the open frame */
+    uint64_t incomplete;  /* frames that spanned lost events: not in ms */
     series ms;
 } frameset;
 
@@ -79,6 +88,7 @@ struct mprof_analysis {
     uint32_t n_plots;
     uint64_t msgs[7];
     uint64_t events, lost, unmatched_ends;
+    uint64_t unmatched_after_loss; /* of unmatched_ends: on a thread after its events were lost */
     int64_t first_ts, last_ts;
     int have_ts;
     /* hot-path coverage on the thread that marks main frames */
@@ -87,6 +97,9 @@ struct mprof_analysis {
     int64_t covered, covered_at_last_mark;
     int64_t top_start;
     int top_open;
+    /* The main frames' span, from a first pass over the frame marks (-1: no main frames). */
+    int64_t span_first, span_last;
+    uint64_t lost_main, lost_other; /* LOST events on the main frame thread / on others */
     mprof_analysis_opts opts;
     void *pass_state[sizeof pass_table / sizeof pass_table[0]];
     int pass_on[sizeof pass_table / sizeof pass_table[0]];
@@ -142,11 +155,35 @@ static void zone_begin(mprof_analysis *a, thread_acc *t, uint32_t tid, uint32_t 
     }
 }
 
+/* Adds one completed call. nested: another instance of loc was open on the same track. */
+static void add_zone(mprof_analysis *a, uint32_t loc, int64_t start, int64_t dur, int64_t self,
+                     int nested)
+{
+    if (!mprof_reader_srcloc(a->r, loc) || GROW(a->zones, a->n_zones, loc) != 0)
+        return;
+    zone_acc *z = &a->zones[loc];
+    z->count++;
+    z->calls_ns += dur;
+    z->self += self;
+    mprof_hist_add(&z->hist, (uint64_t)dur);
+    if (nested)
+        return;
+    z->total += dur;
+    if (a->span_first >= 0) {
+        int64_t s = start > a->span_first ? start : a->span_first;
+        int64_t e = start + dur < a->span_last ? start + dur : a->span_last;
+        if (e > s)
+            z->in_frame += e - s;
+    }
+}
+
 static void zone_end(mprof_analysis *a, thread_acc *t, uint32_t tid, int64_t ts)
 {
     if (!t->depth) {
         t->unmatched_ends++;
         a->unmatched_ends++;
+        if (t->had_loss)
+            a->unmatched_after_loss++;
         return;
     }
     zone_frame f = t->stack[--t->depth];
@@ -155,13 +192,10 @@ static void zone_end(mprof_analysis *a, thread_acc *t, uint32_t tid, int64_t ts)
         dur = 0; /* out-of-order or corrupt timestamps */
     if (t->depth)
         t->stack[t->depth - 1].child += dur;
-    if (mprof_reader_srcloc(a->r, f.loc) && GROW(a->zones, a->n_zones, f.loc) == 0) {
-        zone_acc *z = &a->zones[f.loc];
-        z->count++;
-        z->total += dur;
-        z->self += dur - f.child > 0 ? dur - f.child : 0;
-        mprof_hist_add(&z->hist, (uint64_t)dur);
-    }
+    int nested = 0;
+    for (uint32_t k = 0; k < t->depth && !nested; k++)
+        nested = t->stack[k].loc == f.loc;
+    add_zone(a, f.loc, f.start, dur, dur - f.child > 0 ? dur - f.child : 0, nested);
     t->zones++;
     if (t->depth == 0 && tid == a->main_thread && a->top_open) {
         if (a->first_mark >= 0) {
@@ -178,9 +212,13 @@ static void frame_mark(mprof_analysis *a, uint32_t tid, uint32_t name, int64_t t
     frameset *f = get_set(a, name);
     if (!f)
         return;
-    if (f->last_mark >= 0)
+    if (f->last_mark >= 0 && f->tainted)
+        f->incomplete++; /* marks may have been lost inside it: not a real frame */
+    else if (f->last_mark >= 0)
         series_add(&f->ms, (double)(ts - f->last_mark) / 1e6);
     f->last_mark = ts;
+    f->thread = tid;
+    f->tainted = 0;
     if (name != 0)
         return;
     if (!a->main_thread)
@@ -203,7 +241,7 @@ static void frame_mark(mprof_analysis *a, uint32_t tid, uint32_t name, int64_t t
 
 static void core_event(mprof_analysis *a, const mprof_event *ev)
 {
-    if (ev->type < 0x10 && ev->type != MPROF_EV_LOST && ev->type != MPROF_EV_THREAD_EXIT)
+    if (!mprof_event_counted(ev->type))
         return;
     uint32_t tid = ev->thread;
     if (GROW(a->threads, a->n_threads, tid) != 0)
@@ -239,11 +277,21 @@ static void core_event(mprof_analysis *a, const mprof_event *ev)
         break;
     case MPROF_EV_LOST:
         a->lost += ev->u[0];
+        if (a->main_thread && tid == a->main_thread)
+            a->lost_main++;
+        else
+            a->lost_other++;
         /* Zones open across the gap cannot be trusted: drop them (counted). */
+        t->had_loss = 1;
         t->lost_open += t->depth;
         t->depth = 0;
         if (tid == a->main_thread)
             a->top_open = 0;
+        /* Frame marks of this thread may be among the lost events: the frame open across the
+         * gap is flagged incomplete instead of being stitched into one long frame. */
+        for (uint32_t i = 0; i < a->n_sets; i++)
+            if (a->sets[i].thread == tid && (a->sets[i].last_mark >= 0 || a->sets[i].open_begin >= 0))
+                a->sets[i].tainted = 1;
         break;
     case MPROF_EV_FRAME_MARK:
         frame_mark(a, tid, (uint32_t)ev->u[0], ev->ts_ns);
@@ -253,14 +301,20 @@ static void core_event(mprof_analysis *a, const mprof_event *ev)
         if (f) {
             f->discontinuous = 1;
             f->open_begin = ev->ts_ns;
+            f->thread = tid;
+            f->tainted = 0;
         }
         break;
     }
     case MPROF_EV_FRAME_END: {
         frameset *f = get_set(a, (uint32_t)ev->u[0]);
         if (f && f->open_begin >= 0) {
-            series_add(&f->ms, (double)(ev->ts_ns - f->open_begin) / 1e6);
+            if (f->tainted)
+                f->incomplete++;
+            else
+                series_add(&f->ms, (double)(ev->ts_ns - f->open_begin) / 1e6);
             f->open_begin = -1;
+            f->tainted = 0;
         }
         break;
     }
@@ -309,6 +363,47 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+/* The first pass: the span of the main frames (the unnamed frame marks of the thread that made
+ * the first one), so that the zone pass can tell time inside frames from start-up and shutdown.
+ * Events of different threads are not in time order in a file, so this needs the whole file
+ * before the zones are read. Leaves span_first = -1 when there are fewer than two such marks. */
+static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_t errlen)
+{
+    a->span_first = a->span_last = -1;
+    mprof_reader *r = mprof_reader_open(path, err, errlen);
+    if (!r)
+        return -1;
+    uint32_t thread = 0;
+    uint64_t n = 0;
+    int64_t lo = 0, hi = 0;
+    mprof_event ev;
+    int rc;
+    while ((rc = mprof_reader_next(r, &ev)) == 1) {
+        if (ev.type != MPROF_EV_FRAME_MARK || ev.u[0] != 0)
+            continue;
+        if (!thread)
+            thread = ev.thread;
+        if (ev.thread != thread)
+            continue;
+        if (!n || ev.ts_ns < lo)
+            lo = ev.ts_ns;
+        if (!n || ev.ts_ns > hi)
+            hi = ev.ts_ns;
+        n++;
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
+        mprof_reader_close(r);
+        return -1;
+    }
+    mprof_reader_close(r);
+    if (n >= 2 && hi > lo) {
+        a->span_first = lo;
+        a->span_last = hi;
+    }
+    return 0;
+}
+
 static int pass_wanted(const char *list, const char *name)
 {
     if (!list)
@@ -328,6 +423,10 @@ mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *
     mprof_analysis *a = calloc(1, sizeof *a);
     if (!a) {
         snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (scan_frame_span(a, path, err, errlen) != 0) {
+        free(a);
         return NULL;
     }
     a->r = mprof_reader_open(path, err, errlen);
@@ -395,15 +494,10 @@ void mprof_analysis_free(mprof_analysis *a)
 
 /* ---- hooks for the fibers pass ------------------------------------------------------------ */
 
-void mprof__analysis_fiber_zone(mprof_analysis *a, uint32_t loc, int64_t dur, int64_t self)
+void mprof__analysis_fiber_zone(mprof_analysis *a, uint32_t loc, int64_t start, int64_t dur,
+                                int64_t self, int nested)
 {
-    if (!mprof_reader_srcloc(a->r, loc) || GROW(a->zones, a->n_zones, loc) != 0)
-        return;
-    zone_acc *z = &a->zones[loc];
-    z->count++;
-    z->total += dur;
-    z->self += self;
-    mprof_hist_add(&z->hist, (uint64_t)dur);
+    add_zone(a, loc, start, dur, self, nested);
 }
 
 int mprof__analysis_wants(const mprof_analysis *a, const char *name)
@@ -461,6 +555,47 @@ double mprof_analysis_coverage(const mprof_analysis *a)
     if (a->first_mark < 0 || a->last_mark <= a->first_mark)
         return 0.0;
     return (double)a->covered_at_last_mark / (double)(a->last_mark - a->first_mark);
+}
+
+/* Frames inside the main span, including those flagged incomplete (their time is in the span). */
+static uint64_t span_frames(const mprof_analysis *a)
+{
+    const frameset *ms = main_set(a);
+    return a->span_first >= 0 && ms ? ms->ms.n + ms->incomplete : 0;
+}
+
+/* Share (0..1) of the main frames' span that a zone covers (on its threads, see zone_acc). */
+static double frame_share(const mprof_analysis *a, const zone_acc *z)
+{
+    if (a->span_first < 0)
+        return 0.0;
+    return (double)z->in_frame / (double)(a->span_last - a->span_first);
+}
+
+static double zone_mean_ns(const zone_acc *z)
+{
+    return z->count ? (double)z->calls_ns / (double)z->count : 0.0;
+}
+
+/* A zone is timer-bound when its mean is within this factor of an empty zone's cost. */
+#define TIMER_BOUND_FACTOR 10
+
+/* The cost of an empty zone (INFO zone_cost_ns, measured by the library at start-up), 0 when the
+ * capture does not say. */
+static double zone_cost_ns(const mprof_analysis *a)
+{
+    const char *v = mprof_reader_info(a->r, "zone_cost_ns");
+    if (!v)
+        return 0.0;
+    char *end;
+    double c = strtod(v, &end);
+    return end != v && isfinite(c) && c > 0 && c < 1e9 ? c : 0.0;
+}
+
+static int timer_bound(const mprof_analysis *a, const zone_acc *z)
+{
+    double c = zone_cost_ns(a);
+    return c > 0 && z->count && zone_mean_ns(z) < TIMER_BOUND_FACTOR * c;
 }
 
 static const char *level_names[7] = {"unknown", "trace", "debug", "info", "warn", "error", "fatal"};
@@ -545,9 +680,16 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
     if (a->rst.truncated_bytes)
         fprintf(out, ", %" PRIu64 " bytes of a cut-off chunk ignored", a->rst.truncated_bytes);
     fprintf(out, "\n");
-    if (a->unmatched_ends)
+    if (a->unmatched_ends > a->unmatched_after_loss)
         fprintf(out, "Note      %" PRIu64 " zone ends had no begin (zones opened before recording started)\n",
-                a->unmatched_ends);
+                a->unmatched_ends - a->unmatched_after_loss);
+    if (a->unmatched_after_loss)
+        fprintf(out, "Note      %" PRIu64 " zone ends had no begin because events were lost at the memory cap\n",
+                a->unmatched_after_loss);
+    if (zone_cost_ns(a) > 0)
+        fprintf(out, "Timer     an empty zone costs %.1f ns here (measured at start-up); zones marked * have a\n"
+                     "          mean under %d times that: their times are mostly the profiler's own\n",
+                zone_cost_ns(a), TIMER_BOUND_FACTOR);
 
     fprintf(out, "\nFrames\n");
     if (!a->n_sets)
@@ -558,6 +700,15 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
         const char *name = f->name ? mprof_reader_string(r, f->name) : "main";
         fprintf(out, "  %-18s %6" PRIu64 " frames  mean %7.2f  p50 %7.2f  p90 %7.2f  p95 %7.2f  p99 %7.2f  max %7.2f ms\n",
                 name ? name : "?", s.count, s.mean, s.p50, s.p90, s.p95, s.p99, s.max);
+        if (f->incomplete)
+            fprintf(out, "  %-18s %6" PRIu64 " more frames spanned lost events: left out of these figures\n",
+                     "", f->incomplete);
+    }
+    if (a->span_first >= 0) {
+        double before = a->have_ts && a->first_ts < a->span_first ? (double)(a->span_first - a->first_ts) / 1e6 : 0;
+        double after = a->have_ts && a->last_ts > a->span_last ? (double)(a->last_ts - a->span_last) / 1e6 : 0;
+        fprintf(out, "  outside frames: %.3f ms before the first frame mark, %.3f ms after the last"
+                     " (not in %%frame or per-frame figures)\n", before, after);
     }
     if (a->first_mark >= 0) {
         char tl[64];
@@ -567,25 +718,34 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
 
     uint32_t nz;
     uint32_t *ids = sorted_zones(a, &nz);
-    const frameset *ms = main_set(a);
-    double frame_total_ns = ms ? summarize(&ms->ms).total * 1e6 : 0;
     uint32_t shown = nz < (uint32_t)a->opts.top_n ? nz : (uint32_t)a->opts.top_n;
+    uint64_t nframes = span_frames(a);
     fprintf(out, "\nZones (%u of %u by total time)\n", shown, nz);
-    fprintf(out, "  %-32s %9s %10s %10s %9s %9s %9s %9s %7s  %s\n", "name", "count", "total ms",
-            "self ms", "mean us", "p50 us", "p95 us", "max us", "%frame", "location");
+    fprintf(out, "  %-32s %9s %10s %10s %9s %9s %9s %9s %7s %9s  %s\n", "name", "count", "total ms",
+            "self ms", "mean us", "p50 us", "p95 us", "max us", "%frame", "ms/frame", "location");
+    int any_bound = 0;
     for (uint32_t k = 0; k < shown; k++) {
         const zone_acc *z = &a->zones[ids[k]];
         const mprof_srcloc_def *d = mprof_reader_srcloc(r, ids[k]);
         const char *file = d ? d->file : "?";
         const char *slash = strrchr(file, '/');
-        fprintf(out, "  %-32.32s %9" PRIu64 " %10.3f %10.3f %9.2f %9.2f %9.2f %9.2f %7.1f  %s:%u\n",
-                d ? d->name : "?", z->count, (double)z->total / 1e6, (double)z->self / 1e6,
-                (double)z->total / (double)z->count / 1e3,
+        int bound = timer_bound(a, z);
+        any_bound |= bound;
+        char name[40];
+        snprintf(name, sizeof name, "%s%s", bound ? "*" : "", d ? d->name : "?");
+        fprintf(out, "  %-32.32s %9" PRIu64 " %10.3f %10.3f %9.2f %9.2f %9.2f %9.2f %7.1f %9.3f  %s:%u\n",
+                name, z->count, (double)z->total / 1e6, (double)z->self / 1e6,
+                zone_mean_ns(z) / 1e3,
                 (double)mprof_hist_quantile(&z->hist, 0.5) / 1e3,
                 (double)mprof_hist_quantile(&z->hist, 0.95) / 1e3, (double)z->hist.max / 1e3,
-                frame_total_ns > 0 ? 100.0 * (double)z->total / frame_total_ns : 0.0,
+                100.0 * frame_share(a, z), nframes ? (double)z->in_frame / 1e6 / (double)nframes : 0.0,
                 slash ? slash + 1 : file, d ? d->line : 0);
     }
+    if (shown < nz)
+        fprintf(out, "  ... %u more (use --top 0 for all)\n", nz - shown);
+    if (any_bound)
+        fprintf(out, "  * timer-bound: the mean is within %d times the cost of an empty zone\n",
+                TIMER_BOUND_FACTOR);
     free(ids);
 
     int any_plot = 0;
@@ -662,13 +822,22 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out)
     mprof_json_u64(&j, "total", a->events);
     mprof_json_u64(&j, "lost", a->lost);
     mprof_json_u64(&j, "unmatched_zone_ends", a->unmatched_ends);
+    mprof_json_u64(&j, "unmatched_zone_ends_after_loss", a->unmatched_after_loss);
     mprof_json_obj_end(&j);
+    mprof_json_f64(&j, "zone_cost_ns", zone_cost_ns(a));
 
     const frameset *ms = main_set(a);
     series empty = {0};
     json_frames(&j, "frames", ms ? &ms->ms : &empty);
     mprof_json_f64(&j, "coverage", mprof_analysis_coverage(a));
     mprof_json_u64(&j, "main_thread", a->main_thread);
+    mprof_json_u64(&j, "incomplete", ms ? ms->incomplete : 0);
+    mprof_json_u64(&j, "span_frames", span_frames(a));
+    mprof_json_f64(&j, "span_ms", a->span_first >= 0 ? (double)(a->span_last - a->span_first) / 1e6 : 0.0);
+    mprof_json_f64(&j, "before_first_ms", a->span_first >= 0 && a->have_ts && a->first_ts < a->span_first
+                                              ? (double)(a->span_first - a->first_ts) / 1e6 : 0.0);
+    mprof_json_f64(&j, "after_last_ms", a->span_first >= 0 && a->have_ts && a->last_ts > a->span_last
+                                            ? (double)(a->last_ts - a->span_last) / 1e6 : 0.0);
     mprof_json_obj_end(&j);
     mprof_json_arr_begin(&j, "frame_sets");
     for (uint32_t i = 0; i < a->n_sets; i++) {
@@ -677,11 +846,12 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out)
         const char *nm = f->name ? mprof_reader_string(r, f->name) : "main";
         mprof_json_str(&j, "name", nm ? nm : "?");
         mprof_json_bool(&j, "discontinuous", f->discontinuous);
+        mprof_json_u64(&j, "incomplete", f->incomplete);
         mprof_json_obj_end(&j);
     }
     mprof_json_arr_end(&j);
 
-    double frame_total_ns = ms ? summarize(&ms->ms).total * 1e6 : 0;
+    uint64_t nframes = span_frames(a);
     uint32_t nz;
     uint32_t *ids = sorted_zones(a, &nz);
     mprof_json_arr_begin(&j, "zones");
@@ -700,12 +870,15 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out)
         mprof_json_u64(&j, "count", z->count);
         mprof_json_u64(&j, "total_ns", (uint64_t)z->total);
         mprof_json_u64(&j, "self_ns", (uint64_t)z->self);
-        mprof_json_u64(&j, "mean_ns", z->count ? (uint64_t)z->total / z->count : 0);
+        mprof_json_u64(&j, "mean_ns", (uint64_t)zone_mean_ns(z));
         mprof_json_u64(&j, "min_ns", z->hist.min);
         mprof_json_u64(&j, "p50_ns", mprof_hist_quantile(&z->hist, 0.5));
         mprof_json_u64(&j, "p95_ns", mprof_hist_quantile(&z->hist, 0.95));
         mprof_json_u64(&j, "max_ns", z->hist.max);
-        mprof_json_f64(&j, "frame_share", frame_total_ns > 0 ? (double)z->total / frame_total_ns : 0.0);
+        mprof_json_f64(&j, "frame_share", frame_share(a, z));
+        mprof_json_u64(&j, "in_frames_ns", (uint64_t)z->in_frame);
+        mprof_json_f64(&j, "per_frame_ms", nframes ? (double)z->in_frame / 1e6 / (double)nframes : 0.0);
+        mprof_json_bool(&j, "timer_bound", timer_bound(a, z));
         mprof_json_obj_end(&j);
     }
     mprof_json_arr_end(&j);

@@ -1,7 +1,8 @@
 /*
- * analysis.h - statistics over a capture, computed in one streaming pass.
+ * analysis.h - statistics over a capture, computed in streaming passes (docs/STATISTICS.md).
  *
- * A report is a set of passes. Each pass sees every event once, in file order (per-thread order
+ * A first read finds the main frame marks (their span tells time inside frames from start-up
+ * and shutdown). Then a report is a set of passes. Each pass sees every event once, in file order (per-thread order
  * is time order; across threads it is not), keeps only per-source-location, per-frame or
  * per-object state, and prints its section as text and as JSON. Memory grows with the number of
  * distinct zones, frames and objects, never with the number of events.
@@ -33,7 +34,7 @@ typedef struct mprof_pass_vtbl {
 } mprof_pass_vtbl;
 
 typedef struct mprof_analysis_opts {
-    int top_n;                /* rows in zone tables (default 20) */
+    int top_n;                /* rows in each text table (0 = default 20; INT_MAX = all) */
     const char *passes;       /* comma list of optional passes to enable, "all", or NULL */
 } mprof_analysis_opts;
 
@@ -54,8 +55,10 @@ extern const mprof_pass_vtbl mprof__locks_pass;
 extern const mprof_pass_vtbl mprof__fibers_pass;
 /* Fiber hook: the core pass ignores zone events recorded inside a fiber (between FIBER_ENTER
  * and FIBER_LEAVE on a thread); the fibers pass matches them on the fiber's track, across
- * threads, and adds each completed zone to the zone table through this function. */
-void mprof__analysis_fiber_zone(mprof_analysis *a, uint32_t loc, int64_t dur, int64_t self);
+ * threads, and adds each completed zone to the zone table through this function (nested: an
+ * instance of the same source location was open on the fiber, see the recursion rule). */
+void mprof__analysis_fiber_zone(mprof_analysis *a, uint32_t loc, int64_t start, int64_t dur,
+                                int64_t self, int nested);
 /* Non-zero when the pass called name was asked for (--name or --all). */
 int mprof__analysis_wants(const mprof_analysis *a, const char *name);
 /* Share (0..1) of main-thread frame time covered by top-level zones. */

@@ -2,8 +2,11 @@
  * diff.c - the comparison of two captures (see diff.h).
  *
  * Each capture is reduced to its per-source-location statistics (export.h), then zones are
- * matched by name, file and line (ids differ between captures). The impact of a zone is the
- * change in its total time per frame, (total_b / frames_b) - (total_a / frames_a): a zone that
+ * paired by zone identity (zone_key.h: name and function; file, without its build directory,
+ * and line only break ties), so a rebuild with moved lines or from another checkout matches. The impact of a zone is the
+ * change in its time inside frames per frame, (in_b / frames_b) - (in_a / frames_a), where
+ * "in" is the zone's total (recursion counted once) inside the main frames' span and frames
+ * counts the frames of that span; start-up and shutdown do not move it. A zone that
  * got slower per call but runs less often can have no impact, and the sort shows first what
  * moved the frame time most. Captures without frames compare total time per second instead.
  */
@@ -11,6 +14,7 @@
 #include "analysis/export.h"
 #include "analysis/hist.h"
 #include "analysis/json_out.h"
+#include "analysis/zone_key.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -44,6 +48,8 @@ static double rate(const mprof_diff *d, const mprof_zstats *s, const mprof_zstat
 {
     if (!z)
         return 0.0;
+    if (d->per_frame && s->span_first_ns >= 0) /* time inside frames, frames in the span */
+        return (double)z->in_frames_ns / (double)(s->n_frames + s->n_lossy);
     if (d->per_frame)
         return (double)z->total_ns / (double)s->n_frames;
     return s->duration_ns > 0 ? (double)z->total_ns / ((double)s->duration_ns / 1e9) : 0.0;
@@ -59,9 +65,9 @@ static int cmp_rows(const void *x, const void *y)
     return strcmp(za->name, zb->name);
 }
 
-static int same(const mprof_zstat *x, const mprof_zstat *y)
+static mprof_zone_key key_of(const mprof_zstat *z)
 {
-    return x->line == y->line && strcmp(x->name, y->name) == 0 && strcmp(x->file, y->file) == 0;
+    return (mprof_zone_key){z->name, z->function, z->file, z->line};
 }
 
 mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, size_t errlen)
@@ -92,28 +98,52 @@ mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, s
         mprof__diff_free(d);
         return NULL;
     }
-    char *matched = calloc((size_t)d->b.n + 1, 1);
-    if (!matched) {
+    /* The used zones of each side, as keys, paired one to one. */
+    const mprof_zstat **za = malloc((cap + 1) * sizeof *za), **zb = malloc((cap + 1) * sizeof *zb);
+    mprof_zone_key *ka = malloc((cap + 1) * sizeof *ka), *kb = malloc((cap + 1) * sizeof *kb);
+    ptrdiff_t *pair = malloc((cap + 1) * sizeof *pair);
+    char *matched = calloc(cap + 1, 1);
+    size_t na = 0, nb = 0;
+    if (za && zb && ka && kb && pair && matched) {
+        for (uint32_t i = 0; i < d->a.n; i++)
+            if (d->a.z[i].count) {
+                za[na] = &d->a.z[i];
+                ka[na++] = key_of(&d->a.z[i]);
+            }
+        for (uint32_t i = 0; i < d->b.n; i++)
+            if (d->b.z[i].count) {
+                zb[nb] = &d->b.z[i];
+                kb[nb++] = key_of(&d->b.z[i]);
+            }
+    }
+    if (!za || !zb || !ka || !kb || !pair || !matched ||
+        mprof__zone_key_pair(ka, na, kb, nb, pair) != 0) {
+        free(za);
+        free(zb);
+        free(ka);
+        free(kb);
+        free(pair);
+        free(matched);
         snprintf(err, errlen, "out of memory");
         mprof__diff_free(d);
         return NULL;
     }
-    for (uint32_t i = 0; i < d->a.n; i++) {
-        const mprof_zstat *za = &d->a.z[i];
-        if (!za->count)
-            continue;
+    for (size_t i = 0; i < na; i++) {
         diff_row *row = &d->rows[d->n_rows++];
-        row->a = za;
-        for (uint32_t k = 0; k < d->b.n; k++)
-            if (d->b.z[k].count && !matched[k] && same(za, &d->b.z[k])) {
-                row->b = &d->b.z[k];
-                matched[k] = 1;
-                break;
-            }
+        row->a = za[i];
+        if (pair[i] >= 0) {
+            row->b = zb[pair[i]];
+            matched[pair[i]] = 1;
+        }
     }
-    for (uint32_t k = 0; k < d->b.n; k++)
-        if (d->b.z[k].count && !matched[k])
-            d->rows[d->n_rows++].b = &d->b.z[k];
+    for (size_t k = 0; k < nb; k++)
+        if (!matched[k])
+            d->rows[d->n_rows++].b = zb[k];
+    free(za);
+    free(zb);
+    free(ka);
+    free(kb);
+    free(pair);
     free(matched);
     for (size_t i = 0; i < d->n_rows; i++)
         d->rows[i].impact_ns = rate(d, &d->b, d->rows[i].b) - rate(d, &d->a, d->rows[i].a);
@@ -192,7 +222,8 @@ void mprof__diff_print_text(const mprof_diff *d, FILE *o, int top_n)
     else
         fprintf(o, "  (%s has no frames: zone impact is per second of capture)\n",
                 fa.n ? "B" : fb.n ? "A" : "neither capture");
-    fprintf(o, "\nZones by impact (change of total time per %s, us)\n", d->per_frame ? "frame" : "second");
+    fprintf(o, "\nZones by impact (change of %s, us)\n",
+            d->per_frame ? "time inside frames per frame" : "total time per second");
     fprintf(o, "  %-28s %9s %9s %10s %10s %10s %10s %12s  %s\n", "zone", "count A", "count B",
             "mean A us", "mean B us", "p95 A us", "p95 B us", "impact us", "location");
     size_t n = top_n > 0 && (size_t)top_n < d->n_rows ? (size_t)top_n : d->n_rows;
@@ -232,6 +263,7 @@ void mprof__diff_print_json(const mprof_diff *d, FILE *o, int top_n)
         mprof_json_obj_begin(&j, s ? "b" : "a");
         mprof_json_str(&j, "file", paths[s]);
         mprof_json_u64(&j, "frames", f.n);
+        mprof_json_u64(&j, "incomplete_frames", sides[s]->n_lossy);
         mprof_json_f64(&j, "mean_ns", f.mean);
         mprof_json_f64(&j, "p50_ns", f.p50);
         mprof_json_f64(&j, "p90_ns", f.p90);
@@ -249,8 +281,13 @@ void mprof__diff_print_json(const mprof_diff *d, FILE *o, int top_n)
         const mprof_zstat *z = r->a ? r->a : r->b;
         mprof_json_obj_begin(&j, NULL);
         mprof_json_str(&j, "name", z->name);
+        mprof_json_str(&j, "function", z->function);
         mprof_json_str(&j, "file", z->file);
         mprof_json_u64(&j, "line", z->line);
+        if (r->a && r->b) {
+            mprof_json_str(&j, "b_file", r->b->file);
+            mprof_json_u64(&j, "b_line", r->b->line);
+        }
         mprof_json_str(&j, "status", !r->a ? "only_b" : !r->b ? "only_a" : "both");
         mprof_json_u64(&j, "a_count", r->a ? r->a->count : 0);
         mprof_json_u64(&j, "b_count", r->b ? r->b->count : 0);
@@ -262,6 +299,8 @@ void mprof__diff_print_json(const mprof_diff *d, FILE *o, int top_n)
         mprof_json_u64(&j, "b_p95_ns", r->b ? mprof_hist_quantile(&r->b->hist, 0.95) : 0);
         mprof_json_i64(&j, "a_total_ns", r->a ? r->a->total_ns : 0);
         mprof_json_i64(&j, "b_total_ns", r->b ? r->b->total_ns : 0);
+        mprof_json_i64(&j, "a_in_frames_ns", r->a ? r->a->in_frames_ns : 0);
+        mprof_json_i64(&j, "b_in_frames_ns", r->b ? r->b->in_frames_ns : 0);
         mprof_json_f64(&j, "impact_ns", r->impact_ns);
         mprof_json_obj_end(&j);
     }

@@ -1,6 +1,6 @@
 /*
- * diff.h - compares two captures: frame-time percentiles side by side, and per zone (matched by
- * name, file and line) the count, mean and p95 of each side with the change of time per frame
+ * diff.h - compares two captures: frame-time percentiles side by side, and per zone (paired by
+ * zone identity, zone_key.h) the count, mean and p95 of each side with the change of time per frame
  * ("impact"), sorted by the size of the impact; zones present on one side only are listed too.
  */
 #ifndef MPROF_DIFF_H

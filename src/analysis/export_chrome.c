@@ -8,8 +8,8 @@
  *   GPU zone      "X" on pid 2 ("GPU"), one tid per GPU context
  *   lock span     "X" on pid 3 ("Locks"), one tid per (lock, thread): "waiting" / "holding"
  *   frame         "X" named "Frame N" on pid 4 ("Frames"), one tid per frame set
- *   message       "i" instant event, thread scope, on its thread; args.level
- *   plot, memory  "C" counter events on pid 1, args.value (bytes for memory)
+ *   message       "i" instant event, thread scope, on its thread; args.level, args.severity
+ *   plot, memory  "C" counter events on pid 1, args.<counter name> (bytes for memory)
  *   names         "M" metadata events (process_name, thread_name, thread_sort_index) at the end,
  *                 since thread names may arrive late in the stream; the format allows any order.
  * Timestamps and durations are microseconds with three decimals (nanosecond precision).
@@ -39,6 +39,7 @@ typedef struct chrome {
     mprof_reader *r;
     mprof_walker *w;
     uint64_t events;
+    const mprof_export_range *range; /* NULL = everything */
 } chrome;
 
 static void sep(chrome *c)
@@ -69,6 +70,8 @@ static void on_zone(void *user, const mprof_tl_zone *z)
     FILE *o = c->out;
     const mprof_tl_track *t = mprof__walker_track(c->w, z->track);
     const mprof_srcloc_def *d = mprof_reader_srcloc(c->r, z->loc);
+    if (!mprof__range_overlaps(c->range, z->start_ns, z->end_ns))
+        return;
     sep(c);
     fputs("{\"ph\":\"X\",\"name\":", o);
     if (z->name)
@@ -108,6 +111,8 @@ static void on_lock(void *user, const mprof_tl_lockspan *s)
 {
     chrome *c = user;
     FILE *o = c->out;
+    if (!mprof__range_overlaps(c->range, s->start_ns, s->end_ns))
+        return;
     sep(c);
     fprintf(o, "{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"lock\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":",
             s->waiting ? "waiting" : "holding", PID_LOCKS, LOCK_TID_BASE + (uint64_t)s->lock * 1024 + s->row);
@@ -121,6 +126,8 @@ static void on_memory(void *user, uint32_t pool, int64_t ts, int64_t bytes)
 {
     chrome *c = user;
     FILE *o = c->out;
+    if (!mprof__range_has(c->range, ts))
+        return;
     const mprof_tl_pool *p = mprof__walker_pool(c->w, pool);
     const char *nm = p && p->name ? mprof_reader_string(c->r, p->name) : "heap";
     char name[300];
@@ -130,13 +137,20 @@ static void on_memory(void *user, uint32_t pool, int64_t ts, int64_t bytes)
     mprof_json_write_string(o, name, strlen(name));
     fprintf(o, ",\"pid\":%d,\"ts\":", PID_CPU);
     us(o, ts);
-    fprintf(o, ",\"args\":{\"value\":%" PRId64 "}}", bytes);
+    /* The argument is named after the counter: Tracy's importer names a plot by the argument
+     * key (so "value" for every counter would merge all plots into one), Perfetto names the
+     * track "<name> <key>"; both then keep one counter per plot. */
+    fputs(",\"args\":{", o);
+    mprof_json_write_string(o, name, strlen(name));
+    fprintf(o, ":%" PRId64 "}}", bytes);
 }
 
 static void on_frame(void *user, uint32_t set, uint64_t index, int64_t s, int64_t e)
 {
     chrome *c = user;
     FILE *o = c->out;
+    if (!mprof__range_overlaps(c->range, s, e))
+        return;
     const mprof_tl_frameset *f = mprof__walker_frameset(c->w, set);
     const char *nm = f && f->name ? mprof_reader_string(c->r, f->name) : "Frame";
     char name[300];
@@ -169,6 +183,9 @@ static void on_event(chrome *c, const mprof_event *ev)
 {
     FILE *o = c->out;
     static const char *levels[] = {"", "trace", "debug", "info", "warn", "error", "fatal"};
+    if ((ev->type == MPROF_EV_MESSAGE || ev->type == MPROF_EV_PLOT_F64 ||
+         ev->type == MPROF_EV_PLOT_I64) && !mprof__range_has(c->range, ev->ts_ns))
+        return;
     if (ev->type == MPROF_EV_MESSAGE) {
         sep(c);
         fputs("{\"ph\":\"i\",\"s\":\"t\",\"name\":", o);
@@ -176,8 +193,8 @@ static void on_event(chrome *c, const mprof_event *ev)
         fprintf(o, ",\"cat\":\"message\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":", PID_CPU,
                 thread_tid(c, ev->thread));
         us(o, ev->ts_ns);
-        fprintf(o, ",\"args\":{\"level\":\"%s\",\"color\":\"#%06" PRIx32 "\"}}",
-                ev->u[0] <= 6 ? levels[ev->u[0]] : "info",
+        fprintf(o, ",\"args\":{\"level\":\"%s\",\"severity\":%d,\"color\":\"#%06" PRIx32 "\"}}",
+                ev->u[0] <= 6 ? levels[ev->u[0]] : "info", ev->u[0] <= 6 ? (int)ev->u[0] : 3,
                 mprof_log_level_color((mprof_log_level)(ev->u[0] <= 6 ? ev->u[0] : 0)));
     } else if (ev->type == MPROF_EV_PLOT_F64 || ev->type == MPROF_EV_PLOT_I64) {
         const char *nm = mprof_reader_string(c->r, (uint32_t)ev->u[0]);
@@ -187,7 +204,9 @@ static void on_event(chrome *c, const mprof_event *ev)
         mprof_json_write_string(o, nm ? nm : "plot", strlen(nm ? nm : "plot"));
         fprintf(o, ",\"pid\":%d,\"ts\":", PID_CPU);
         us(o, ev->ts_ns);
-        fputs(",\"args\":{\"value\":", o);
+        fputs(",\"args\":{", o); /* keyed by the plot's name: see on_memory */
+        mprof_json_write_string(o, nm ? nm : "plot", strlen(nm ? nm : "plot"));
+        fputc(':', o);
         if (isfinite(v))
             fprintf(o, "%.17g", v);
         else
@@ -259,7 +278,13 @@ static void write_metadata(chrome *c)
 
 int mprof__export_chrome(const char *path, FILE *out, char *err, size_t errlen)
 {
-    chrome c = {.out = out};
+    return mprof__export_chrome_range(path, NULL, out, err, errlen);
+}
+
+int mprof__export_chrome_range(const char *path, const mprof_export_range *range, FILE *out,
+                               char *err, size_t errlen)
+{
+    chrome c = {.out = out, .range = range};
     c.r = mprof_reader_open(path, err, errlen);
     if (!c.r)
         return -1;

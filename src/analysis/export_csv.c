@@ -10,6 +10,7 @@
 #include "analysis/timeline.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,7 @@ static void csv_str(FILE *o, const char *s)
 typedef struct collect {
     mprof_zstats *s;
     const mprof_reader *r;
+    const mprof_export_range *range;
     int oom;
 } collect;
 
@@ -60,6 +62,8 @@ static void zs_zone(void *user, const mprof_tl_zone *z)
 {
     collect *c = user;
     mprof_zstats *s = c->s;
+    if (!mprof__range_overlaps(c->range, z->start_ns, z->end_ns))
+        return;
     if (z->loc >= s->n) {
         uint32_t nn = z->loc + 64;
         mprof_zstat *p = realloc(s->z, (size_t)nn * sizeof *p);
@@ -87,7 +91,15 @@ static void zs_zone(void *user, const mprof_tl_zone *z)
     int64_t dur = z->end_ns - z->start_ns;
     int64_t self = dur - z->child_ns;
     st->count++;
-    st->total_ns += dur;
+    if (!z->nested) { /* recursion: the outer instance already holds this time */
+        st->total_ns += dur;
+        if (s->span_first_ns >= 0) {
+            int64_t a = z->start_ns > s->span_first_ns ? z->start_ns : s->span_first_ns;
+            int64_t b = z->end_ns < s->span_last_ns ? z->end_ns : s->span_last_ns;
+            if (b > a)
+                st->in_frames_ns += b - a;
+        }
+    }
     st->self_ns += self > 0 ? self : 0;
     if (mprof_hist_add(&st->hist, (uint64_t)(dur > 0 ? dur : 0)) != 0)
         c->oom = 1;
@@ -102,8 +114,22 @@ static int cmp_double(const void *a, const void *b)
 
 int mprof__zstats_collect(const char *path, mprof_zstats *out, char *err, size_t errlen)
 {
+    return mprof__zstats_collect_range(path, NULL, out, err, errlen);
+}
+
+int mprof__zstats_collect_range(const char *path, const mprof_export_range *range,
+                                mprof_zstats *out, char *err, size_t errlen)
+{
     memset(out, 0, sizeof *out);
-    collect c = {.s = out};
+    collect c = {.s = out, .range = range};
+    /* The main frames' span first (per-frame figures count only time inside frames). */
+    mprof_export_range span = {.first_frame = 0, .end_frame = INT64_MAX, .active = 1};
+    char serr[256];
+    out->span_first_ns = out->span_last_ns = -1;
+    if (mprof__export_range_resolve(path, &span, serr, sizeof serr) == 0) {
+        out->span_first_ns = span.t0_ns;
+        out->span_last_ns = span.t1_ns;
+    }
     mprof_tl_hooks h = {.user = &c, .zone = zs_zone};
     mprof_reader *r = mprof_reader_open(path, err, errlen);
     if (!r)
@@ -135,10 +161,14 @@ int mprof__zstats_collect(const char *path, mprof_zstats *out, char *err, size_t
                 snprintf(err, errlen, "%s: out of memory", path);
                 rc = -2;
             } else {
+                uint64_t k = 0; /* frames that spanned lost events are not real frames */
                 for (uint64_t i = 0; i < f->n; i++)
-                    out->frame_ns[i] = (double)f->dur[i];
-                qsort(out->frame_ns, f->n, sizeof *out->frame_ns, cmp_double);
-                out->n_frames = f->n;
+                    if (!f->lossy[i] && mprof__range_has(range, f->start[i]) &&
+                        mprof__range_has(range, f->start[i] + f->dur[i] - (f->dur[i] > 0)))
+                        out->frame_ns[k++] = (double)f->dur[i];
+                qsort(out->frame_ns, k, sizeof *out->frame_ns, cmp_double);
+                out->n_frames = k;
+                out->n_lossy = f->n_lossy;
             }
         }
         out->duration_ns = mprof__walker_last_ns(w) - mprof__walker_first_ns(w);
@@ -178,8 +208,14 @@ static int cmp_total(const void *a, const void *b)
 
 int mprof__export_csv_stats(const char *path, FILE *out, char *err, size_t errlen)
 {
+    return mprof__export_csv_stats_range(path, NULL, out, err, errlen);
+}
+
+int mprof__export_csv_stats_range(const char *path, const mprof_export_range *range, FILE *out,
+                                  char *err, size_t errlen)
+{
     mprof_zstats s;
-    if (mprof__zstats_collect(path, &s, err, errlen) != 0)
+    if (mprof__zstats_collect_range(path, range, &s, err, errlen) != 0)
         return -1;
     uint32_t *order = malloc(((size_t)s.n + 1) * sizeof *order);
     if (!order) {
@@ -222,6 +258,7 @@ typedef struct per_zone {
     FILE *out;
     mprof_reader *r;
     mprof_walker *w;
+    const mprof_export_range *range;
 } per_zone;
 
 static void pz_zone(void *user, const mprof_tl_zone *z)
@@ -229,6 +266,8 @@ static void pz_zone(void *user, const mprof_tl_zone *z)
     per_zone *p = user;
     FILE *o = p->out;
     char buf[256];
+    if (!mprof__range_overlaps(p->range, z->start_ns, z->end_ns))
+        return;
     const mprof_srcloc_def *d = mprof_reader_srcloc(p->r, z->loc);
     const mprof_tl_track *t = mprof__walker_track(p->w, z->track);
     static const char *kinds[] = {"", "thread", "fiber", "gpu", "lock"};
@@ -254,7 +293,13 @@ static void pz_zone(void *user, const mprof_tl_zone *z)
 
 int mprof__export_csv_zones(const char *path, FILE *out, char *err, size_t errlen)
 {
-    per_zone p = {.out = out};
+    return mprof__export_csv_zones_range(path, NULL, out, err, errlen);
+}
+
+int mprof__export_csv_zones_range(const char *path, const mprof_export_range *range, FILE *out,
+                                  char *err, size_t errlen)
+{
+    per_zone p = {.out = out, .range = range};
     p.r = mprof_reader_open(path, err, errlen);
     if (!p.r)
         return -1;

@@ -128,6 +128,9 @@ static void fiber_zone_end(fiber_acc *f, mprof_analysis *a, int64_t ts)
     int64_t self = dur - z.child > 0 ? dur - z.child : 0;
     if (f->depth)
         f->stack[f->depth - 1].child += dur;
+    int nested = 0; /* recursion: the outer instance already counts this time */
+    for (uint32_t k = 0; k < f->depth && !nested; k++)
+        nested = f->stack[k].loc == z.loc;
     fzone *fz = NULL;
     for (uint32_t i = 0; i < f->n_zones; i++)
         if (f->zones[i].loc == z.loc)
@@ -146,10 +149,10 @@ static void fiber_zone_end(fiber_acc *f, mprof_analysis *a, int64_t ts)
     }
     if (fz) {
         fz->count++;
-        fz->total += dur;
+        fz->total += nested ? 0 : dur;
         fz->self += self;
     }
-    mprof__analysis_fiber_zone(a, z.loc, dur, self);
+    mprof__analysis_fiber_zone(a, z.loc, z.start, dur, self, nested);
 }
 
 static void replay(fiber_acc *f, mprof_analysis *a, segment *g)

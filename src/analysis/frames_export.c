@@ -55,15 +55,19 @@ typedef struct fset {
     i64_vec begins; /* range starts and ends, paired */
     i64_vec ends;
     int64_t open;   /* pending FRAME_BEGIN, -1 none */
-    /* Frames as intervals [start, end), sorted by start. */
+    uint32_t thread; /* thread of the first mark or begin (0 = none yet) */
+    i64_vec losses;  /* times of LOST records on that thread */
+    /* Frames as intervals [start, end), sorted by start. Frames that span lost events of the
+     * marking thread are left out (their marks may be among the lost events) and counted. */
     int64_t *fs, *fe;
-    size_t nf;
+    size_t nf, incomplete;
 } fset;
 
-/* One zone name (source locations sharing a name are merged). */
+/* One zone: source locations with the same name and function are merged (the zone identity of
+ * zone_key.h, which `mprof gate` uses to pair zones of two exports). */
 typedef struct zone {
-    const char *name, *file; /* owned by the first reader; copied below */
-    char *name_copy, *file_copy;
+    const char *name, *file, *function; /* the copies below */
+    char *name_copy, *file_copy, *function_copy;
     uint32_t line;
     uint64_t count;
     int64_t incl_ns, self_ns;
@@ -83,6 +87,7 @@ typedef struct tstack {
 
 typedef struct exporter {
     const char *path;
+    const mprof_export_range *range; /* NULL = the whole capture */
     fset *sets;
     size_t n_sets;
     /* per source location id: index into zones + 1 (0 = unknown) and pass-1 totals */
@@ -182,6 +187,15 @@ static tstack *get_stack(exporter *x, uint32_t tid)
     return &x->stacks[tid];
 }
 
+/* Recursion: another instance of loc is open on the stack (its time is already counted). */
+static int nested_in(const tstack *t, uint32_t loc)
+{
+    for (uint32_t k = 0; k < t->depth; k++)
+        if (t->s[k].loc == loc)
+            return 1;
+    return 0;
+}
+
 static int push_zone(tstack *t, uint32_t loc, int64_t ts)
 {
     if (t->depth == t->cap) {
@@ -223,6 +237,8 @@ static int pass1_event(exporter *x, const mprof_event *ev)
             return 0;
         if (!f || vec_push(&f->marks, ev->ts_ns))
             return fail(x, "out of memory");
+        if (!f->thread)
+            f->thread = ev->thread;
         return 0;
     }
     case MPROF_EV_FRAME_BEGIN: {
@@ -233,6 +249,8 @@ static int pass1_event(exporter *x, const mprof_event *ev)
             return fail(x, "out of memory");
         f->range = 1;
         f->open = ev->ts_ns;
+        if (!f->thread)
+            f->thread = ev->thread;
         return 0;
     }
     case MPROF_EV_FRAME_END: {
@@ -267,10 +285,13 @@ static int pass1_event(exporter *x, const mprof_event *ev)
         /* Only defined source locations count (a corrupt id must not size the tables). */
         if (z.loc == 0 || !mprof_reader_srcloc(x->r, z.loc))
             return 0;
+        if (!mprof__range_overlaps(x->range, z.begin, ev->ts_ns))
+            return 0;
         if (ensure_loc(x, z.loc))
             return fail(x, "out of memory");
         x->loc_count[z.loc]++;
-        x->loc_incl[z.loc] += dur;
+        if (!nested_in(t, z.loc))
+            x->loc_incl[z.loc] += dur;
         x->loc_self[z.loc] += dur > z.mark ? dur - z.mark : 0;
         return 0;
     }
@@ -279,6 +300,9 @@ static int pass1_event(exporter *x, const mprof_event *ev)
         tstack *t = get_stack(x, ev->thread);
         if (t)
             t->depth = 0;
+        for (size_t i = 0; i < x->n_sets; i++)
+            if (x->sets[i].thread == ev->thread && vec_push(&x->sets[i].losses, ev->ts_ns))
+                return fail(x, "out of memory");
         return 0;
     }
     default:
@@ -302,9 +326,43 @@ static int cmp_pair(const void *pa, const void *pb)
     return (a->s > b->s) - (a->s < b->s);
 }
 
-/* Turns a set's marks or ranges into sorted intervals. */
-static int build_frames(fset *f)
+/* Whether a LOST record of the set's thread falls in (s, e]: the frame may hide lost marks. */
+static int spans_loss(const fset *f, int64_t s, int64_t e)
 {
+    size_t lo = 0, hi = f->losses.n; /* first loss > s */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->losses.v[mid] <= s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < f->losses.n && f->losses.v[lo] <= e;
+}
+
+/* Drops the frames that span a loss (counted) and those outside the range, keeping the order. */
+static void drop_lossy(fset *f, const mprof_export_range *range)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < f->nf; i++) {
+        if (!mprof__range_has(range, f->fs[i]) || !mprof__range_has(range, f->fe[i] - (f->fe[i] > f->fs[i])))
+            continue;
+        if (f->losses.n && spans_loss(f, f->fs[i], f->fe[i])) {
+            f->incomplete++;
+            continue;
+        }
+        f->fs[k] = f->fs[i];
+        f->fe[k] = f->fe[i];
+        k++;
+    }
+    f->nf = k;
+}
+
+/* Turns a set's marks or ranges into sorted intervals. */
+static int build_frames(fset *f, const mprof_export_range *range)
+{
+    if (f->losses.n > 1)
+        qsort(f->losses.v, f->losses.n, sizeof *f->losses.v, cmp_i64);
     if (!f->range) {
         if (f->marks.n > 1)
             qsort(f->marks.v, f->marks.n, sizeof *f->marks.v, cmp_i64);
@@ -318,6 +376,7 @@ static int build_frames(fset *f)
             f->fe[i] = f->marks.v[i + 1];
         }
         f->nf = n;
+        drop_lossy(f, range);
         return 0;
     }
     size_t n = f->begins.n;
@@ -338,6 +397,7 @@ static int build_frames(fset *f)
     }
     f->nf = n;
     free(p);
+    drop_lossy(f, range);
     return 0;
 }
 
@@ -346,10 +406,11 @@ static int cmp_zone(const void *pa, const void *pb)
     const zone *a = pa, *b = pb;
     if (a->self_ns != b->self_ns)
         return a->self_ns < b->self_ns ? 1 : -1;
-    return strcmp(a->name, b->name);
+    int c = strcmp(a->name, b->name);
+    return c ? c : strcmp(a->function, b->function);
 }
 
-/* Merges source locations by name into zones, sorted by self time, and maps locations to them. */
+/* Merges source locations by name and function into zones, sorted by self time, and maps locations to them. */
 static int build_zones(exporter *x, const mprof_reader *r)
 {
     for (uint32_t loc = 1; loc < x->n_locs; loc++) {
@@ -357,8 +418,10 @@ static int build_zones(exporter *x, const mprof_reader *r)
             continue;
         const mprof_srcloc_def *d = mprof_reader_srcloc(r, loc);
         const char *name = d && d->name ? d->name : "(unknown zone)";
+        const char *func = d && d->function ? d->function : "";
         size_t k = 0;
-        while (k < x->n_zones && strcmp(x->zones[k].name, name) != 0)
+        while (k < x->n_zones &&
+               (strcmp(x->zones[k].name, name) != 0 || strcmp(x->zones[k].function, func) != 0))
             k++;
         if (k == x->n_zones) {
             zone *z = realloc(x->zones, (x->n_zones + 1) * sizeof *z);
@@ -368,13 +431,16 @@ static int build_zones(exporter *x, const mprof_reader *r)
             memset(&z[k], 0, sizeof z[k]);
             z[k].name_copy = dup_str(name);
             z[k].file_copy = dup_str(d && d->file ? d->file : "");
-            if (!z[k].name_copy || !z[k].file_copy) {
+            z[k].function_copy = dup_str(func);
+            if (!z[k].name_copy || !z[k].file_copy || !z[k].function_copy) {
                 free(z[k].name_copy);
                 free(z[k].file_copy);
+                free(z[k].function_copy);
                 return -1;
             }
             z[k].name = z[k].name_copy;
             z[k].file = z[k].file_copy;
+            z[k].function = z[k].function_copy;
             z[k].line = d ? d->line : 0;
             x->n_zones++;
         }
@@ -391,8 +457,9 @@ static int build_zones(exporter *x, const mprof_reader *r)
             continue;
         const mprof_srcloc_def *d = mprof_reader_srcloc(r, loc);
         const char *name = d && d->name ? d->name : "(unknown zone)";
+        const char *func = d && d->function ? d->function : "";
         for (size_t k = 0; k < x->n_zones; k++)
-            if (strcmp(x->zones[k].name, name) == 0) {
+            if (strcmp(x->zones[k].name, name) == 0 && strcmp(x->zones[k].function, func) == 0) {
                 x->loc_zone[loc] = (uint32_t)k + 1;
                 break;
             }
@@ -467,7 +534,8 @@ static int pass2_event(exporter *x, const mprof_event *ev)
         zone *zz = zone_of(x, z.loc);
         if (zz) {
             spread(x->main, z.mark, ev->ts_ns, zz->self_ms);
-            spread(x->main, z.begin, ev->ts_ns, zz->incl_ms);
+            if (!nested_in(t, z.loc))
+                spread(x->main, z.begin, ev->ts_ns, zz->incl_ms);
         }
         if (t->depth)
             t->s[t->depth - 1].mark = ev->ts_ns;
@@ -700,6 +768,19 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
         fputs("null", out);
     fputs("\n  },\n  \"frameSet\": ", out);
     put_str(out, x->main ? set_name(r, x->main) : NULL);
+    fputs(",\n  \"range\": ", out);
+    if (x->range && x->range->active) {
+        fputs("{\"firstFrame\": ", out);
+        if (x->range->first_frame >= 0)
+            fprintf(out, "%" PRId64 ", \"endFrame\": %" PRId64, x->range->first_frame,
+                    x->range->end_frame);
+        else
+            fputs("null, \"endFrame\": null", out);
+        fprintf(out, ", \"startNs\": %" PRId64 ", \"endNs\": %" PRId64 "}", x->range->t0_ns,
+                x->range->t1_ns);
+    } else {
+        fputs("null", out);
+    }
     fputs(",\n", out);
 
     /* The main set's summary and frames at the top level. */
@@ -710,6 +791,7 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
         free(d);
         return -1;
     }
+    fprintf(out, "  \"incompleteFrames\": %zu,\n", m->incomplete);
     fputs("  \"frameTimesMs\": ", out);
     put_ms_array(out, d, m->nf);
     free(d);
@@ -725,6 +807,7 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
             free(d);
             return -1;
         }
+        fprintf(out, "      \"incompleteFrames\": %zu,\n", f->incomplete);
         fputs("      \"frameTimesMs\": ", out);
         put_ms_array(out, d, f->nf);
         free(d);
@@ -738,6 +821,8 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
         const zone *z = &x->zones[k];
         fputs(k ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
         put_str(out, z->name);
+        fputs(", \"function\": ", out);
+        put_str(out, z->function);
         fputs(", \"file\": ", out);
         put_str(out, z->file);
         fprintf(out, ", \"line\": %" PRIu32 ", \"count\": %" PRIu64 ", \"totalMs\": ", z->line,
@@ -768,6 +853,7 @@ static void exporter_free(exporter *x)
         free(x->sets[i].marks.v);
         free(x->sets[i].begins.v);
         free(x->sets[i].ends.v);
+        free(x->sets[i].losses.v);
         free(x->sets[i].fs);
         free(x->sets[i].fe);
     }
@@ -779,6 +865,7 @@ static void exporter_free(exporter *x)
     for (size_t k = 0; k < x->n_zones; k++) {
         free(x->zones[k].name_copy);
         free(x->zones[k].file_copy);
+        free(x->zones[k].function_copy);
         free(x->zones[k].self_ms);
         free(x->zones[k].incl_ms);
     }
@@ -794,9 +881,16 @@ static void exporter_free(exporter *x)
 int mprof__export_frames(const char *capture_path, const char *out_path, char *err,
                          size_t errlen)
 {
+    return mprof__export_frames_range(capture_path, NULL, out_path, err, errlen);
+}
+
+int mprof__export_frames_range(const char *capture_path, const mprof_export_range *range,
+                               const char *out_path, char *err, size_t errlen)
+{
     exporter x;
     memset(&x, 0, sizeof x);
     x.path = capture_path;
+    x.range = range;
     x.err = err;
     x.errlen = errlen;
     mprof_reader *r = NULL;
@@ -820,12 +914,12 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
 
     /* The main frame set: unnamed marks, else the named set with the most frames. */
     for (size_t i = 0; i < x.n_sets; i++)
-        if (build_frames(&x.sets[i])) {
+        if (build_frames(&x.sets[i], range)) {
             fail(&x, "out of memory");
             goto out;
         }
     for (size_t i = 0; i < x.n_sets; i++)
-        if (x.sets[i].name == 0 && x.sets[i].nf > 0)
+        if (x.sets[i].name == 0 && (x.sets[i].nf > 0 || x.sets[i].incomplete > 0))
             x.main = &x.sets[i];
     if (!x.main) {
         for (size_t i = 0; i < x.n_sets; i++)
@@ -838,6 +932,9 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
             warn(&x, "no frames in this capture (call MPROF_FRAME_MARK() once per main-loop "
                      "iteration)");
     }
+    if (x.main && x.main->incomplete)
+        warn(&x, "%zu frames spanned lost events (their marks may be lost) and are left out",
+             x.main->incomplete);
     if (x.sets_capped)
         warn(&x, "more than %d frame sets; the others are left out", MAX_SETS);
     {

@@ -6,6 +6,8 @@
 #ifndef MPROF_ANALYSIS_FRAMES_EXPORT_H
 #define MPROF_ANALYSIS_FRAMES_EXPORT_H
 
+#include "analysis/export_range.h"
+
 #include <stddef.h>
 
 /* Zones whose per-frame times are exported (the largest by total self time); every zone's totals
@@ -23,5 +25,10 @@
  */
 int mprof__export_frames(const char *capture_path, const char *out_path, char *err,
                          size_t errlen);
+
+/* The same for the frames inside a resolved range (export_range.h; NULL = all): frames wholly
+ * inside the window, zones that overlap it. */
+int mprof__export_frames_range(const char *capture_path, const mprof_export_range *range,
+                               const char *out_path, char *err, size_t errlen);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "analysis/gate.h"
 #include "analysis/stats.h"
+#include "analysis/zone_key.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -77,10 +78,17 @@ void mprof__gate_run_clear(mprof_gate_run *run)
     free(run->build_type);
     free(run->start_time);
     free(run->frames_ms);
+    free(run->system_why_not);
+    free(run->on_cpu_ms);
+    free(run->off_cpu_ms);
+    free(run->cpu_ms);
+    free(run->machine_busy);
     for (size_t i = 0; i < run->n_zones; i++) {
         free(run->zones[i].name);
+        free(run->zones[i].function);
         free(run->zones[i].self_ms);
         free(run->zones[i].incl_ms);
+        free(run->zones[i].self_off_ms);
     }
     free(run->zones);
     memset(run, 0, sizeof *run);
@@ -149,6 +157,61 @@ static int number_array(const cJSON *arr, size_t want, size_t skip, double **out
     return 0;
 }
 
+/* System tracing (contract with the system-tracing export): the "system" object and, when it
+ * says contextSwitches, the per-frame arrays aligned with frameTimesMs. An export without the
+ * object (older versions) simply has no system data. Returns 0, or -1 with err set. */
+static int parse_system(const cJSON *root, const char *name, size_t total_frames, size_t skip,
+                        mprof_gate_run *run, char *err, size_t errlen)
+{
+    const cJSON *sys = cJSON_GetObjectItemCaseSensitive(root, "system");
+    if (!sys || cJSON_IsNull(sys))
+        return 0;
+    if (!cJSON_IsObject(sys)) {
+        seterr(err, errlen, "%s: \"system\" is not an object", name);
+        return -1;
+    }
+    const char *bk[2] = {"contextSwitches", "cpuUsage"};
+    int *bv[2] = {&run->context_switches, &run->cpu_usage};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(sys, bk[k]);
+        if (b && !cJSON_IsBool(b)) {
+            seterr(err, errlen, "%s: \"system\": \"%s\" is not true or false", name, bk[k]);
+            return -1;
+        }
+        *bv[k] = b && cJSON_IsTrue(b);
+    }
+    if (opt_string(sys, "whyNot", &run->system_why_not)) {
+        seterr(err, errlen, "%s: \"system\": \"whyNot\" is not a string or null", name);
+        return -1;
+    }
+    const char *ak[4] = {"frameOnCpuMs", "frameOffCpuMs", "frameCpuMs", "frameMachineBusy"};
+    double **av[4] = {&run->on_cpu_ms, &run->off_cpu_ms, &run->cpu_ms, &run->machine_busy};
+    for (int k = 0; k < 4; k++) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, ak[k]);
+        if (!a)
+            continue;
+        size_t got;
+        const char *why = NULL;
+        if (number_array(a, total_frames, skip, av[k], &got, &why)) {
+            seterr(err, errlen, "%s: \"%s\" %s", name, ak[k], why);
+            return -1;
+        }
+    }
+    for (size_t i = 0; run->machine_busy && i < run->n_frames; i++)
+        if (run->machine_busy[i] > 1.0) {
+            seterr(err, errlen, "%s: \"frameMachineBusy\" holds %g, above 1", name,
+                   run->machine_busy[i]);
+            return -1;
+        }
+    /* The decision needs the off-CPU times; a capture that claims context switches without
+     * them is treated as having none (the comparison then says so). */
+    if (!run->off_cpu_ms)
+        run->context_switches = 0;
+    if (!run->machine_busy)
+        run->cpu_usage = 0;
+    return 0;
+}
+
 int mprof__gate_parse_run(const char *json, size_t len, const char *name, int skip_frames,
                           mprof_gate_run *run, char *err, size_t errlen)
 {
@@ -198,6 +261,8 @@ int mprof__gate_parse_run(const char *json, size_t len, const char *name, int sk
     }
     size_t total_frames = (size_t)cJSON_GetArraySize(frames);
     run->n_skipped = total_frames < skip ? total_frames : skip;
+    if (parse_system(root, name, total_frames, skip, run, err, errlen))
+        goto fail;
 
     const cJSON *zones = cJSON_GetObjectItemCaseSensitive(root, "zones");
     if (zones && !cJSON_IsArray(zones)) {
@@ -223,8 +288,11 @@ int mprof__gate_parse_run(const char *json, size_t len, const char *name, int sk
             goto fail;
         }
         gz->name = xstrdup(zn->valuestring);
+        const cJSON *zf = cJSON_GetObjectItemCaseSensitive(z, "function");
+        if (cJSON_IsString(zf) && zf->valuestring && zf->valuestring[0])
+            gz->function = xstrdup(zf->valuestring);
         run->n_zones = ++zi;
-        if (!gz->name) {
+        if (!gz->name || (cJSON_IsString(zf) && zf->valuestring && zf->valuestring[0] && !gz->function)) {
             seterr(err, errlen, "%s: out of memory", name);
             goto fail;
         }
@@ -242,9 +310,9 @@ int mprof__gate_parse_run(const char *json, size_t len, const char *name, int sk
             }
             *tv[k] = t->valuedouble;
         }
-        const char *ak[2] = {"selfPerFrameMs", "perFrameMs"};
-        double **av[2] = {&gz->self_ms, &gz->incl_ms};
-        for (int k = 0; k < 2; k++) {
+        const char *ak[3] = {"selfPerFrameMs", "perFrameMs", "selfOffCpuPerFrameMs"};
+        double **av[3] = {&gz->self_ms, &gz->incl_ms, &gz->self_off_ms};
+        for (int k = 0; k < 3; k++) {
             const cJSON *a = cJSON_GetObjectItemCaseSensitive(z, ak[k]);
             if (!a)
                 continue;
@@ -447,8 +515,10 @@ void mprof__gate_result_free(mprof_gate_result *r)
     for (size_t i = 0; i < r->n_warnings; i++)
         free(r->warnings[i]);
     free(r->warnings);
-    for (size_t i = 0; i < r->n_zones; i++)
+    for (size_t i = 0; i < r->n_zones; i++) {
         free(r->zones[i].name);
+        free(r->zones[i].function);
+    }
     free(r->zones);
     if (r->base_paths)
         for (size_t i = 0; i < r->base.runs; i++)
@@ -463,9 +533,25 @@ void mprof__gate_result_free(mprof_gate_result *r)
     free(r);
 }
 
-/* Pooled frame times of a side with run boundaries (run_start has n_runs + 1 entries). Runs
- * without frames are left out. Returns 0, or -1 out of memory. */
-static int pool_side(const mprof_gate_side *s, double **out_v, size_t **out_starts,
+double mprof__gate_decision_ms(const mprof_gate_run *run, size_t i, int use_system)
+{
+    double t = run->frames_ms[i];
+    if (!use_system || !run->off_cpu_ms)
+        return t;
+    double off = run->off_cpu_ms[i];
+    if (run->machine_busy)
+        off *= run->machine_busy[i];
+    double d = t - off;
+    /* The frame cannot have taken less than the time its main thread ran. */
+    if (run->on_cpu_ms && d < run->on_cpu_ms[i])
+        d = run->on_cpu_ms[i] < t ? run->on_cpu_ms[i] : t;
+    return d > 0.0 ? d : 0.0;
+}
+
+/* Pooled frame times of a side with run boundaries (run_start has n_runs + 1 entries): the
+ * decision frame times with use_system, else the raw ones. Runs without frames are left out.
+ * Returns 0, or -1 out of memory. */
+static int pool_side(const mprof_gate_side *s, int use_system, double **out_v, size_t **out_starts,
                      size_t *out_runs)
 {
     size_t total = 0;
@@ -483,8 +569,8 @@ static int pool_side(const mprof_gate_side *s, double **out_v, size_t **out_star
     for (size_t i = 0; i < s->n_runs; i++) {
         if (s->runs[i].n_frames == 0)
             continue;
-        memcpy(v + k, s->runs[i].frames_ms, s->runs[i].n_frames * sizeof *v);
-        k += s->runs[i].n_frames;
+        for (size_t f = 0; f < s->runs[i].n_frames; f++)
+            v[k++] = mprof__gate_decision_ms(&s->runs[i], f, use_system);
         st[++nr] = k;
     }
     *out_v = v;
@@ -506,6 +592,7 @@ static int summarize(const double *v, size_t n, size_t runs, mprof_gate_summary 
     memcpy(s, v, n * sizeof *s);
     mprof__sort_doubles(s, n);
     out->p50_ms = mprof__percentile_sorted(s, n, 50);
+    out->p90_ms = mprof__percentile_sorted(s, n, 90);
     out->p95_ms = mprof__percentile_sorted(s, n, 95);
     out->p99_ms = mprof__percentile_sorted(s, n, 99);
     double sum = 0;
@@ -514,6 +601,53 @@ static int summarize(const double *v, size_t n, size_t runs, mprof_gate_summary 
     out->mean_ms = sum / (double)n;
     free(s);
     return 0;
+}
+
+int mprof__gate_summarize_side(const mprof_gate_side *s, mprof_gate_summary *out)
+{
+    double *v = NULL;
+    size_t *st = NULL, runs = 0;
+    memset(out, 0, sizeof *out);
+    if (pool_side(s, 0, &v, &st, &runs))
+        return -1;
+    int rc = summarize(v, st[runs], s->n_runs, out);
+    free(v);
+    free(st);
+    return rc;
+}
+
+/* 1 when every run of the side has system tracing of context switches (level 1), and the
+ * machine's busy share too (level 2); 0 otherwise. */
+static int system_level(const mprof_gate_side *s)
+{
+    int level = 2;
+    for (size_t i = 0; i < s->n_runs; i++) {
+        const mprof_gate_run *run = &s->runs[i];
+        if (!run->context_switches)
+            return 0;
+        if (!run->cpu_usage)
+            level = 1;
+    }
+    return s->n_runs ? level : 0;
+}
+
+/* The share of off-CPU time in the frames at or above the side's raw p95 (the frames the p95
+ * is made of): sum(off) / sum(t) over them. -1 without system tracing. */
+static double p95_off_share(const mprof_gate_side *s, double p95)
+{
+    double off = 0, tot = 0;
+    for (size_t i = 0; i < s->n_runs; i++) {
+        const mprof_gate_run *run = &s->runs[i];
+        if (!run->off_cpu_ms)
+            return -1.0;
+        for (size_t f = 0; f < run->n_frames; f++)
+            if (run->frames_ms[f] >= p95) {
+                tot += run->frames_ms[f];
+                off += run->off_cpu_ms[f] < run->frames_ms[f] ? run->off_cpu_ms[f]
+                                                              : run->frames_ms[f];
+            }
+    }
+    return tot > 0 ? off / tot : 0.0;
 }
 
 /* Compares one identity field across every run of both sides. Returns 1 when two known values
@@ -548,33 +682,62 @@ static int identity_differs(const mprof_gate_side *b, const mprof_gate_side *c, 
     return 0;
 }
 
+/* How zones are paired across runs and sides: the one place that says when two zone entries
+ * of two exports are the same zone. Zone identity (zone_key.h): name and function; an export
+ * without functions matches by name. */
+static int same_zone(const mprof_gate_zone *a, const mprof_gate_zone *b)
+{
+    mprof_zone_key ka = {a->name, a->function, NULL, 0}, kb = {b->name, b->function, NULL, 0};
+    return mprof__zone_key_same(&ka, &kb);
+}
+
+/* The zone of run that is the same zone as key, or NULL when the run does not list it. */
+static const mprof_gate_zone *find_zone(const mprof_gate_run *run, const mprof_gate_zone *key)
+{
+    for (size_t k = 0; k < run->n_zones; k++)
+        if (same_zone(&run->zones[k], key))
+            return &run->zones[k];
+    return NULL;
+}
+
 /* Mean per-frame time of a zone over a side, and the pooled per-frame self times when every run
  * has them. A run that does not list the zone contributes zero time (exports list every zone's
  * totals). With per-frame data the self mean is trimmed: the zone's slowest TRIM_FRACTION of
  * frames are left out, so that a preemption or interrupt landing inside a small zone (a few
- * milliseconds in one frame) does not outweigh a real, steady slowdown of a large one. */
+ * milliseconds in one frame) does not outweigh a real, steady slowdown of a large one. With
+ * on_cpu, the per-frame values are on-CPU self time (self less selfOffCpuPerFrameMs): a zone
+ * that waits (its thread blocked or preempted) is measured by what it ran, not by how long. */
 #define TRIM_FRACTION 0.01
 typedef struct zone_side {
-    double self_ms, incl_ms;
-    double *frames; /* pooled per-frame self ms, or NULL */
+    double self_ms, incl_ms, off_ms;
+    double *frames; /* pooled per-frame self ms (on-CPU with on_cpu), or NULL */
     size_t n;
 } zone_side;
 
-static int zone_on_side(const mprof_gate_side *s, const char *name, zone_side *out)
+static double zone_frame_ms(const mprof_gate_zone *z, size_t f, int on_cpu)
+{
+    if (!z)
+        return 0.0;
+    double v = z->self_ms[f];
+    if (on_cpu && z->self_off_ms) {
+        v -= z->self_off_ms[f];
+        if (v < 0.0)
+            v = 0.0;
+    }
+    return v;
+}
+
+static int zone_on_side(const mprof_gate_side *s, const mprof_gate_zone *key, int on_cpu,
+                        zone_side *out)
 {
     memset(out, 0, sizeof *out);
     size_t total = 0;
     int per_frame = 1;
-    double self_sum = 0, incl_sum = 0, frames_sum = 0;
+    double self_sum = 0, incl_sum = 0, off_sum = 0, frames_sum = 0;
     for (size_t i = 0; i < s->n_runs; i++) {
         const mprof_gate_run *run = &s->runs[i];
         total += run->n_frames;
-        const mprof_gate_zone *z = NULL;
-        for (size_t k = 0; k < run->n_zones; k++)
-            if (strcmp(run->zones[k].name, name) == 0) {
-                z = &run->zones[k];
-                break;
-            }
+        const mprof_gate_zone *z = find_zone(run, key);
         if (!z) {
             frames_sum += (double)run->n_frames;
             continue;
@@ -583,6 +746,7 @@ static int zone_on_side(const mprof_gate_side *s, const char *name, zone_side *o
             for (size_t f = 0; f < run->n_frames; f++) {
                 self_sum += z->self_ms[f];
                 incl_sum += z->incl_ms ? z->incl_ms[f] : z->self_ms[f];
+                off_sum += on_cpu && z->self_off_ms ? z->self_off_ms[f] : 0.0;
             }
             frames_sum += (double)run->n_frames;
         } else {
@@ -595,6 +759,7 @@ static int zone_on_side(const mprof_gate_side *s, const char *name, zone_side *o
     if (frames_sum > 0) {
         out->self_ms = self_sum / frames_sum;
         out->incl_ms = incl_sum / frames_sum;
+        out->off_ms = off_sum / frames_sum;
     }
     if (!per_frame || total == 0)
         return 0;
@@ -604,14 +769,9 @@ static int zone_on_side(const mprof_gate_side *s, const char *name, zone_side *o
     size_t k = 0;
     for (size_t i = 0; i < s->n_runs; i++) {
         const mprof_gate_run *run = &s->runs[i];
-        const mprof_gate_zone *z = NULL;
-        for (size_t j = 0; j < run->n_zones; j++)
-            if (strcmp(run->zones[j].name, name) == 0) {
-                z = &run->zones[j];
-                break;
-            }
+        const mprof_gate_zone *z = find_zone(run, key);
         for (size_t f = 0; f < run->n_frames; f++)
-            out->frames[k++] = z ? z->self_ms[f] : 0.0;
+            out->frames[k++] = zone_frame_ms(z, f, on_cpu);
     }
     out->n = k;
     double *sorted = malloc(k * sizeof *sorted);
@@ -628,69 +788,120 @@ static int zone_on_side(const mprof_gate_side *s, const char *name, zone_side *o
     return 0;
 }
 
+/* Significant growths first (largest first), then the rest by growth. */
 static int cmp_attrib(const void *pa, const void *pb)
 {
     const mprof_gate_attrib *a = pa, *b = pb;
+    if (a->significant != b->significant)
+        return a->significant ? -1 : 1;
     if (a->delta_ms != b->delta_ms)
         return a->delta_ms < b->delta_ms ? 1 : -1;
     return strcmp(a->name, b->name);
 }
 
-/* Every zone name of both sides, with its growth; keeps the top_zones largest growths. */
+/* 1 when every run of both sides carries selfOffCpuPerFrameMs for every zone with per-frame
+ * self times: then zones are compared by on-CPU self time. */
+static int zones_have_off_cpu(const mprof_gate_side *b, const mprof_gate_side *c)
+{
+    const mprof_gate_side *sides[2] = {b, c};
+    int any = 0;
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < sides[s]->n_runs; i++)
+            for (size_t k = 0; k < sides[s]->runs[i].n_zones; k++) {
+                const mprof_gate_zone *z = &sides[s]->runs[i].zones[k];
+                if (z->self_ms && !z->self_off_ms)
+                    return 0;
+                any |= z->self_off_ms != NULL;
+            }
+    return any;
+}
+
+/* Every zone name of both sides, with its growth; keeps the top_zones rows, the zones that grew
+ * significantly first. */
 static int attribute(const mprof_gate_side *b, const mprof_gate_side *c, mprof_gate_result *r)
 {
     const mprof_gate_side *sides[2] = {b, c};
-    char **names = NULL;
+    int on_cpu = zones_have_off_cpu(b, c);
+    /* One key per distinct zone of both sides (the first entry met stands for the zone). */
+    const mprof_gate_zone **keys = NULL;
     size_t n = 0, cap = 0;
     for (int s = 0; s < 2; s++)
         for (size_t i = 0; i < sides[s]->n_runs; i++)
             for (size_t k = 0; k < sides[s]->runs[i].n_zones; k++) {
-                const char *nm = sides[s]->runs[i].zones[k].name;
+                const mprof_gate_zone *z = &sides[s]->runs[i].zones[k];
                 int seen = 0;
                 for (size_t j = 0; j < n && !seen; j++)
-                    seen = strcmp(names[j], nm) == 0;
+                    seen = same_zone(keys[j], z);
                 if (seen)
                     continue;
                 if (n == cap) {
                     cap = cap ? cap * 2 : 16;
-                    char **nn = realloc(names, cap * sizeof *nn);
-                    if (!nn) {
-                        free(names);
+                    const mprof_gate_zone **nk = realloc(keys, cap * sizeof *nk);
+                    if (!nk) {
+                        free(keys);
                         return -1;
                     }
-                    names = nn;
+                    keys = nk;
                 }
-                names[n++] = (char *)nm;
+                keys[n++] = z;
             }
+    /* Run boundaries of the pooled per-frame zone values (runs without frames add none). */
+    size_t *zstarts[2] = {NULL, NULL}, zruns[2] = {0, 0};
+    for (int s = 0; s < 2; s++) {
+        zstarts[s] = malloc((sides[s]->n_runs + 1) * sizeof *zstarts[s]);
+        if (!zstarts[s])
+            continue;
+        zstarts[s][0] = 0;
+        for (size_t i = 0; i < sides[s]->n_runs; i++)
+            if (sides[s]->runs[i].n_frames) {
+                zstarts[s][zruns[s] + 1] = zstarts[s][zruns[s]] + sides[s]->runs[i].n_frames;
+                zruns[s]++;
+            }
+    }
     mprof_gate_attrib *rows = calloc(n ? n : 1, sizeof *rows);
-    if (!rows) {
-        free(names);
+    if (!rows || !zstarts[0] || !zstarts[1]) {
+        free(rows);
+        free(zstarts[0]);
+        free(zstarts[1]);
+        free(keys);
         return -1;
     }
     int rc = 0;
     for (size_t j = 0; j < n; j++) {
         zone_side zb, zc;
-        if (zone_on_side(b, names[j], &zb) || zone_on_side(c, names[j], &zc)) {
+        memset(&zc, 0, sizeof zc);
+        if (zone_on_side(b, keys[j], on_cpu, &zb) || zone_on_side(c, keys[j], on_cpu, &zc)) {
             free(zb.frames);
+            free(zc.frames);
             rc = -1;
             break;
         }
         mprof_gate_attrib *a = &rows[j];
-        a->name = names[j]; /* borrowed until the top rows are copied */
+        a->name = keys[j]->name; /* borrowed until the top rows are copied */
+        a->function = keys[j]->function;
         a->base_ms = zb.self_ms;
         a->cur_ms = zc.self_ms;
         a->base_incl_ms = zb.incl_ms;
         a->cur_incl_ms = zc.incl_ms;
+        a->base_off_ms = zb.off_ms;
+        a->cur_off_ms = zc.off_ms;
         a->delta_ms = zc.self_ms - zb.self_ms;
         a->delta_pct = zb.self_ms > 0 ? 100.0 * (zc.self_ms / zb.self_ms - 1.0)
                                       : (zc.self_ms > 0 ? INFINITY : 0.0);
         a->p = 1.0;
         if (zb.frames && zc.frames && zb.n && zc.n) {
-            mprof_mwu m;
-            if (mprof__mann_whitney(zb.frames, zb.n, zc.frames, zc.n, &m) == 0)
-                a->p = m.p_greater;
             a->per_frame = 1;
+            a->on_cpu = on_cpu;
+            /* The same correlation-aware test as the frames: a zone slowed by a burst of noise
+             * over a few hundred consecutive frames is not evidence of a code change. */
+            size_t blocks = r->opts.blocks >= 2 ? (size_t)r->opts.blocks : 0;
+            mprof_sample_runs sb = {zb.frames, zstarts[0], zruns[0], blocks};
+            mprof_sample_runs sc = {zc.frames, zstarts[1], zruns[1], blocks};
+            mprof_mwu m;
+            if (mprof__mann_whitney_runs(&sb, &sc, &m) == 0)
+                a->p = m.p_greater;
         }
+        a->significant = a->per_frame && a->delta_ms > 0 && a->p < r->opts.alpha;
         free(zb.frames);
         free(zc.frames);
     }
@@ -703,13 +914,16 @@ static int attribute(const mprof_gate_side *b, const mprof_gate_side *c, mprof_g
         for (size_t j = 0; rc == 0 && j < keep; j++) {
             r->zones[j] = rows[j];
             r->zones[j].name = xstrdup(rows[j].name);
+            r->zones[j].function = rows[j].function ? xstrdup(rows[j].function) : NULL;
             r->n_zones = j + 1;
-            if (!r->zones[j].name)
+            if (!r->zones[j].name || (rows[j].function && !r->zones[j].function))
                 rc = -1;
         }
     }
     free(rows);
-    free(names);
+    free(zstarts[0]);
+    free(zstarts[1]);
+    free(keys);
     return rc;
 }
 
@@ -761,6 +975,11 @@ static const char *pstr(double p, char *buf, size_t n)
     return buf;
 }
 
+static double pct_change(double cur, double base)
+{
+    return base > 0 ? 100.0 * (cur / base - 1.0) : 0.0;
+}
+
 static void fill_defaults(mprof_gate_opts *o)
 {
     if (o->threshold_pct <= 0.0)
@@ -799,13 +1018,41 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
 
     double *bv = NULL, *cv = NULL, *bp95 = NULL, *cp95 = NULL, *scratch = NULL;
     size_t *bs = NULL, *cs = NULL, bruns = 0, cruns = 0;
-    if (pool_side(base, &bv, &bs, &bruns) || pool_side(cur, &cv, &cs, &cruns))
+    /* Noise: decide on the decision frame times when both sides carry system tracing. */
+    int lb = system_level(base), lc = system_level(cur);
+    r->noise_model = lb && lc ? (lb < lc ? lb : lc) : 0;
+    if (mprof__gate_summarize_side(base, &r->base) || mprof__gate_summarize_side(cur, &r->cur))
+        goto oom;
+    if (pool_side(base, r->noise_model != 0, &bv, &bs, &bruns) ||
+        pool_side(cur, r->noise_model != 0, &cv, &cs, &cruns))
         goto oom;
     size_t nb = bs[bruns], nc = cs[cruns];
-    if (summarize(bv, nb, bruns, &r->base) || summarize(cv, nc, cruns, &r->cur))
+    if (summarize(bv, nb, base->n_runs, &r->base_dec) ||
+        summarize(cv, nc, cur->n_runs, &r->cur_dec))
         goto oom;
-    r->base.runs = base->n_runs;
-    r->cur.runs = cur->n_runs;
+    r->base_p95_off_share = p95_off_share(base, r->base.p95_ms);
+    r->cur_p95_off_share = p95_off_share(cur, r->cur.p95_ms);
+    if (r->noise_model == 2)
+        snprintf(r->noise_note, sizeof r->noise_note,
+                 "frame times less the machine's share of their off-CPU time (system tracing: "
+                 "context switches and CPU usage)");
+    else if (r->noise_model == 1)
+        snprintf(r->noise_note, sizeof r->noise_note,
+                 "frame times less their off-CPU time (system tracing: context switches; no CPU "
+                 "usage, so every off-CPU interval counts as the machine's)");
+    else {
+        const mprof_gate_side *without = lb ? cur : base;
+        const char *why = NULL, *path = NULL;
+        for (size_t i = 0; i < without->n_runs && !path; i++)
+            if (!without->runs[i].context_switches) {
+                path = without->runs[i].path;
+                why = without->runs[i].system_why_not;
+            }
+        snprintf(r->noise_note, sizeof r->noise_note,
+                 "no system tracing in %s%s%s%s: decided on raw frame times, so machine noise "
+                 "(preemption, other processes) is not separated from the code", path ? path : "?",
+                 why ? " (" : "", why ? why : "", why ? ")" : "");
+    }
     if (copy_paths(base, &r->base_paths) || copy_paths(cur, &r->cur_paths))
         goto oom;
     r->base_git_sha = side_sha(base);
@@ -813,7 +1060,9 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
     if (attribute(base, cur, r))
         goto oom;
     if (r->base.p95_ms > 0)
-        r->p95_ratio = r->cur.p95_ms / r->base.p95_ms;
+        r->raw_p95_ratio = r->cur.p95_ms / r->base.p95_ms;
+    if (r->base_dec.p95_ms > 0)
+        r->p95_ratio = r->cur_dec.p95_ms / r->base_dec.p95_ms;
 
     /* The machine guard. */
     static const struct {
@@ -863,6 +1112,9 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
         goto done;
     }
 
+    if (!r->noise_model)
+        warn(r, "%s", r->noise_note);
+
     /* Minimum frame count. */
     size_t minf = (size_t)o->min_frames;
     if (nb < minf || nc < minf) {
@@ -898,14 +1150,7 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
     }
     r->ci_lo = ci.lo;
     r->ci_hi = ci.hi;
-    if (bruns >= 2 && cruns >= 2 && mprof__mwu_min_p(bruns, cruns) >= o->alpha) {
-        size_t k = 2;
-        while (mprof__mwu_min_p(k, k) >= o->alpha)
-            k++;
-        warn(r, "the per-run p95 rank test cannot reach p < %g with %zu and %zu runs (it needs %zu "
-                "per side); run-to-run variation enters through the bootstrap only",
-             o->alpha, bruns, cruns, k);
-    } else if (bruns >= 2 && cruns >= 2) {
+    if (bruns >= 2 && cruns >= 2) {
         bp95 = malloc(bruns * sizeof *bp95);
         cp95 = malloc(cruns * sizeof *cp95);
         size_t big = nb > nc ? nb : nc;
@@ -916,6 +1161,25 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
             bp95[i] = mprof__percentile_select(bv + bs[i], bs[i + 1] - bs[i], 95, scratch);
         for (size_t i = 0; i < cruns; i++)
             cp95[i] = mprof__percentile_select(cv + cs[i], cs[i + 1] - cs[i], 95, scratch);
+        /* The run-level interval: how far apart the runs' p95s are, with the t distribution's
+         * allowance for judging that from a few runs. */
+        mprof_ratio_ci rci;
+        if (mprof__runs_log_ratio_ci(bp95, bruns, cp95, cruns, 1.0 - o->alpha, &rci,
+                                      &r->run_ci_df) == 0) {
+            r->run_ci = 1;
+            r->run_ci_lo = rci.lo;
+            r->run_ci_hi = rci.hi;
+        }
+    }
+    if (bruns >= 2 && cruns >= 2 && mprof__mwu_min_p(bruns, cruns) >= o->alpha) {
+        size_t k = 2;
+        while (mprof__mwu_min_p(k, k) >= o->alpha)
+            k++;
+        warn(r, "the per-run p95 rank test cannot reach p < %g with %zu and %zu runs (it needs %zu "
+                "per side); run-to-run variation enters through the bootstrap and the run-level "
+                "interval only",
+             o->alpha, bruns, cruns, k);
+    } else if (bruns >= 2 && cruns >= 2) {
         mprof_mwu rm;
         if (mprof__mann_whitney(bp95, bruns, cp95, cruns, &rm))
             goto oom;
@@ -929,33 +1193,70 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
     int rank_ok = r->rank_p < o->alpha;
     int ci_ok = r->ci_lo > 1.0;
     int run_ok = !r->run_test || r->run_p < o->alpha;
-    r->magnitude = r->cur.p95_ms > r->base.p95_ms * (1.0 + o->threshold_pct / 100.0);
-    r->significant = rank_ok && ci_ok && run_ok;
+    /* One run on a side cannot tell a machine that was busier during that run from slower code:
+     * every resample of its frames or blocks carries the same run-wide offset, so the interval
+     * would be narrow around whatever that offset made of the ratio. Significance needs two or
+     * more runs on each side, whose resampling is what carries run-to-run variation. */
+    int runs_ok = bruns >= 2 && cruns >= 2;
+    /* With a handful of runs, resampling them understates how much a run can differ from the
+     * next (three runs give ten distinct resamples); the run-level interval must clear 1 too. */
+    int run_ci_ok = r->run_ci && r->run_ci_lo > 1.0;
+    r->magnitude =
+        r->cur_dec.p95_ms > r->base_dec.p95_ms * (1.0 + o->threshold_pct / 100.0);
+    r->significant = rank_ok && ci_ok && run_ok && runs_ok && run_ci_ok;
     double change = 100.0 * (r->p95_ratio - 1.0);
+    const char *what = r->noise_model ? "p95 frame time (noise accounted)" : "p95 frame time";
+    /* A zone named in a verdict must itself have grown significantly. */
+    const mprof_gate_attrib *top =
+        r->n_zones > 0 && r->zones[0].significant ? &r->zones[0] : NULL;
 
     if (!r->magnitude) {
         r->verdict = MPROF_GATE_PASS;
         snprintf(r->reason, sizeof r->reason,
-                 "p95 frame time changed by %+.1f %%, within the +%g %% threshold%s", change,
+                 "%s changed by %+.1f %%, within the +%g %% threshold%s", what, change,
                  o->threshold_pct,
                  r->significant ? " (the change is statistically significant, but small)" : "");
+        /* A distribution that moved as a whole (the median or the mean past the threshold,
+         * confirmed by the rank test) is worth a word even when the p95 did not move enough. */
+        double p50c = pct_change(r->cur_dec.p50_ms, r->base_dec.p50_ms);
+        double meanc = pct_change(r->cur_dec.mean_ms, r->base_dec.mean_ms);
+        if (rank_ok && (p50c > o->threshold_pct || meanc > o->threshold_pct)) {
+            r->shifted = 1;
+            warn(r, "the frame time distribution shifted although its p95 stayed within the "
+                    "threshold: p50 %+.1f %%, mean %+.1f %% (rank test p %s%s)%s%s%s",
+                 p50c, meanc, pstr(r->rank_p, pb, sizeof pb),
+                 runs_ok ? "" : "; one run on a side, so a busier machine could explain it",
+                 top ? "; zone \"" : "", top ? top->name : "", top ? "\" grew most" : "");
+        }
         goto done;
     }
     if (r->significant) {
         r->verdict = MPROF_GATE_REGRESSION;
-        if (r->n_zones > 0 && r->zones[0].delta_ms > 0)
+        if (top)
             snprintf(r->reason, sizeof r->reason,
-                     "p95 frame time rose %+.1f %% (threshold +%g %%; %g %% interval of the ratio "
+                     "%s rose %+.1f %% (threshold +%g %%; %g %% interval of the ratio "
                      "%.3f..%.3f, rank test p %s); most of the growth is in zone \"%s\" "
-                     "(%+.3g ms per frame)",
-                     change, o->threshold_pct, 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi,
-                     pstr(r->rank_p, pb, sizeof pb), r->zones[0].name, r->zones[0].delta_ms);
+                     "(%+.3g ms %sper frame)",
+                     what, change, o->threshold_pct, 100.0 * (1.0 - o->alpha), r->ci_lo,
+                     r->ci_hi, pstr(r->rank_p, pb, sizeof pb), top->name, top->delta_ms,
+                     top->on_cpu ? "on-CPU " : "");
         else
             snprintf(r->reason, sizeof r->reason,
-                     "p95 frame time rose %+.1f %% (threshold +%g %%; %g %% interval of the ratio "
-                     "%.3f..%.3f, rank test p %s); no zone grew (the time is outside zones)",
-                     change, o->threshold_pct, 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi,
-                     pstr(r->rank_p, pb, sizeof pb));
+                     "%s rose %+.1f %% (threshold +%g %%; %g %% interval of the ratio "
+                     "%.3f..%.3f, rank test p %s); no zone grew significantly (the time is "
+                     "outside zones, or spread over many)",
+                     what, change, o->threshold_pct, 100.0 * (1.0 - o->alpha), r->ci_lo,
+                     r->ci_hi, pstr(r->rank_p, pb, sizeof pb));
+        goto done;
+    }
+    if (!runs_ok && rank_ok && ci_ok && run_ok) {
+        r->verdict = MPROF_GATE_INCONCLUSIVE;
+        r->need_runs = (long)(2 - (bruns < cruns ? bruns : cruns));
+        snprintf(r->reason, sizeof r->reason,
+                 "%s rose %+.1f %% (threshold +%g %%), but with %zu baseline and %zu current "
+                 "run(s) a busier machine during one run cannot be told from slower code; "
+                 "record about %ld more runs per side (mprof ci --runs 3 --baseline-cmd ...)",
+                 what, change, o->threshold_pct, bruns, cruns, r->need_runs);
         goto done;
     }
 
@@ -980,6 +1281,19 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
     size_t have = nb > nc ? nb : nc;
     if (!rank_ok || !ci_ok)
         r->need_frames = estimable ? (long)ceil((double)have * (f - 1.0)) + 1 : 0;
+    if (!runs_ok)
+        r->need_runs = (long)(2 - (bruns < cruns ? bruns : cruns));
+    if (runs_ok && !run_ci_ok && r->p95_ratio > 1.0 && r->run_ci) {
+        /* The run-level interval's half-width (in logs) shrinks with the square root of the runs
+         * (and its t factor with them: left out, so this is an upper estimate). */
+        double half = log(r->p95_ratio) - log(r->run_ci_lo), room = log(r->p95_ratio);
+        size_t runs = bruns < cruns ? bruns : cruns;
+        long k = room > 0 ? (long)ceil((double)runs * (half / room) * (half / room)) : 0;
+        if (k > (long)runs && k - (long)runs > r->need_runs)
+            r->need_runs = k - (long)runs;
+        else if (r->need_runs < 1)
+            r->need_runs = 1;
+    }
     if (r->run_test && !run_ok) {
         size_t runs = bruns < cruns ? bruns : cruns, k = runs;
         while (mprof__mwu_min_p(k, k) >= o->alpha)
@@ -1004,11 +1318,11 @@ mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_
         snprintf(more, sizeof more, "; the frame distributions show no shift, only the p95 "
                                     "moved, so more frames alone may not settle it");
     snprintf(r->reason, sizeof r->reason,
-             "p95 frame time rose %+.1f %% (threshold +%g %%) but not significantly "
+             "%s rose %+.1f %% (threshold +%g %%) but not significantly "
              "(rank test p %s, interval %.3f..%.3f%s)%s",
-             change, o->threshold_pct, pstr(r->rank_p, pb, sizeof pb), r->ci_lo, r->ci_hi,
+             what, change, o->threshold_pct, pstr(r->rank_p, pb, sizeof pb), r->ci_lo, r->ci_hi,
              r->run_test ? (run_ok ? ", per-run p95s differ" : ", per-run p95s do not differ")
-                         : "",
+                         : (r->run_ci && !run_ci_ok ? ", the runs' p95s vary too much" : ""),
              more);
 
 done:
@@ -1046,11 +1360,6 @@ static const char *verdict_upper(mprof_gate_verdict v)
     return "REFUSED";
 }
 
-static double pct_change(double cur, double base)
-{
-    return base > 0 ? 100.0 * (cur / base - 1.0) : 0.0;
-}
-
 int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
 {
     const mprof_gate_opts *o = &r->opts;
@@ -1065,9 +1374,18 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
     for (int i = 0; i < 4; i++)
         fprintf(out, "  %-16s %12.5g %12.5g %+8.1f%%\n", lbl[i], bvals[i], cvals[i],
                 pct_change(cvals[i], bvals[i]));
+    if (r->noise_model)
+        fprintf(out, "  %-16s %12.5g %12.5g %+8.1f%%\n", "p95 decided ms", r->base_dec.p95_ms,
+                r->cur_dec.p95_ms, pct_change(r->cur_dec.p95_ms, r->base_dec.p95_ms));
+    if (r->base_p95_off_share >= 0 && r->cur_p95_off_share >= 0)
+        fprintf(out, "  %-16s %11.1f%% %11.1f%%\n", "p95 off-CPU", 100.0 * r->base_p95_off_share,
+                100.0 * r->cur_p95_off_share);
+    if (r->verdict != MPROF_GATE_BAD_INPUT)
+        fprintf(out, "\n  noise       %s\n", r->noise_model ? r->noise_note
+                                                          : "none (no system tracing on both sides)");
     if (r->verdict != MPROF_GATE_BAD_INPUT && r->base.frames >= (size_t)o->min_frames &&
         r->cur.frames >= (size_t)o->min_frames) {
-        fprintf(out, "\n  magnitude   p95 ratio %.3f vs limit %.3f: %s\n", r->p95_ratio,
+        fprintf(out, "  magnitude   p95 ratio %.3f vs limit %.3f: %s\n", r->p95_ratio,
                 1.0 + o->threshold_pct / 100.0, r->magnitude ? "exceeded" : "within");
         char pb[32];
         fprintf(out, "  rank test   one-sided p %s (%s, P(current > baseline) = %.2f, "
@@ -1077,12 +1395,17 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
                 r->rank_design_effect);
         fprintf(out, "  bootstrap   %g %% interval of the p95 ratio: %.3f .. %.3f\n",
                 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi);
+        if (r->run_ci)
+            fprintf(out, "  runs        %g %% run-level interval of the p95 ratio: %.3f .. %.3f "
+                         "(Student t, %.0f degrees of freedom)\n",
+                    100.0 * (1.0 - o->alpha), r->run_ci_lo, r->run_ci_hi, r->run_ci_df);
         if (r->run_test)
             fprintf(out, "  runs        per-run p95 rank test p %s\n",
                     pstr(r->run_p, pb, sizeof pb));
     }
     if (r->n_zones > 0 && r->verdict != MPROF_GATE_BAD_INPUT) {
-        fprintf(out, "\n  where the time went (self time per frame, largest growth first)\n");
+        fprintf(out, "\n  where the time went (%s self time per frame, significant growth first)\n",
+                r->zones[0].on_cpu ? "on-CPU" : "wall-clock");
         fprintf(out, "  %-32s %10s %10s %10s %9s %8s\n", "zone", "base ms", "cur ms", "delta ms",
                 "delta", "p");
         for (size_t i = 0; i < r->n_zones; i++) {
@@ -1093,7 +1416,7 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
             else
                 snprintf(rel, sizeof rel, "%+.1f%%", a->delta_pct);
             if (a->per_frame)
-                snprintf(p, sizeof p, "%.2g", a->p);
+                snprintf(p, sizeof p, "%.2g%s", a->p, a->significant ? "*" : "");
             else
                 snprintf(p, sizeof p, "-");
             fprintf(out, "  %-32.32s %10.4g %10.4g %+10.3g %9s %8s\n", a->name, a->base_ms,
@@ -1151,8 +1474,28 @@ int mprof__gate_write_json(const mprof_gate_result *r, FILE *out)
     cJSON_AddBoolToObject(j, "allowDifferentMachines", o->allow_different_machines != 0);
     cJSON_AddItemToObject(j, "baseline", side_json(&r->base, r->base_paths, r->base_git_sha));
     cJSON_AddItemToObject(j, "current", side_json(&r->cur, r->cur_paths, r->cur_git_sha));
+    cJSON *nz = cJSON_AddObjectToObject(j, "noise");
+    if (nz) {
+        static const char *const models[3] = {"none", "off-cpu", "off-cpu-machine-busy"};
+        cJSON_AddStringToObject(nz, "model", models[r->noise_model]);
+        cJSON_AddStringToObject(nz, "note", r->noise_note);
+        const double shares[2] = {r->base_p95_off_share, r->cur_p95_off_share};
+        const char *sk[2] = {"baselineP95OffCpuShare", "currentP95OffCpuShare"};
+        for (int k = 0; k < 2; k++) {
+            if (shares[k] >= 0)
+                cJSON_AddNumberToObject(nz, sk[k], r6(shares[k]));
+            else
+                cJSON_AddNullToObject(nz, sk[k]);
+        }
+        cJSON_AddNumberToObject(nz, "baselineDecisionP95Ms", r6(r->base_dec.p95_ms));
+        cJSON_AddNumberToObject(nz, "currentDecisionP95Ms", r6(r->cur_dec.p95_ms));
+        cJSON_AddNumberToObject(nz, "baselineDecisionP50Ms", r6(r->base_dec.p50_ms));
+        cJSON_AddNumberToObject(nz, "currentDecisionP50Ms", r6(r->cur_dec.p50_ms));
+    }
+    cJSON_AddNumberToObject(j, "rawP95Ratio", r6(r->raw_p95_ratio));
+    cJSON_AddBoolToObject(j, "shifted", r->shifted != 0);
     cJSON_AddNumberToObject(j, "p95Ratio", r6(r->p95_ratio));
-    cJSON_AddNumberToObject(j, "p95ChangePct", r6(pct_change(r->cur.p95_ms, r->base.p95_ms)));
+    cJSON_AddNumberToObject(j, "p95ChangePct", r6(100.0 * (r->p95_ratio - 1.0)));
     cJSON_AddBoolToObject(j, "magnitude", r->magnitude != 0);
     cJSON_AddBoolToObject(j, "significant", r->significant != 0);
     cJSON *ci = cJSON_AddObjectToObject(j, "p95RatioInterval");
@@ -1172,6 +1515,17 @@ int mprof__gate_write_json(const mprof_gate_result *r, FILE *out)
         cJSON_AddNumberToObject(rk, "designEffect", r6(r->rank_design_effect));
         cJSON_AddNumberToObject(rk, "blocksPerRun", o->blocks);
     }
+    if (r->run_ci) {
+        cJSON *ri = cJSON_AddObjectToObject(j, "runInterval");
+        if (ri) {
+            cJSON_AddNumberToObject(ri, "level", r6(1.0 - o->alpha));
+            cJSON_AddNumberToObject(ri, "low", r6(r->run_ci_lo));
+            cJSON_AddNumberToObject(ri, "high", r6(r->run_ci_hi));
+            cJSON_AddNumberToObject(ri, "df", r6(r->run_ci_df));
+        }
+    } else {
+        cJSON_AddNullToObject(j, "runInterval");
+    }
     if (r->run_test) {
         cJSON *rt = cJSON_AddObjectToObject(j, "runTest");
         if (rt)
@@ -1188,6 +1542,8 @@ int mprof__gate_write_json(const mprof_gate_result *r, FILE *out)
         if (!z)
             break;
         cJSON_AddStringToObject(z, "name", a->name);
+        if (a->function)
+            cJSON_AddStringToObject(z, "function", a->function);
         cJSON_AddNumberToObject(z, "baselineSelfMsPerFrame", r6(a->base_ms));
         cJSON_AddNumberToObject(z, "currentSelfMsPerFrame", r6(a->cur_ms));
         cJSON_AddNumberToObject(z, "deltaMs", r6(a->delta_ms));
@@ -1201,6 +1557,10 @@ int mprof__gate_write_json(const mprof_gate_result *r, FILE *out)
             cJSON_AddNumberToObject(z, "pGreater", a->p);
         else
             cJSON_AddNullToObject(z, "pGreater");
+        cJSON_AddBoolToObject(z, "significant", a->significant != 0);
+        cJSON_AddBoolToObject(z, "onCpu", a->on_cpu != 0);
+        cJSON_AddNumberToObject(z, "baselineOffCpuMsPerFrame", r6(a->base_off_ms));
+        cJSON_AddNumberToObject(z, "currentOffCpuMsPerFrame", r6(a->cur_off_ms));
         cJSON_AddItemToArray(zs, z);
     }
     cJSON *ws = cJSON_AddArrayToObject(j, "warnings");
@@ -1250,13 +1610,26 @@ int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out)
                      "rank test p %s",
                 o->threshold_pct, r->p95_ratio, 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi,
                 pstr(r->rank_p, pb, sizeof pb));
+        if (r->run_ci)
+            fprintf(out, "; run-level interval %.3f to %.3f", r->run_ci_lo, r->run_ci_hi);
         if (r->run_test)
             fprintf(out, "; per-run p95 test p %s", pstr(r->run_p, pb, sizeof pb));
         fprintf(out, ".\n");
     }
+    if (r->verdict != MPROF_GATE_BAD_INPUT) {
+        fputs("\nNoise: ", out);
+        md_cell(out, r->noise_model ? r->noise_note : "none (no system tracing on both sides)");
+        if (r->noise_model)
+            fprintf(out, "; decided p95 %.5g ms -> %.5g ms", r->base_dec.p95_ms, r->cur_dec.p95_ms);
+        if (r->base_p95_off_share >= 0 && r->cur_p95_off_share >= 0)
+            fprintf(out, "; off-CPU share of the p95 frames %.1f %% (baseline), %.1f %% (current)",
+                    100.0 * r->base_p95_off_share, 100.0 * r->cur_p95_off_share);
+        fputs(".\n", out);
+    }
     if (r->n_zones > 0) {
-        fprintf(out, "\n| Zone | Baseline ms/frame | Current ms/frame | Change ms | Change %% |\n"
-                     "|---|---:|---:|---:|---:|\n");
+        fprintf(out, "\n| Zone (%s self time) | Baseline ms/frame | Current ms/frame | Change ms | "
+                     "Change %% | Significant |\n|---|---:|---:|---:|---:|---|\n",
+                r->zones[0].on_cpu ? "on-CPU" : "wall-clock");
         for (size_t i = 0; i < r->n_zones; i++) {
             const mprof_gate_attrib *a = &r->zones[i];
             fputs("| `", out);
@@ -1264,9 +1637,10 @@ int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out)
                 fputc(*s == '`' ? '\'' : (*s == '|' || *s == '\n' ? ' ' : *s), out);
             fprintf(out, "` | %.4g | %.4g | %+.3g | ", a->base_ms, a->cur_ms, a->delta_ms);
             if (isinf(a->delta_pct))
-                fputs("new |\n", out);
+                fputs("new | ", out);
             else
-                fprintf(out, "%+.1f %% |\n", a->delta_pct);
+                fprintf(out, "%+.1f %% | ", a->delta_pct);
+            fputs(a->significant ? "yes |\n" : "no |\n", out);
         }
     }
     if (r->n_warnings > 0) {

@@ -6,9 +6,12 @@
  * A side is one frame export or a directory of them (every *.json file in it, in name order);
  * each export is one run. docs/GATE.md describes the rule; in short, a regression needs both
  *   magnitude:    current p95 > baseline p95 * (1 + threshold / 100), and
- *   significance: the one-sided rank test on frame times gives p < alpha, the bootstrap interval
- *                 of the p95 ratio lies wholly above 1.0, and, with two or more runs on each side,
- *                 the rank test on the per-run p95s gives p < alpha too.
+ *   significance: two or more runs on each side, the one-sided rank test on frame times gives
+ *                 p < alpha, the bootstrap interval of the p95 ratio (runs, then blocks of frames
+ *                 resampled) and the run-level t interval of the runs' p95s lie wholly above
+ *                 1.0, and, with enough runs, the rank test on the per-run p95s gives p < alpha.
+ * The frame times are the decision frame times: with system tracing, the part of each frame that
+ * the machine took from the main thread is left out (mprof__gate_decision_ms).
  *
  * Threads: none; every function may be called from any thread on its own objects.
  * Memory: each *_load / mprof__gate_compare result is owned by the caller and freed with the
@@ -53,8 +56,11 @@ typedef struct mprof_gate_opts {
 /* One zone's per-frame time in one run (self time: the zone minus its children). */
 typedef struct mprof_gate_zone {
     char *name;
+    char *function;   /* "function" of the export, NULL when absent (older exports) */
     double *self_ms;  /* per frame, frames of the run (after skipping); NULL when not exported */
     double *incl_ms;  /* inclusive per frame, or NULL */
+    double *self_off_ms; /* per frame, the part of self_ms its thread spent off the CPU
+                            (selfOffCpuPerFrameMs, system tracing); NULL when not exported */
     double self_total_ms, incl_total_ms; /* whole-capture totals (fallback without per-frame) */
     size_t total_frames;                 /* frames the totals cover */
 } mprof_gate_zone;
@@ -68,6 +74,13 @@ typedef struct mprof_gate_run {
     size_t n_skipped;
     mprof_gate_zone *zones;
     size_t n_zones;
+    /* System tracing (the export's "system" object and the arrays aligned with frameTimesMs),
+     * after --skip-frames like frames_ms. Each array is NULL when the export lacks it. */
+    int context_switches, cpu_usage; /* "system": contextSwitches, cpuUsage */
+    char *system_why_not;            /* "system": whyNot, or NULL */
+    double *on_cpu_ms, *off_cpu_ms;  /* frameOnCpuMs, frameOffCpuMs: the main thread */
+    double *cpu_ms;                  /* frameCpuMs: every thread of the process */
+    double *machine_busy;            /* frameMachineBusy: 0..1, other processes' share */
 } mprof_gate_run;
 
 typedef struct mprof_gate_side {
@@ -93,14 +106,34 @@ void mprof__gate_side_free(mprof_gate_side *s);
 /* A side's figures. */
 typedef struct mprof_gate_summary {
     size_t runs, frames;
-    double p50_ms, p95_ms, p99_ms, mean_ms;
+    double p50_ms, p90_ms, p95_ms, p99_ms, mean_ms;
 } mprof_gate_summary;
+
+/*
+ * The pooled frame-time figures of a side (every run's frames after skipping). Returns 0, or -1
+ * out of memory (*out then zeroed).
+ */
+int mprof__gate_summarize_side(const mprof_gate_side *s, mprof_gate_summary *out);
+
+/*
+ * The frame time the gate decides on, for frame i of run (docs/GATE.md, "Noise"): with system
+ * tracing, the frame time less the part of its main-thread off-CPU time that the machine took,
+ *     t - off * busy          when the export has frameMachineBusy,
+ *     t - off                 when it has only frameOffCpuMs (all off-CPU time is the machine's),
+ * never below the main thread's on-CPU time nor below 0; without system tracing, t.
+ */
+double mprof__gate_decision_ms(const mprof_gate_run *run, size_t i, int use_system);
 
 /* One row of the attribution: a zone's mean per-frame self time on each side. */
 typedef struct mprof_gate_attrib {
     char *name;
+    char *function;           /* NULL when the exports did not say */
     double base_ms, cur_ms;   /* mean self ms per frame (the slowest 1 % of frames left out
-                                 when per-frame data exists) */
+                                 when per-frame data exists); on-CPU self time when on_cpu */
+    int on_cpu;               /* 1 when base_ms/cur_ms/p are on-CPU self time (selfPerFrameMs
+                                 - selfOffCpuPerFrameMs on every run of both sides) */
+    double base_off_ms, cur_off_ms; /* mean off-CPU self ms per frame (0 unless on_cpu) */
+    int significant;          /* grew (delta_ms > 0) with p < alpha */
     double delta_ms;          /* cur - base */
     double delta_pct;         /* 100 * (cur / base - 1); +inf when the zone is new */
     double base_incl_ms, cur_incl_ms; /* mean inclusive ms per frame */
@@ -112,20 +145,34 @@ typedef struct mprof_gate_result {
     mprof_gate_verdict verdict;
     char reason[1024];         /* one sentence: why this verdict */
     mprof_gate_opts opts;     /* with defaults filled in */
-    mprof_gate_summary base, cur;
-    double p95_ratio;         /* cur p95 / base p95 */
+    mprof_gate_summary base, cur; /* raw frame times */
+    /* Noise: with system tracing on every run of both sides, the gate decides on the decision
+     * frame times (mprof__gate_decision_ms); base_dec/cur_dec are their figures. Without it,
+     * noise_model is 0 and base_dec/cur_dec equal base/cur. */
+    int noise_model;              /* 0 none, 1 off-CPU only, 2 off-CPU and machine busy share */
+    char noise_note[512];         /* why there is no noise model, or which one is used */
+    mprof_gate_summary base_dec, cur_dec;
+    double base_p95_off_share, cur_p95_off_share; /* off-CPU share of the time of the frames at
+                                                     or above the side's raw p95; -1 unknown */
+    double raw_p95_ratio;         /* cur.p95 / base.p95 (raw frame times) */
+    double p95_ratio;         /* cur p95 / base p95 of the decision frame times */
     double ci_lo, ci_hi;      /* bootstrap interval of the ratio at level 1 - alpha */
     int magnitude;            /* the threshold rule holds */
     int significant;          /* all the significance tests hold */
     double rank_p, rank_u, rank_z, rank_effect;
     double rank_design_effect; /* variance inflation for correlated frames (1 = none) */
     int rank_exact;
+    int run_ci;               /* 1 when the run-level interval was made (>= 2 runs per side) */
+    double run_ci_lo, run_ci_hi, run_ci_df; /* Student t interval of the ratio of the runs' p95s
+                                               (geometric means) at level 1 - alpha */
     int run_test;             /* 1 when the per-run p95 test was made (>= 2 runs per side) */
     double run_p;             /* its one-sided p */
     long need_frames;         /* more frames per side suggested by an inconclusive verdict, 0 */
     long need_runs;           /* more runs per side suggested, 0 */
-    char **warnings;
+    char **warnings;          /* notes that do not change the verdict */
     size_t n_warnings;
+    int shifted;              /* the distribution clearly shifted although the p95 stayed
+                                 within the threshold (a warning says so) */
     mprof_gate_attrib *zones; /* sorted by delta_ms, largest growth first; top_zones at most */
     size_t n_zones;
     char **base_paths, **cur_paths; /* the runs' files */

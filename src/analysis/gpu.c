@@ -16,9 +16,11 @@
  * follows the drift of the GPU clock against the CPU clock; outside them from the nearest one
  * with the nominal period: cpu_ns = cal_cpu_ns + (gpu - cal_gpu) * period_ns.
  * Per zone name: count, GPU duration (mean, p50, p95, max) and submit-to-start latency (GPU start
- * minus the CPU time the zone was recorded). Per frame (main frame marks): GPU time of the
- * top-level zones submitted in that frame, its share of the frame's CPU time, and the frames
- * whose GPU time exceeds their CPU time (GPU-bound).
+ * minus the CPU time the zone was recorded). Per frame (main frame marks): the GPU busy share,
+ * the part of the frame's CPU interval during which at least one GPU zone of the context ran (the
+ * union of the zones' intervals on the CPU timeline, kept merged, so overlapping or nested zones
+ * count once and the share never exceeds 1), and the frames whose submitted GPU work (top-level
+ * zones recorded in the frame) took longer than the frame (GPU-bound).
  */
 #include "analysis/analysis.h"
 #include "analysis/umap.h"
@@ -73,8 +75,11 @@ typedef struct gctx {
     zone_acc *zones;
     uint32_t n_zones, cap_zones;
     mprof_umap zone_by_loc; /* srcloc id + 1 -> zones index + 1 */
-    double *frame_gpu_ns; /* per frame index (see frame_of) */
+    double *frame_gpu_ns; /* per frame index (see frame_of): GPU time submitted in the frame */
     uint32_t n_frames;
+    int64_t (*busy)[2];   /* union of the zones' GPU intervals, CPU ns: sorted, disjoint */
+    uint32_t n_busy, cap_busy;
+    int busy_oom;
     uint64_t complete, incomplete;
 } gctx;
 
@@ -142,6 +147,7 @@ static void gpu_destroy(void *p)
         free(c->depth);
         mprof_umap_free(&c->zone_by_loc);
         free(c->frame_gpu_ns);
+        free(c->busy);
         free(c->cals);
         free(c);
     }
@@ -255,6 +261,50 @@ static double to_cpu_ns(const gctx *c, int64_t gpu)
     return (double)c->cal_cpu_ns + diff_f(gpu, c->cal_gpu) * c->period_ns;
 }
 
+/* Adds [b, e) to the context's busy union. Intervals mostly arrive in time order, so this is
+ * usually an append or a merge with the last one. */
+static void busy_add(gctx *c, int64_t b, int64_t e)
+{
+    if (e <= b || c->busy_oom)
+        return;
+    uint32_t lo = 0, hi = c->n_busy; /* first interval that ends at or after b */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (c->busy[mid][1] < b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t end = lo; /* intervals [lo, end) overlap or touch [b, e) */
+    while (end < c->n_busy && c->busy[end][0] <= e)
+        end++;
+    if (end > lo) {
+        if (c->busy[lo][0] < b)
+            b = c->busy[lo][0];
+        if (c->busy[end - 1][1] > e)
+            e = c->busy[end - 1][1];
+        c->busy[lo][0] = b;
+        c->busy[lo][1] = e;
+        memmove(&c->busy[lo + 1], &c->busy[end], (size_t)(c->n_busy - end) * sizeof *c->busy);
+        c->n_busy -= end - lo - 1;
+        return;
+    }
+    if (c->n_busy == c->cap_busy) {
+        uint32_t nc = c->cap_busy ? c->cap_busy * 2 : 64;
+        void *p = nc > (1u << 26) ? NULL : realloc(c->busy, (size_t)nc * sizeof *c->busy);
+        if (!p) {
+            c->busy_oom = 1; /* the share then falls back to submitted time, capped at 1 */
+            return;
+        }
+        c->busy = p;
+        c->cap_busy = nc;
+    }
+    memmove(&c->busy[lo + 1], &c->busy[lo], (size_t)(c->n_busy - lo) * sizeof *c->busy);
+    c->busy[lo][0] = b;
+    c->busy[lo][1] = e;
+    c->n_busy++;
+}
+
 /* Returns slot z to the free list. */
 static void slot_release(gctx *c, slot *z)
 {
@@ -290,6 +340,8 @@ static void complete(gpu_state *s, gctx *c, const mprof_reader *r, slot *z)
             (void)mprof_hist_add(&acc->lat, clamp_u63(lat));
         }
     }
+    if (c->have_cal)
+        busy_add(c, clamp_i64(to_cpu_ns(c, z->gpu_begin)), clamp_i64(to_cpu_ns(c, z->gpu_end)));
     if (z->depth == 0 && s->n_marks > 0) {
         uint32_t f = frame_of(s, z->cpu_begin);
         if (mprof_grow_zeroed((void **)&c->frame_gpu_ns, &c->n_frames, f, sizeof *c->frame_gpu_ns, 1u << 24) == 0)
@@ -488,6 +540,7 @@ static void gpu_finish(void *p, mprof_analysis *a)
 typedef struct frame_stats {
     uint32_t frames;     /* complete frames (between two marks) */
     uint32_t gpu_bound;
+    unsigned char *bound; /* per frame: submitted GPU work exceeded the frame (caller frees) */
     double share_mean, share_p50, share_p95, share_max;
     double *share;       /* per frame, frames entries (caller frees) */
 } frame_stats;
@@ -506,21 +559,43 @@ static frame_stats frames_of(const gpu_state *s, const gctx *c)
         return f;
     f.frames = s->n_marks - 1;
     f.share = calloc(f.frames, sizeof *f.share);
+    f.bound = calloc(f.frames, 1);
     double *sorted = calloc(f.frames, sizeof *sorted);
-    if (!f.share || !sorted) {
+    if (!f.share || !sorted || !f.bound) {
         free(f.share);
+        free(f.bound);
         free(sorted);
         memset(&f, 0, sizeof f);
         return f;
     }
     double sum = 0;
+    int use_union = c->have_cal && !c->busy_oom;
+    uint32_t b = 0; /* sweep over the busy union, both sorted by time */
     for (uint32_t k = 1; k < s->n_marks; k++) {
-        double cpu = (double)(s->marks[k] - s->marks[k - 1]);
+        int64_t fs = s->marks[k - 1], fe = s->marks[k];
+        double cpu = (double)(fe - fs);
         double gpu = k < c->n_frames ? c->frame_gpu_ns[k] : 0.0;
-        double share = cpu > 0 ? gpu / cpu : 0.0;
+        double share;
+        if (use_union) {
+            while (b < c->n_busy && c->busy[b][1] <= fs)
+                b++;
+            double busy = 0;
+            for (uint32_t i = b; i < c->n_busy && c->busy[i][0] < fe; i++) {
+                int64_t lo = c->busy[i][0] > fs ? c->busy[i][0] : fs;
+                int64_t hi = c->busy[i][1] < fe ? c->busy[i][1] : fe;
+                if (hi > lo)
+                    busy += (double)(hi - lo);
+            }
+            share = cpu > 0 ? busy / cpu : 0.0;
+        } else {
+            share = cpu > 0 ? gpu / cpu : 0.0; /* no calibration: submitted time, capped */
+        }
+        if (share > 1.0)
+            share = 1.0;
         f.share[k - 1] = share;
         sorted[k - 1] = share;
         sum += share;
+        f.bound[k - 1] = gpu > cpu;
         f.gpu_bound += gpu > cpu;
     }
     qsort(sorted, f.frames, sizeof *sorted, cmp_double);
@@ -582,11 +657,12 @@ static void gpu_print_text(void *p, mprof_analysis *a, FILE *out, int top_n)
                          "max %.1f %%; GPU-bound frames %u%s\n",
                     f.frames, 100 * f.share_mean, 100 * f.share_p50, 100 * f.share_p95,
                     100 * f.share_max, f.gpu_bound,
-                    f.gpu_bound ? "  <-- GPU time exceeded the frame's CPU time" : "");
+                    f.gpu_bound ? "  <-- GPU work submitted in a frame took longer than the frame" : "");
         } else {
             fprintf(out, "    no main frame marks: per-frame GPU share not computed\n");
         }
         free(f.share);
+        free(f.bound);
     }
     if (!any)
         fprintf(out, "  no GPU contexts in this capture\n");
@@ -652,11 +728,12 @@ static void gpu_print_json(void *p, mprof_analysis *a, mprof_json *j)
         mprof_json_arr_end(j);
         mprof_json_arr_begin(j, "gpu_bound_frames");
         for (uint32_t k = 0; k < f.frames; k++)
-            if (f.share[k] > 1.0)
+            if (f.bound[k])
                 mprof_json_u64(j, NULL, k + 1);
         mprof_json_arr_end(j);
         mprof_json_obj_end(j);
         free(f.share);
+        free(f.bound);
         mprof_json_obj_end(j);
     }
     mprof_json_arr_end(j);

@@ -107,6 +107,24 @@ typedef struct mprof_ratio_ci {
 int mprof__bootstrap_ratio_ci(const mprof_sample_runs *base, const mprof_sample_runs *cur, double p,
                               int n_resamples, double level, uint64_t seed, mprof_ratio_ci *out);
 
+/*
+ * The run-level interval: a two-sample Student t interval, at level (0.95 for 95 %), of the
+ * ratio of the geometric means of cur and base (one value per run, e.g. each run's p95),
+ * computed on the logarithms with the pooled variance and nb + nc - 2 degrees of freedom
+ * (*out_df). Its width comes from how much
+ * the runs differ from each other, with the t distribution's allowance for estimating that from
+ * few runs: with three runs per side and a 10 % spread between runs it spans about +-25 %, where
+ * a bootstrap that resamples three runs is far narrower than the runs warrant. Needs two or more
+ * positive values per side; returns 0, or -1 (then *out is zeroed).
+ */
+int mprof__runs_log_ratio_ci(const double *base, size_t nb, const double *cur, size_t nc,
+                              double level, mprof_ratio_ci *out, double *out_df);
+
+/* Student's t upper quantile: t with P(T > t) = p for df degrees of freedom: exact for df in
+ * [1, 2) (taken as 1) and [2, 3) (taken as 2), so never narrower than the truth there; from df 3
+ * a Cornish-Fisher expansion, within 0.2 % of the exact value; +inf for df <= 0. */
+double mprof__t_isf(double p, double df);
+
 /* Standard normal upper tail: P(Z > z). */
 double mprof__normal_sf(double z);
 /* Inverse of the upper tail: z with P(Z > z) = p, for p in (0, 1). */

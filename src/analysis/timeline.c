@@ -145,6 +145,8 @@ struct mprof_walker {
         mprof_tl_frameset pub;
         int64_t last_mark, open_begin;
         uint64_t cap;
+        uint32_t thread; /* thread of the last mark or begin */
+        int tainted;     /* that thread lost events inside the open frame */
     } * sets;
     uint32_t n_sets, sets_cap;
     int64_t first_ns, last_ns;
@@ -236,8 +238,11 @@ static void zone_end(mprof_walker *w, track_st *t, int64_t ts, int unfinished)
         t->pub.max_depth = t->depth;
     w->zones++;
     if (w->hooks.zone) {
+        int nested = 0;
+        for (uint32_t k = 0; k < t->depth && !nested; k++)
+            nested = t->stack[k].loc == z->loc;
         mprof_tl_zone out = {
-            .track = (uint32_t)(t - w->tracks), .loc = z->loc, .depth = t->depth,
+            .track = (uint32_t)(t - w->tracks), .loc = z->loc, .depth = t->depth, .nested = nested,
             .start_ns = z->start, .end_ns = z->start + dur, .child_ns = z->child,
             .text = z->text, .text_len = z->text_len, .name = z->name, .name_len = z->name_len,
             .value = z->value, .has_value = z->has_value, .unfinished = unfinished};
@@ -676,11 +681,20 @@ static void frame_add(mprof_walker *w, struct frameset_st *f, int64_t s, int64_t
                 return;
             }
             f->pub.dur = b;
+            unsigned char *l = realloc(f->pub.lossy, nc);
+            if (!l) {
+                w->oom = 1;
+                return;
+            }
+            f->pub.lossy = l;
             f->cap = nc;
         }
         f->pub.start[f->pub.n] = s;
         f->pub.dur[f->pub.n] = e - s;
+        f->pub.lossy[f->pub.n] = (unsigned char)f->tainted;
     }
+    f->pub.n_lossy += f->tainted != 0;
+    f->tainted = 0;
     if (w->hooks.frame)
         w->hooks.frame(w->hooks.user, (uint32_t)(f - w->sets), f->pub.n, s, e);
     f->pub.n++;
@@ -750,6 +764,11 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
             while (t->depth)
                 free_open(&t->stack[--t->depth]);
         }
+        /* Frame marks of this thread may be among the lost events: flag the open frame. */
+        for (uint32_t i = 0; i < w->n_sets; i++)
+            if (w->sets[i].thread == ev->thread &&
+                (w->sets[i].last_mark >= 0 || w->sets[i].open_begin >= 0))
+                w->sets[i].tainted = 1;
         break;
     }
     case MPROF_EV_FRAME_MARK: {
@@ -761,12 +780,17 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
         if (f->last_mark >= 0 && ev->ts_ns >= f->last_mark)
             frame_add(w, f, f->last_mark, ev->ts_ns);
         f->last_mark = ev->ts_ns;
+        f->thread = ev->thread;
+        f->tainted = 0;
         break;
     }
     case MPROF_EV_FRAME_BEGIN: {
         struct frameset_st *f = set_of(w, (uint32_t)ev->u[0]);
-        if (f)
+        if (f) {
             f->open_begin = ev->ts_ns;
+            f->thread = ev->thread;
+            f->tainted = 0;
+        }
         break;
     }
     case MPROF_EV_FRAME_END: {
@@ -909,6 +933,7 @@ void mprof__walker_free(mprof_walker *w)
     for (uint32_t i = 0; i < w->n_sets; i++) {
         free(w->sets[i].pub.start);
         free(w->sets[i].pub.dur);
+        free(w->sets[i].pub.lossy);
     }
     free(w->tracks);
     free(w->threads);

@@ -43,6 +43,8 @@ typedef struct mprof_tl_zone {
     uint64_t value;   /* MPROF_ZONE_VALUE when has_value */
     int has_value;
     int unfinished;   /* still open at the end of the capture: end_ns is the capture's end */
+    int nested;       /* an instance of the same source location is open below it on its track
+                         (recursion): its time is already inside that instance's */
 } mprof_tl_zone;
 
 /* A lock span: waiting for (contended only) or holding a lock. */
@@ -92,6 +94,9 @@ typedef struct mprof_tl_frameset {
     uint32_t name; /* string id; 0 = the main frame set (MPROF_FRAME_MARK) */
     uint64_t n;
     int64_t *start, *dur; /* n of each, in ns; only kept when the walker keeps frames */
+    unsigned char *lossy; /* n flags when kept: 1 = the marking thread lost events inside the
+                             frame, so marks may be missing and the frame is not a real one */
+    uint64_t n_lossy;     /* frames flagged lossy */
 } mprof_tl_frameset;
 
 typedef struct mprof_walker mprof_walker;

@@ -99,9 +99,11 @@ enum {
     X(GPU_CALIBRATE, 0x49, MPROF_F_TS, MPROF_F_U32, MPROF_F_I64)                                   \
     X(GPU_ZONE_BEGIN, 0x4a, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32, MPROF_F_LOC)                     \
     X(GPU_ZONE_END, 0x4b, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32)                                    \
-    X(GPU_TIME, 0x4c, MPROF_F_U32, MPROF_F_U32, MPROF_F_I64)                                      \
-    /* format 1.1: a frame's thumbnail (width, height, codec 1 = zstd of RGB888 rows) */            \
-    X(FRAME_IMAGE, 0x58, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32, MPROF_F_U8, MPROF_F_STR)
+    X(GPU_TIME, 0x4c, MPROF_F_U32, MPROF_F_U32, MPROF_F_I64)                                       \
+    /* format 1.1: a frame's thumbnail (width, height, codec 1 = zstd of RGB888 rows) */          \
+    X(FRAME_IMAGE, 0x58, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32, MPROF_F_U8, MPROF_F_STR)            \
+    /* 0x5c-0x5f: compaction (format 1.1). TS_SCALE applies to the rest of its chunk. */         \
+    X(TS_SCALE, 0x5c, MPROF_F_U64)
 
 enum {
 #define MPROF__EV_ENUM(name, tag, ...) MPROF_EV_##name = tag,
@@ -120,6 +122,15 @@ typedef struct mprof_event_desc {
 
 /* The description of tag, or NULL for a tag the table does not define. Any thread. */
 const mprof_event_desc *mprof_event_desc_get(int tag);
+
+/* Whether a record counts as an event in the figures users read (`mprof capture`, `mprof
+ * report`, END "events"): what the program recorded, not the stream's own structure (thread
+ * switches, definitions, calibrations, modules, TS_SCALE). LOST and THREAD_EXIT count. */
+static inline int mprof_event_counted(int tag)
+{
+    return (tag >= 0x10 && tag != MPROF_EV_TS_SCALE) || tag == MPROF_EV_LOST ||
+           tag == MPROF_EV_THREAD_EXIT;
+}
 
 /* ---- little helpers shared by encoders and decoders ---------------------------------------- */
 

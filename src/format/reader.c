@@ -63,6 +63,7 @@ struct mprof_reader {
     const unsigned char *p, *pend; /* undecoded events of the current chunk */
     uint64_t chunk_offset;
     uint32_t cur_thread;
+    uint64_t ts_scale; /* TS_SCALE in effect in the current chunk (1 = none) */
     double ns_per_tick;
     uint64_t tick0;
     mprof_srcloc_def *locs;
@@ -340,6 +341,7 @@ static int next_chunk(mprof_reader *r)
             r->p = payload;
             r->pend = payload + rawlen;
             r->cur_thread = 0;
+            r->ts_scale = 1;
             return 1;
         default:
             if (mprof_rd_u16(h + 6) & MPROF_CHUNK_F_OPTIONAL)
@@ -441,7 +443,8 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
         memset(ev, 0, sizeof *ev);
         ev->type = tag;
         ev->thread = r->cur_thread;
-        if ((tag >= 0x10 || tag == MPROF_EV_THREAD_EXIT) && r->cur_thread == 0)
+        if ((tag >= 0x10 || tag == MPROF_EV_THREAD_EXIT) && tag != MPROF_EV_TS_SCALE &&
+            r->cur_thread == 0)
             return fail(r, "chunk at offset %" PRIu64 ": event 0x%02x before any THREAD record",
                         r->chunk_offset, tag);
         int ui = 0, si = 0;
@@ -452,8 +455,11 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
                 if (mprof_get_varint(&p, end, &v))
                     goto truncated;
                 thread_state *t = &r->threads[r->cur_thread];
-                uint64_t base = t->chunk_seq == r->st.chunks ? t->last_ticks : 0;
-                uint64_t ticks = base + (uint64_t)mprof_unzigzag(v);
+                /* A thread's first TS in a chunk is absolute; later ones are deltas, in units
+                 * of the chunk's TS_SCALE (unsigned arithmetic: a corrupt value wraps). */
+                uint64_t ticks = t->chunk_seq == r->st.chunks
+                                     ? t->last_ticks + (uint64_t)mprof_unzigzag(v) * r->ts_scale
+                                     : (uint64_t)mprof_unzigzag(v);
                 t->last_ticks = ticks;
                 t->chunk_seq = r->st.chunks;
                 /* Clamped: a corrupt delta must not make the conversion undefined. */
@@ -514,6 +520,13 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
             ev->frames = r->frames_tmp;
         }
         r->p = p;
+        if (tag == MPROF_EV_TS_SCALE) {
+            /* Chunk-level encoding state, not an event: it is applied and not returned. */
+            if (ev->u[0] == 0)
+                return bad_event(r, "TS_SCALE of 0", tag);
+            r->ts_scale = ev->u[0];
+            continue;
+        }
         if (tag == MPROF_EV_THREAD) {
             uint32_t idx = (uint32_t)ev->u[0];
             if (mprof_grow_zeroed((void **)&r->threads, &r->n_threads, idx, sizeof *r->threads, MAX_THREADS))

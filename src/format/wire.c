@@ -196,7 +196,8 @@ int mprof_wire_scan_events(const unsigned char *p, size_t n, mprof_wire_counts *
                     goto truncated;
             }
         }
-        c->events++;
+        if (mprof_event_counted(tag))
+            c->events++; /* as `mprof report` counts them */
         switch (tag) {
         case MPROF_EV_ZONE_BEGIN:
             c->zones++;

@@ -5,6 +5,10 @@
 int mprof_compile_check(int x);
 int mprof_compile_check(int x)
 {
+    /* Declarations first: compile.c is also built with -Wdeclaration-after-statement. */
+    mprof_lock_id lk;
+    mprof_gpu_ctx g;
+    uint32_t q0, q1;
     MPROF_ZONE("scoped");
     MPROF_ZONE_C("colored", MPROF_COLOR_AI);
     MPROF_ZONE_BEGIN("explicit");
@@ -37,15 +41,15 @@ int mprof_compile_check(int x)
     MPROF_POOL_DISCARD("pool");
     MPROF_FIBER_ENTER("fiber");
     MPROF_FIBER_LEAVE();
-    mprof_lock_id lk = MPROF_LOCK_ANNOUNCE("lock", MPROF_LOCK_KIND_MUTEX);
+    lk = MPROF_LOCK_ANNOUNCE("lock", MPROF_LOCK_KIND_MUTEX);
     MPROF_LOCK_WAIT(lk, 0);
     MPROF_LOCK_OBTAINED(lk, 0);
     MPROF_LOCK_RELEASED(lk, 0);
     MPROF_LOCK_TRY_FAILED(lk, 1);
-    mprof_gpu_ctx g = MPROF_GPU_CONTEXT("gpu", MPROF_GPU_API_OTHER, 1.0, 64);
+    g = MPROF_GPU_CONTEXT("gpu", MPROF_GPU_API_OTHER, 1.0, 64);
     MPROF_GPU_CALIBRATE(g, 0, 0);
-    uint32_t q0 = MPROF_GPU_ZONE_BEGIN(g, "pass");
-    uint32_t q1 = MPROF_GPU_ZONE_END(g, q0);
+    q0 = MPROF_GPU_ZONE_BEGIN(g, "pass");
+    q1 = MPROF_GPU_ZONE_END(g, q0);
     MPROF_GPU_TIME(g, q0, 1);
     MPROF_GPU_TIME(g, q1, 2);
     (void)lk;

@@ -8,19 +8,24 @@
 const Stats = {};
 
 /* Aggregates the zones overlapping [t0, t1] by source location. Durations are whole zones (a
- * zone that crosses the range's edge counts whole), as in `mprof report`. */
+ * zone that crosses the range's edge counts whole). Total is inclusive time counted once per
+ * stretch of time on a track, as in `mprof report`: a zone nested inside another instance of
+ * the same source location (recursion, direct or through other zones) adds its calls to the
+ * count and its self time, not its duration, which its outer instance already holds. Mean, p50,
+ * p95, min and max are over every call. */
 Stats.compute = function (D, t0, t1) {
     const rows = new Map();
     Data.forZonesIn(D, t0, t1, (t, i) => {
         const loc = t.loc[i];
         let r = rows.get(loc);
         if (!r) {
-            r = { loc: loc, count: 0, total: 0, self: 0, min: Infinity, max: 0, durs: [] };
+            r = { loc: loc, count: 0, total: 0, calls: 0, self: 0, min: Infinity, max: 0, durs: [] };
             rows.set(loc, r);
         }
         const d = t.dur[i];
         r.count++;
-        r.total += d;
+        r.calls += d;
+        if (!Stats.nested(t, i)) r.total += d;
         r.self += t.self[i];
         if (d < r.min) r.min = d;
         if (d > r.max) r.max = d;
@@ -32,12 +37,21 @@ Stats.compute = function (D, t0, t1) {
         const sl = D.srclocs[r.loc];
         out.push({
             loc: r.loc, name: sl.name, where: (sl.file ? sl.file + ':' + sl.line : ''), func: sl.func,
-            count: r.count, total: r.total, self: r.self, mean: r.total / r.count,
+            count: r.count, total: r.total, self: r.self, mean: r.calls / r.count,
             p50: U.percentile(sorted, 50), p95: U.percentile(sorted, 95), min: r.min, max: r.max,
             rgb: sl.rgb
         });
     }
     return out;
+};
+
+/* Whether zone i of track t runs inside another instance of its own source location. The outer
+ * instance contains it, so it overlaps any range the inner one overlaps and is counted there. */
+Stats.nested = function (t, i) {
+    const loc = t.loc[i];
+    for (let p = t.parent[i]; p >= 0; p = t.parent[p])
+        if (t.loc[p] === loc) return true;
+    return false;
 };
 
 Stats.COLUMNS = [

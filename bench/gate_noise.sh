@@ -1,13 +1,15 @@
 #!/bin/sh
-# gate_noise.sh WORKLOAD MPROF WORKDIR [TRIALS] [FRAMES] [ITERS] - the gate's proof on noise.
+# gate_noise.sh WORKLOAD MPROF WORKDIR [TRIALS] [FRAMES] [ITERS] [RUNS] - the gate's proof on noise
+# with the small workload of tests/gate_workload.c (`make proof` runs it; it is a timing check, so
+# it is not part of `make test`).
 #
 # On this machine, as it is (shared, noisy), TRIALS times each:
-#   unchanged: record a baseline run and a current run of the same workload back to back, export
-#              both, gate current against baseline: the verdict must never be "regression";
-#   slowed:    the same with the current run's Physics zone doing 15 % more work (--slow 15): the
+#   unchanged: record RUNS (3) baseline runs and RUNS current runs of the same workload,
+#              interleaved (A B A B ..., the first side alternating between trials), export all,
+#              gate current against baseline: the verdict must never be "regression";
+#   slowed:    the same with the current runs' Physics zone doing 15 % more work (--slow 15): the
 #              verdict must be "regression" and name Physics as the zone where the time went.
-# Baseline and current are recorded next to each other in time, in alternating order, so that
-# both see the same load, as an A/B benchmark on a shared runner should be. Prints one line per gate run and a summary.
+# Prints one line per gate run and a summary.
 set -u
 WORKLOAD=$1
 MPROF=$2
@@ -17,14 +19,17 @@ FRAMES=${5:-5000}
 # ~0.1 ms frames: with ~20 us frames a few microseconds of interrupt noise in the slowest frames
 # shrank a real 15 % slowdown to a 7 % p95 change on a loaded machine (seen twice in 10 runs).
 ITERS=${6:-50000}
+RUNS=${7:-3}
 rm -rf "$W" && mkdir -p "$W" || exit 1
 # The library writes these into each capture; the gate's machine guard compares the build type.
 MPROF_BUILD_TYPE=${MPROF_BUILD_TYPE:-gate-noise}
 export MPROF_BUILD_TYPE
 
-record() { # NAME SLOW_PCT
-    "$WORKLOAD" --capture "$W/$1.mprof" --export "$W/$1.json" --frames "$FRAMES" --iters "$ITERS" --slow "$2" \
+record() { # DIR RUN SLOW_PCT
+    mkdir -p "$W/$1"
+    "$WORKLOAD" --capture "$W/$1/run$2.mprof" --export "$W/$1/run$2.json" --frames "$FRAMES" --iters "$ITERS" --slow "$3" \
         || { echo "gate_noise: workload failed for $1"; exit 1; }
+    rm -f "$W/$1/run$2.mprof"
 }
 
 unchanged_regressions=0; unchanged_pass=0; unchanged_inconclusive=0
@@ -34,15 +39,20 @@ for kind in unchanged slowed; do
     [ "$kind" = slowed ] && slow=15
     i=1
     while [ "$i" -le "$TRIALS" ]; do
-        # Alternate which side runs first, so that a drift in time favours neither.
-        if [ $((i % 2)) -eq 1 ]; then
-            record "${kind}_base_$i" 0
-            record "${kind}_cur_$i" "$slow"
-        else
-            record "${kind}_cur_$i" "$slow"
-            record "${kind}_base_$i" 0
-        fi
-        "$MPROF" gate --baseline "$W/${kind}_base_$i.json" --current "$W/${kind}_cur_$i.json" \
+        # Interleave the runs, alternating which side runs first, so that a drift in time favours
+        # neither.
+        k=1
+        while [ "$k" -le "$RUNS" ]; do
+            if [ $((i % 2)) -eq 1 ]; then
+                record "${kind}_base_$i" "$k" 0
+                record "${kind}_cur_$i" "$k" "$slow"
+            else
+                record "${kind}_cur_$i" "$k" "$slow"
+                record "${kind}_base_$i" "$k" 0
+            fi
+            k=$((k + 1))
+        done
+        "$MPROF" gate --baseline "$W/${kind}_base_$i" --current "$W/${kind}_cur_$i" \
             --skip-frames 10 --json "$W/${kind}_$i.report.json" > "$W/${kind}_$i.txt" 2>&1
         code=$?
         ratio=$(sed -n 's/.*p95 ratio \([0-9.]*\) vs limit.*/\1/p' "$W/${kind}_$i.txt")
@@ -65,6 +75,6 @@ for kind in unchanged slowed; do
         i=$((i + 1))
     done
 done
-echo "gate_noise: unchanged, $TRIALS gate runs: $unchanged_pass pass, $unchanged_inconclusive inconclusive, $unchanged_regressions regression"
+echo "gate_noise: unchanged, $TRIALS gate runs ($RUNS runs per side): $unchanged_pass pass, $unchanged_inconclusive inconclusive, $unchanged_regressions regression"
 echo "gate_noise: Physics 15 % slower, $TRIALS gate runs: $slowed_named regression naming Physics, $slowed_other other"
 [ "$unchanged_regressions" -eq 0 ] && [ "$slowed_named" -eq "$TRIALS" ]
