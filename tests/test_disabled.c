@@ -27,6 +27,7 @@ static void test_arguments_not_evaluated(void **state)
     MPROF_ALLOC((void *)0, (size_t)touch());
     MPROF_LOCK_WAIT((mprof_lock_id)touch(), 0);
     MPROF_GPU_TIME(0, (uint32_t)touch(), 0);
+    MPROF_FRAME_IMAGE((const void *)(size_t)touch(), touch(), touch());
     assert_int_equal(evaluated, 0);
 }
 

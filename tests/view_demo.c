@@ -5,7 +5,7 @@
  *
  * Two threads ("Main" and "Worker") record nested zones in the subsystem colors and one with
  * color 0, zone text, value and a dynamic name, frame marks, messages of every level, two plots,
- * a contended lock, heap allocations, a fiber and a GPU context (through the public GPU API, with
+ * a contended lock, heap allocations, a frame image per frame, a fiber and a GPU context (through the public GPU API, with
  * made-up GPU timestamps). Locks, memory and fibers are written with the library's internal
  * raw-event writer (core.h) so that the test does not depend on which wrapper API each module
  * offers; the records are those of format.h's event table.
@@ -170,6 +170,18 @@ static void frame(int f)
             MPROF_GPU_TIME(gpu, q, gpu0);
         }
         MPROF_PLOT_INT("Draw calls", tiny);
+        /* The "renderer's output": a 160 x 90 gradient whose red channel is the frame number
+         * (times 4), so a test can tell whose thumbnail it got. */
+        static unsigned char pic[160 * 90 * 4];
+        for (int y = 0; y < 90; y++)
+            for (int x = 0; x < 160; x++) {
+                unsigned char *px = &pic[(y * 160 + x) * 4];
+                px[0] = (unsigned char)(f * 4);
+                px[1] = (unsigned char)(x * 255 / 159);
+                px[2] = (unsigned char)(y * 255 / 89);
+                px[3] = 255;
+            }
+        MPROF_FRAME_IMAGE(pic, 160, 90);
     }
     {
         MPROF_ZONE_C("Audio", MPROF_COLOR_AUDIO);

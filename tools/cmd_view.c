@@ -13,6 +13,8 @@
 
 static const char *const help =
     "usage: mprof view [options] FILE.mprof [NEW.mprof]\n"
+    "       mprof view --serve FILE.mprof [--address ADDR] [--port P] [--index FILE]\n"
+    "       mprof view --live -o FILE.mprof [-a ADDR] [-p PORT] [-f] [--address ADDR] [--port P]\n"
     "\n"
     "Writes one HTML file that shows the capture in any browser, with no network access and\n"
     "nothing to install: a frame-time graph with p50/p95/budget lines (click a frame to zoom),\n"
@@ -29,6 +31,16 @@ static const char *const help =
     "                  the frames around its worst frame and the page says what was left out\n"
     "  --budget MS     frame budget line in milliseconds (default 16.7)\n"
     "  --json          write the page's data document (docs/VIEW.md) instead of HTML\n"
+    "  --serve         instead of a file, serve the viewer over HTTP for the whole capture, any\n"
+    "                  size: it is indexed in one pass (cached as FILE.mprof.vidx, rebuilt when\n"
+    "                  the capture changes) and the page asks for what it draws; Ctrl-C stops\n"
+    "  --address ADDR  numeric address to listen on (default 127.0.0.1: this machine only)\n"
+    "  --port P        port (default 8717; 0 = any free one); the URL is printed on stdout\n"
+    "  --index FILE    where to keep the index (default: beside the capture, else $TMPDIR)\n"
+    "  --live          capture a running process as `mprof capture -o FILE -a ADDR -p PORT` does\n"
+    "                  and serve the capture while it grows: the page follows its end\n"
+    "  -a ADDR, -p PORT  with --live: the process to attach to (default 127.0.0.1:8086)\n"
+    "  -f              with --live: overwrite FILE\n"
     "  -h, --help      show this help\n"
     "\n"
     "Exit status: 0 ok, 2 usage error, 3 a capture cannot be read or the output not written.\n";
@@ -76,7 +88,9 @@ static char *diff_json(const char *a, const char *b, char *err, size_t errlen)
 int cmd_view(int argc, char **argv)
 {
     const char *paths[2] = {NULL, NULL};
-    int n_paths = 0, json = 0;
+    int n_paths = 0, json = 0, serve = 0, live = 0, force = 0;
+    const char *address = "127.0.0.1", *index_path = NULL, *proc_address = "127.0.0.1";
+    unsigned long long port = 8717, proc_port = 8086;
     const char *out_path = NULL;
     mprof_view_opts opts = {.first_frame = -1, .last_frame = -1};
     for (int i = 1; i < argc; i++) {
@@ -111,6 +125,28 @@ int cmd_view(int argc, char **argv)
                 return tool_error("view", EXIT_USAGE, "--budget wants milliseconds > 0 (got '%s')", v);
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
+        } else if (strcmp(a, "--serve") == 0) {
+            serve = 1;
+        } else if (strcmp(a, "--live") == 0) {
+            live = 1;
+        } else if (strcmp(a, "-f") == 0) {
+            force = 1;
+        } else if (strcmp(a, "--address") == 0 || strcmp(a, "-a") == 0) {
+            if (i + 1 >= argc || !argv[i + 1][0])
+                return tool_error("view", EXIT_USAGE, "%s needs an address", a);
+            if (a[1] == 'a')
+                proc_address = argv[++i];
+            else
+                address = argv[++i];
+        } else if (strcmp(a, "--port") == 0 || strcmp(a, "-p") == 0) {
+            if (tool_parse_uint("view", a, i + 1 < argc ? argv[++i] : NULL, 65535, a[1] == 'p' ? &proc_port : &port))
+                return EXIT_USAGE;
+            if (a[1] == 'p' && !proc_port)
+                return tool_error("view", EXIT_USAGE, "-p: port 0 is not valid");
+        } else if (strcmp(a, "--index") == 0) {
+            if (i + 1 >= argc || !argv[i + 1][0])
+                return tool_error("view", EXIT_USAGE, "--index needs a file name");
+            index_path = argv[++i];
         } else if (a[0] == '-' && a[1]) {
             return tool_error("view", EXIT_USAGE, "unknown option '%s' (see --help)", a);
         } else if (n_paths == 2) {
@@ -119,11 +155,26 @@ int cmd_view(int argc, char **argv)
             paths[n_paths++] = a;
         }
     }
+    if (live) {
+        if (serve || json || n_paths || !out_path)
+            return tool_error("view", EXIT_USAGE, "--live takes -o FILE and no capture to read, --serve or --json");
+        mprof_view_live_opts lo = {.capture = out_path, .index_path = index_path, .process_address = proc_address,
+                                   .port = (unsigned)proc_port, .address = address, .http_port = (unsigned)port,
+                                   .force = force};
+        return mprof__view_live(&lo);
+    }
     if (!n_paths)
         return tool_error("view", EXIT_USAGE, "no capture file given (see --help)");
     for (int i = 0; i < n_paths; i++)
         if (tool_check_rereadable("view", paths[i]))
             return EXIT_USAGE;
+    if (serve) {
+        if (n_paths != 1 || out_path || json)
+            return tool_error("view", EXIT_USAGE, "--serve takes one capture and no -o or --json");
+        if (index_path && tool_same_file(paths[0], index_path))
+            return tool_error("view", EXIT_USAGE, "--index %s is the capture itself", index_path);
+        return mprof__view_serve(paths[0], index_path, address, (unsigned)port);
+    }
     const char *shown = paths[n_paths - 1];
     char def_out[4096];
     if (!out_path) {

@@ -238,6 +238,7 @@ MPROF_API void mprof__zone_value(uint64_t value);
 MPROF_API void mprof__frame_mark(const char *name);
 MPROF_API void mprof__frame_begin(const char *name);
 MPROF_API void mprof__frame_end(const char *name);
+MPROF_API void mprof__frame_image(const void *rgba, uint32_t width, uint32_t height);
 MPROF_API void mprof__plot_f64(const char *name, double value);
 MPROF_API void mprof__plot_i64(const char *name, int64_t value);
 MPROF_API void mprof__message(int level, const char *text, size_t len);
@@ -467,6 +468,14 @@ MPROF_API void mprof__lock_try_failed(mprof_lock_id id, int shared);
 #define MPROF_FRAME_MARK_NAMED(name) mprof__frame_mark(name)
 #define MPROF_FRAME_BEGIN(name) mprof__frame_begin(name)
 #define MPROF_FRAME_END(name) mprof__frame_end(name)
+/* MPROF_FRAME_IMAGE(pixels, width, height): a picture of the frame, shown when the frame graph of
+ * `mprof view --serve` is hovered. pixels: width x height RGBA bytes, rows top to bottom, read
+ * during the call only. The library keeps a thumbnail of at most 96 x 54 (aspect kept, box
+ * filtered, compressed, a few KB) with the time of the call, so it belongs to the frame that is
+ * running. Any thread; not for the hot path (it scales and compresses in the calling thread, about
+ * a tenth of a millisecond for a 640 x 360 picture); nothing happens when not recording. */
+#define MPROF_FRAME_IMAGE(pixels, width, height)                                                   \
+    mprof__frame_image((pixels), (uint32_t)(width), (uint32_t)(height))
 
 #define MPROF_PLOT(name, v) mprof__plot_f64((name), (double)(v))
 #define MPROF_PLOT_INT(name, v) mprof__plot_i64((name), (int64_t)(v))
@@ -526,6 +535,7 @@ MPROF_API void mprof__lock_try_failed(mprof_lock_id id, int shared);
 #define MPROF_FRAME_MARK_NAMED(name) ((void)0)
 #define MPROF_FRAME_BEGIN(name) ((void)0)
 #define MPROF_FRAME_END(name) ((void)0)
+#define MPROF_FRAME_IMAGE(pixels, width, height) ((void)0)
 #define MPROF_PLOT(name, v) ((void)0)
 #define MPROF_PLOT_INT(name, v) ((void)0)
 #define MPROF_PLOT_CONFIG(name, format, style, color) ((void)0)

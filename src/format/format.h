@@ -107,6 +107,8 @@ enum {
     X(SYS_SAMPLE, 0x52, MPROF_F_TS, MPROF_F_U64, MPROF_F_CS)                                       \
     X(SYS_LOST, 0x53, MPROF_F_TS, MPROF_F_U64, MPROF_F_U64)                                       \
     X(SYS_CPU, 0x54, MPROF_F_TS, MPROF_F_F64, MPROF_F_F64)                                         \
+    /* format 1.1: a frame's thumbnail (width, height, codec 1 = zstd of RGB888 rows) */          \
+    X(FRAME_IMAGE, 0x58, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32, MPROF_F_U8, MPROF_F_STR)            \
     /* 0x5c-0x5f: compaction (format 1.1). TS_SCALE applies to the rest of its chunk. */         \
     X(TS_SCALE, 0x5c, MPROF_F_U64)
 

@@ -21,6 +21,7 @@ int mprof_compile_check(int x)
     MPROF_ZONE_END();
     MPROF_FRAME_MARK();
     MPROF_FRAME_MARK_NAMED("f");
+    MPROF_FRAME_IMAGE(&x, 1, 1);
     MPROF_FRAME_BEGIN("d");
     MPROF_FRAME_END("d");
     MPROF_PLOT("p", 1.5);

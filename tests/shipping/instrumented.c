@@ -90,6 +90,7 @@ int main(int argc, char **argv)
         MPROF_FIBER_LEAVE();
         MPROF_FRAME_END("Update");
         render(frame);
+        MPROF_FRAME_IMAGE(state, (int)costly(2.0), (int)costly(1.0));
         MPROF_FRAME_MARK_NAMED("Render");
         MPROF_FRAME_MARK();
     }

@@ -1,0 +1,142 @@
+/*
+ * bench_view_index.c - the index of `mprof view --serve`: build time and size per million zones,
+ * and the time to answer a zoom step (the page's /api/zones at 1600 pixels) on a big capture.
+ *
+ * Without --capture it records one with tests/view_demo (frames x tiny zones, about --zones
+ * zones; default 15 M). It builds the index once (CPU and wall time, bytes), then zooms from the
+ * whole capture into its middle by a factor of 0.6 a step down to about 10 us, and pans once at
+ * each scale, answering each view as the server would (into /dev/null). Prints JSON lines:
+ * one for the build, one per step, and a summary with the worst and median step.
+ *
+ * usage: bench_view_index [--mprof PATH] [--demo VIEW_DEMO] [--capture FILE] [--zones N]
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "analysis/view_index.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(clockid_t c)
+{
+    struct timespec t;
+    clock_gettime(c, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mprof = "build/mprof", *demo = NULL, *capture = NULL;
+    double zones_wanted = 15e6;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--mprof") == 0)
+            mprof = argv[i + 1];
+        else if (strcmp(argv[i], "--demo") == 0)
+            demo = argv[i + 1];
+        else if (strcmp(argv[i], "--capture") == 0)
+            capture = argv[i + 1];
+        else if (strcmp(argv[i], "--zones") == 0)
+            zones_wanted = atof(argv[i + 1]);
+        else {
+            fprintf(stderr, "usage: bench_view_index [--mprof PATH] [--demo VIEW_DEMO] [--capture FILE] [--zones N]\n");
+            return 2;
+        }
+    }
+    char cap[2048], demo_path[2048], cmd[8192], idx[2100];
+    if (!capture) {
+        if (!demo) {
+            const char *slash = strrchr(mprof, '/');
+            snprintf(demo_path, sizeof demo_path, "%.*stests/view_demo", slash ? (int)(slash - mprof + 1) : 0, mprof);
+            demo = demo_path;
+        }
+        snprintf(cap, sizeof cap, "%s/mprof-bench-view-%ld.mprof", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+                 (long)getpid());
+        /* view_demo writes about tiny + 60 zones a frame. */
+        long frames = 1000, tiny = (long)(zones_wanted / (double)frames) - 60;
+        if (tiny < 1)
+            tiny = 1;
+        snprintf(cmd, sizeof cmd, "%s %s %ld %ld > /dev/null 2>&1", demo, cap, frames, tiny);
+        double t = now_s(CLOCK_MONOTONIC);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "bench_view_index: '%s' failed\n", cmd);
+            return 3;
+        }
+        fprintf(stderr, "bench_view_index: recorded %s in %.1f s\n", cap, now_s(CLOCK_MONOTONIC) - t);
+        capture = cap;
+    }
+    snprintf(idx, sizeof idx, "%s.bench.vidx", capture);
+    char err[512];
+    double w0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+    if (mprof__vindex_build(capture, idx, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_view_index: %s\n", err);
+        return 3;
+    }
+    double wall = now_s(CLOCK_MONOTONIC) - w0, cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    mprof_vindex *x = mprof__vindex_open(capture, idx, NULL, err, sizeof err);
+    if (!x) {
+        fprintf(stderr, "bench_view_index: %s\n", err);
+        return 3;
+    }
+    double mz = (double)mprof__vindex_zone_count(x) / 1e6;
+    printf("{\"bench\":\"view_index_build\",\"zones\":%llu,\"index_bytes\":%llu,\"build_wall_s\":%.3f,"
+           "\"build_cpu_s\":%.3f,\"cpu_s_per_mzone\":%.3f,\"bytes_per_mzone\":%.0f}\n",
+           (unsigned long long)mprof__vindex_zone_count(x), (unsigned long long)mprof__vindex_size_bytes(x), wall,
+           cpu, cpu / mz, (double)mprof__vindex_size_bytes(x) / mz);
+    /* The whole span, from the metadata. */
+    mprof_vquery q;
+    memset(&q, 0, sizeof q);
+    q.kind = MPROF_VQ_META;
+    char *meta = NULL;
+    size_t ml = 0;
+    FILE *m = open_memstream(&meta, &ml);
+    mprof__vindex_answer(x, &q, m, err, sizeof err);
+    fclose(m);
+    const char *e = strstr(meta, "\"end_ns\":");
+    long long end = e ? atoll(e + 9) : 1000000000;
+    free(meta);
+    FILE *null = fopen("/dev/null", "w");
+    double steps[256], worst = 0;
+    int n = 0;
+    double span = (double)end, c = (double)end / 2;
+    while (span > 1e4 && n < 250) {
+        for (int pan = 0; pan < 2 && n < 250; pan++) {
+            memset(&q, 0, sizeof q);
+            q.kind = MPROF_VQ_ZONES;
+            double center = c + pan * span * 0.25;
+            q.t0 = (int64_t)(center - span / 2);
+            q.t1 = (int64_t)(center + span / 2) + 1;
+            q.w = 1600;
+            q.has_t = 1;
+            double t = now_s(CLOCK_MONOTONIC), tc = now_s(CLOCK_PROCESS_CPUTIME_ID);
+            if (mprof__vindex_answer(x, &q, null, err, sizeof err) != 0) {
+                fprintf(stderr, "bench_view_index: %s\n", err);
+                return 3;
+            }
+            double dt = (now_s(CLOCK_MONOTONIC) - t) * 1e3, dc = (now_s(CLOCK_PROCESS_CPUTIME_ID) - tc) * 1e3;
+            printf("{\"bench\":\"view_index_zoom_step\",\"span_ns\":%.0f,\"pan\":%d,\"wall_ms\":%.2f,\"cpu_ms\":%.2f}\n",
+                   span, pan, dt, dc);
+            steps[n++] = dc;
+            if (dc > worst)
+                worst = dc;
+        }
+        span *= 0.6;
+    }
+    qsort(steps, (size_t)n, sizeof steps[0], cmp_d);
+    printf("{\"bench\":\"view_index_zoom\",\"zones\":%llu,\"steps\":%d,\"median_cpu_ms\":%.2f,\"worst_cpu_ms\":%.2f,"
+           "\"target_ms\":100}\n",
+           (unsigned long long)mprof__vindex_zone_count(x), n, steps[n / 2], worst);
+    fclose(null);
+    mprof__vindex_close(x);
+    unlink(idx);
+    if (capture == cap)
+        unlink(cap);
+    return 0;
+}

@@ -1,0 +1,465 @@
+/*
+ * test_view_serve.c - the index and the server of `mprof view --serve` (docs/VIEW.md).
+ *
+ * The index over a view_demo capture: every zone comes back, drawn or counted in a merged span,
+ * whatever the width; a narrow range returns only what crosses it; statistics, histograms and
+ * instances agree with each other; the plot pyramid gives the same minimum and maximum as the
+ * points; the cache is reused, and rebuilt when the capture changes or the index is damaged.
+ * The query parser accepts the page's requests and refuses the rest. The real `mprof view
+ * --serve` answers over loopback, refuses paths outside its page and stops on SIGTERM.
+ * The browser checks are tests/view_serve_browser.js (ctest test_view_serve_browser).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "analysis/view_index.h"
+#include "test_util.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char cap[512], idx[512];
+static char out[1 << 16];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(cap, sizeof cap, "%s", tu_temp_path("serve.mprof"));
+    snprintf(idx, sizeof idx, "%s", tu_temp_path("serve.vidx"));
+    const char *demo = getenv("MPROF_VIEW_DEMO");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s %s 80 40 2>&1", demo ? demo : "tests/view_demo", cap);
+    return tu_run(cmd, out, sizeof out) == 0 ? 0 : -1;
+}
+
+/* The answer to target as parsed JSON (caller deletes). */
+static cJSON *ask(const mprof_vindex *x, const char *target)
+{
+    mprof_vquery q;
+    char err[256];
+    if (mprof__vquery_parse(target, strlen(target), &q, err, sizeof err) != 0)
+        fail_msg("%s: %s", target, err);
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&buf, &n);
+    assert_non_null(m);
+    int rc = mprof__vindex_answer(x, &q, m, err, sizeof err);
+    fclose(m);
+    if (rc != 0)
+        fail_msg("%s: %s", target, err);
+    cJSON *j = cJSON_Parse(buf);
+    if (!j)
+        fail_msg("%s: the answer is not JSON: %.200s", target, buf);
+    free(buf);
+    return j;
+}
+
+static double num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(v))
+        fail_msg("no number '%s'", k);
+    return v->valuedouble;
+}
+
+static mprof_vindex *open_index(int *built)
+{
+    char err[512];
+    mprof_vindex *x = mprof__vindex_open(cap, idx, built, err, sizeof err);
+    if (!x)
+        fail_msg("%s", err);
+    return x;
+}
+
+static uint64_t level_zones(cJSON *meta)
+{
+    uint64_t n = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(meta, "tracks")) n += (uint64_t)num(t, "zones");
+    return n;
+}
+
+static void test_every_zone_reachable(void **state)
+{
+    (void)state;
+    int built;
+    mprof_vindex *x = open_index(&built);
+    cJSON *meta = ask(x, "/api/meta");
+    const cJSON *capj = cJSON_GetObjectItem(meta, "capture");
+    uint64_t zones = (uint64_t)num(capj, "zones");
+    assert_true(zones > 1000);
+    assert_int_equal(mprof__vindex_zone_count(x), zones);
+    uint64_t in_levels = level_zones(meta); /* zones and lock spans */
+    assert_true(in_levels >= zones);
+    int64_t start = (int64_t)num(meta, "start_ns"), end = (int64_t)num(meta, "end_ns");
+    /* Whatever the width, each zone is drawn or counted in one merged span. */
+    static const int widths[] = {1, 7, 300, 16384};
+    uint64_t merged_w1 = 0;
+    for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) {
+        char t[128];
+        snprintf(t, sizeof t, "/api/zones?t0=%lld&t1=%lld&w=%d", (long long)start, (long long)end + 1, widths[k]);
+        cJSON *z = ask(x, t);
+        uint64_t drawn = (uint64_t)num(z, "drawn"), merged = (uint64_t)num(z, "merged");
+        assert_int_equal(drawn + merged, in_levels);
+        /* Recount from the arrays. */
+        uint64_t n = 0;
+        const cJSON *lv;
+        cJSON_ArrayForEach(lv, cJSON_GetObjectItem(z, "levels")) {
+            n += (uint64_t)cJSON_GetArraySize(cJSON_GetObjectItem(lv, "z")) / 4;
+            const cJSON *m = cJSON_GetObjectItem(lv, "m");
+            for (int i = 2; i < cJSON_GetArraySize(m); i += 3)
+                n += (uint64_t)cJSON_GetArrayItem(m, i)->valuedouble;
+        }
+        assert_int_equal(n, in_levels);
+        if (widths[k] == 1)
+            merged_w1 = merged;
+        if (widths[k] == 16384)
+            assert_true(merged < merged_w1); /* more pixels, fewer merges */
+        cJSON_Delete(z);
+    }
+    /* A narrow range: everything returned crosses it; wide zones are at least a pixel. */
+    int64_t a = end / 3, b = a + end / 50;
+    char t[128];
+    snprintf(t, sizeof t, "/api/zones?t0=%lld&t1=%lld&w=500", (long long)a, (long long)b);
+    cJSON *z = ask(x, t);
+    int64_t px = (int64_t)num(z, "px_ns");
+    const cJSON *lv;
+    uint64_t seen = 0;
+    cJSON_ArrayForEach(lv, cJSON_GetObjectItem(z, "levels")) {
+        const cJSON *arr = cJSON_GetObjectItem(lv, "z");
+        for (int i = 0; i + 3 < cJSON_GetArraySize(arr); i += 4) {
+            int64_t s = (int64_t)cJSON_GetArrayItem(arr, i)->valuedouble;
+            int64_t e = (int64_t)cJSON_GetArrayItem(arr, i + 1)->valuedouble;
+            assert_true(e > a && s < b);
+            assert_true(e - s >= px);
+            seen++;
+        }
+    }
+    assert_true(seen > 0);
+    assert_true(seen + num(z, "merged") < in_levels);
+    cJSON_Delete(z);
+    cJSON_Delete(meta);
+    mprof__vindex_close(x);
+}
+
+static void test_stats_hist_instances(void **state)
+{
+    (void)state;
+    mprof_vindex *x = open_index(NULL);
+    cJSON *meta = ask(x, "/api/meta");
+    int64_t start = (int64_t)num(meta, "start_ns"), end = (int64_t)num(meta, "end_ns");
+    char t[160];
+    snprintf(t, sizeof t, "/api/stats?t0=%lld&t1=%lld", (long long)start, (long long)end + 1);
+    cJSON *st = ask(x, t);
+    assert_int_equal((uint64_t)num(st, "zones"), level_zones(meta));
+    /* Whole-capture stats equal the metadata's per-location figures; hist and instances agree. */
+    const cJSON *ls = cJSON_GetObjectItem(meta, "loc_stats");
+    assert_true(cJSON_GetArraySize(ls) > 5);
+    const cJSON *row;
+    int checked = 0;
+    cJSON_ArrayForEach(row, ls) {
+        int loc = (int)cJSON_GetArrayItem(row, 0)->valuedouble;
+        double count = cJSON_GetArrayItem(row, 1)->valuedouble;
+        double mx = cJSON_GetArrayItem(row, 5)->valuedouble;
+        snprintf(t, sizeof t, "/api/hist?loc=%d", loc);
+        cJSON *h = ask(x, t);
+        assert_true(num(h, "count") == count);
+        const cJSON *b = cJSON_GetObjectItem(h, "buckets");
+        double sum = 0;
+        for (int i = 0; i + 2 < cJSON_GetArraySize(b); i += 3) {
+            double lo = cJSON_GetArrayItem(b, i)->valuedouble, hi = cJSON_GetArrayItem(b, i + 1)->valuedouble;
+            assert_true(hi > lo);
+            sum += cJSON_GetArrayItem(b, i + 2)->valuedouble;
+        }
+        assert_true(sum == count);
+        snprintf(t, sizeof t, "/api/instances?loc=%d&limit=5", loc);
+        cJSON *in = ask(x, t);
+        assert_true(num(in, "matched") == count);
+        const cJSON *arr = cJSON_GetObjectItem(in, "i");
+        int n = cJSON_GetArraySize(arr) / 4;
+        assert_int_equal(n, count < 5 ? (int)count : 5);
+        double prev = 1e300;
+        for (int i = 0; i < n; i++) {
+            double d = cJSON_GetArrayItem(arr, 4 * i + 1)->valuedouble - cJSON_GetArrayItem(arr, 4 * i)->valuedouble;
+            assert_true(d <= prev); /* longest first */
+            if (i == 0)
+                assert_true(d == mx);
+            prev = d;
+        }
+        /* One bar's instances: all inside the bar. */
+        if (cJSON_GetArraySize(b) >= 3) {
+            long long lo = (long long)cJSON_GetArrayItem(b, 0)->valuedouble;
+            long long hi = (long long)cJSON_GetArrayItem(b, 1)->valuedouble;
+            snprintf(t, sizeof t, "/api/instances?loc=%d&dmin=%lld&dmax=%lld", loc, lo, hi);
+            cJSON *bi = ask(x, t);
+            assert_true(num(bi, "matched") == cJSON_GetArrayItem(b, 2)->valuedouble);
+            cJSON_Delete(bi);
+        }
+        cJSON_Delete(in);
+        cJSON_Delete(h);
+        checked++;
+    }
+    assert_true(checked > 5);
+    cJSON_Delete(st);
+    cJSON_Delete(meta);
+    mprof__vindex_close(x);
+}
+
+static void test_plots_frames_messages(void **state)
+{
+    (void)state;
+    mprof_vindex *x = open_index(NULL);
+    cJSON *meta = ask(x, "/api/meta");
+    int64_t end = (int64_t)num(cJSON_GetObjectItem(meta, "capture"), "duration_ns");
+    int n_plots = cJSON_GetArraySize(cJSON_GetObjectItem(meta, "plots"));
+    assert_true(n_plots >= 2);
+    char t[160];
+    /* One pixel (the pyramid) and every point apart give the same minimum and maximum. */
+    snprintf(t, sizeof t, "/api/plots?t0=0&t1=%lld&w=1", (long long)end + 1);
+    cJSON *one = ask(x, t);
+    snprintf(t, sizeof t, "/api/plots?t0=0&t1=%lld&w=16384", (long long)end + 1);
+    cJSON *all = ask(x, t);
+    for (int k = 0; k < n_plots; k++) {
+        const cJSON *p1 = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(one, "plots"), k), "p");
+        const cJSON *pa = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(all, "plots"), k), "p");
+        double mn = 1e300, mx = -1e300;
+        for (int i = 0; i + 2 < cJSON_GetArraySize(pa); i += 3) {
+            mn = fmin(mn, cJSON_GetArrayItem(pa, i + 1)->valuedouble);
+            mx = fmax(mx, cJSON_GetArrayItem(pa, i + 2)->valuedouble);
+        }
+        assert_true(cJSON_GetArraySize(p1) >= 3);
+        assert_true(cJSON_GetArrayItem(p1, 1)->valuedouble == mn);
+        assert_true(cJSON_GetArrayItem(p1, 2)->valuedouble == mx);
+    }
+    cJSON_Delete(one);
+    cJSON_Delete(all);
+    /* A range before the first point of every plot: only the next point, still valid JSON (a
+     * leading comma was written here once). */
+    cJSON_Delete(ask(x, "/api/plots?t0=-1000&t1=-10&w=100"));
+    cJSON_Delete(ask(x, "/api/plots?t0=0&t1=1&w=100"));
+    cJSON *f = ask(x, "/api/frames?w=1000");
+    assert_int_equal((int)num(f, "count"), 80);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f, "f")), 80 * 3);
+    cJSON_Delete(f);
+    f = ask(x, "/api/frames?from=10&to=50&w=4");
+    const cJSON *fa = cJSON_GetObjectItem(f, "f");
+    assert_int_equal(cJSON_GetArraySize(fa), 4 * 3);
+    for (int i = 0; i < 4; i++) {
+        int idx_f = (int)cJSON_GetArrayItem(fa, 3 * i)->valuedouble;
+        assert_true(idx_f >= 10 + 10 * i && idx_f < 20 + 10 * i); /* the worst of its ten */
+    }
+    cJSON_Delete(f);
+    snprintf(t, sizeof t, "/api/messages?t0=0&t1=%lld&limit=3", (long long)end + 1);
+    cJSON *m = ask(x, t);
+    assert_true(num(m, "total") > 3);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(m, "m")), 3);
+    assert_true(num(m, "in_range") > 3);
+    cJSON_Delete(m);
+    /* A location the capture lacks is an error, not a crash. */
+    mprof_vquery q;
+    char err[256];
+    assert_int_equal(mprof__vquery_parse("/api/hist?loc=999999", 20, &q, err, sizeof err), 0);
+    FILE *null = fopen("/dev/null", "w");
+    assert_int_equal(mprof__vindex_answer(x, &q, null, err, sizeof err), -1);
+    assert_non_null(strstr(err, "999999"));
+    fclose(null);
+    cJSON_Delete(meta);
+    mprof__vindex_close(x);
+}
+
+static void test_cache(void **state)
+{
+    (void)state;
+    int built = -1;
+    mprof_vindex *x = open_index(&built);
+    mprof__vindex_close(x);
+    x = open_index(&built);
+    assert_int_equal(built, 0); /* reused */
+    mprof__vindex_close(x);
+    /* A newer capture: rebuilt. */
+    struct timespec ts[2] = {{.tv_nsec = UTIME_NOW}, {.tv_sec = time(NULL) + 5}};
+    assert_int_equal(utimensat(AT_FDCWD, cap, ts, 0), 0);
+    x = open_index(&built);
+    assert_int_equal(built, 1);
+    mprof__vindex_close(x);
+    /* A damaged index (cut short, or garbage): rebuilt, never trusted. */
+    assert_int_equal(truncate(idx, 4000), 0);
+    x = open_index(&built);
+    assert_int_equal(built, 1);
+    mprof__vindex_close(x);
+    FILE *f = fopen(idx, "r+b");
+    assert_non_null(f);
+    fseek(f, 48, SEEK_SET);
+    uint64_t junk = UINT64_C(0xffffffffffff);
+    fwrite(&junk, sizeof junk, 1, f); /* n_levels far past the file */
+    fclose(f);
+    x = open_index(&built);
+    assert_int_equal(built, 1);
+    cJSON *meta = ask(x, "/api/meta");
+    assert_non_null(cJSON_GetObjectItem(meta, "tracks"));
+    cJSON_Delete(meta);
+    mprof__vindex_close(x);
+    /* A capture that is not one: a message, no index. */
+    char err[512];
+    const char *bad = tu_temp_path("notacapture.mprof");
+    f = fopen(bad, "wb");
+    fputs("hello", f);
+    fclose(f);
+    assert_null(mprof__vindex_open(bad, NULL, NULL, err, sizeof err));
+    assert_true(strlen(err) > 0);
+}
+
+static void test_query_parser(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "/api/meta", "/api/zones?t0=0&t1=10&w=5", "/api/zones?t1=10&w=16384&t0=-5",
+        "/api/plots?t0=1&t1=2&w=1", "/api/messages?t0=0&t1=9&limit=10", "/api/frames?w=3",
+        "/api/frames?from=0&to=0&w=3", "/api/stats?t0=0&t1=1", "/api/hist?loc=4",
+        "/api/instances?loc=1&dmin=0&dmax=100&limit=10000", "/", "/serve/serve.js", "/js/util.js",
+        "/style.css",
+    };
+    static const char *const bad[] = {
+        "", "api/meta", "/api/meta?x=1", "/api/zones?t0=0&t1=10", "/api/zones?t0=0&t1=10&w=0",
+        "/api/zones?t0=0&t1=10&w=16385", "/api/zones?t0=10&t1=10&w=5", "/api/zones?t0=0&t0=1&t1=5&w=5",
+        "/api/zones?t0=0&t1=1e3&w=5", "/api/zones?t0=0&t1=10&w=5&", "/api/zones?t0=&t1=10&w=5",
+        "/api/zones?t0=0&t1=99999999999999999999&w=5", "/api/zones?t0=0&t1=10&w=5&file=/etc/passwd",
+        "/api/hist", "/api/hist?loc=-1", "/api/hist?loc=4294967296", "/api/frames?from=3&w=1",
+        "/api/frames?from=3&to=2&w=1", "/api/instances?loc=1&limit=0", "/api/nothing",
+        "/../etc/passwd", "/js/../../etc/passwd", "/a//b", "/Serve.js", "/x?y", "/%2e%2e/etc/passwd",
+        "/api/zones?t0=0&t1=10&w=5%00", "/api/meta#frag",
+    };
+    mprof_vquery q;
+    char err[256];
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        if (mprof__vquery_parse(good[i], strlen(good[i]), &q, err, sizeof err) != 0)
+            fail_msg("refused '%s': %s", good[i], err);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        if (mprof__vquery_parse(bad[i], strlen(bad[i]), &q, err, sizeof err) == 0)
+            fail_msg("accepted '%s'", bad[i]);
+        assert_true(strlen(err) > 5);
+    }
+    assert_int_equal(mprof__vquery_parse("/api/zones?t0=5&t1=10&w=7", 25, &q, err, sizeof err), 0);
+    assert_int_equal(q.kind, MPROF_VQ_ZONES);
+    assert_int_equal(q.t0, 5);
+    assert_int_equal(q.t1, 10);
+    assert_int_equal(q.w, 7);
+    /* A NUL inside the given length is refused, not cut there. */
+    assert_int_equal(mprof__vquery_parse("/api/meta\0x", 11, &q, err, sizeof err), -1);
+    /* Every page file the server names exists; one that does not is not served. */
+    assert_non_null(mprof__view_file("serve/index.html"));
+    assert_non_null(mprof__view_file("serve/serve.js"));
+    assert_non_null(mprof__view_file("js/util.js"));
+    assert_non_null(mprof__view_file("style.css"));
+    assert_null(mprof__view_file("../CMakeLists.txt"));
+}
+
+/* ---- the real server ----------------------------------------------------------------------- */
+
+static int http_get(int port, const char *req, char *resp, size_t n)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(s, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(s);
+        return -1;
+    }
+    if (write(s, req, strlen(req)) != (ssize_t)strlen(req)) {
+        close(s);
+        return -1;
+    }
+    size_t got = 0;
+    ssize_t k;
+    while (got + 1 < n && (k = read(s, resp + got, n - 1 - got)) > 0)
+        got += (size_t)k;
+    resp[got] = 0;
+    close(s);
+    int code = 0;
+    if (sscanf(resp, "HTTP/1.%*d %d", &code) != 1)
+        return -1;
+    return code;
+}
+
+static void test_server(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    const char *bin = tu_mprof_bin();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl(bin, bin, "view", "--serve", cap, "--port", "0", "--index", idx, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *in = fdopen(fds[0], "r");
+    char line[256] = "";
+    assert_non_null(fgets(line, sizeof line, in));
+    int port = 0;
+    assert_int_equal(sscanf(line, "http://127.0.0.1:%d/", &port), 1); /* loopback by default */
+    assert_true(port > 0);
+    static char resp[1 << 20];
+    assert_int_equal(http_get(port, "GET / HTTP/1.0\r\n\r\n", resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, "id=\"mprof-status\""));
+    assert_non_null(strstr(resp, "serve/serve.js"));
+    assert_int_equal(http_get(port, "GET /serve/serve.js HTTP/1.0\r\n\r\n", resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, "text/javascript"));
+    assert_int_equal(http_get(port, "GET /api/meta HTTP/1.0\r\n\r\n", resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, "\"schema\":\"mprof-serve\""));
+    assert_int_equal(http_get(port, "GET /api/zones?t0=0&t1=1000000&w=100 HTTP/1.0\r\n\r\n", resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, "\"levels\""));
+    assert_int_equal(http_get(port, "GET /../../etc/passwd HTTP/1.0\r\n\r\n", resp, sizeof resp), 404);
+    assert_null(strstr(resp, "root:"));
+    assert_int_equal(http_get(port, "GET /api/zones?t0=0&t1=1&w=1&file=/etc/passwd HTTP/1.0\r\n\r\n", resp,
+                              sizeof resp), 400);
+    assert_non_null(strstr(resp, "unknown query key"));
+    char abs_req[700];
+    snprintf(abs_req, sizeof abs_req, "GET %s HTTP/1.0\r\n\r\n", cap); /* the capture by its path */
+    assert_int_equal(http_get(port, abs_req, resp, sizeof resp), 404);
+    assert_int_equal(http_get(port, "POST /api/meta HTTP/1.0\r\nContent-Length: 0\r\n\r\n", resp, sizeof resp), 405);
+    assert_int_equal(http_get(port, "GET /api/hist?loc=99999 HTTP/1.0\r\n\r\n", resp, sizeof resp), 400);
+    kill(pid, SIGTERM);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    fclose(in);
+    /* Usage errors. */
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s view --serve %s --address localhost 2>&1", bin, cap);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "numeric"));
+    snprintf(cmd, sizeof cmd, "%s view --serve %s -o x.html 2>&1", bin, cap);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 2);
+    snprintf(cmd, sizeof cmd, "%s view --serve %s --index %s 2>&1", bin, cap, cap);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_zone_reachable),
+        cmocka_unit_test(test_stats_hist_instances),
+        cmocka_unit_test(test_plots_frames_messages),
+        cmocka_unit_test(test_query_parser),
+        cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_server),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

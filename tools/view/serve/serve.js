@@ -1,0 +1,770 @@
+/*
+ * serve.js - the page of `mprof view --serve`: a timeline of the whole capture, drawn from what
+ * the server answers for the current view (docs/VIEW.md, "THE SERVED VIEWER").
+ *
+ * The page never holds the capture. Each change of the view asks /api/zones for the zones of
+ * the visible range at the canvas's width (zones narrower than a pixel come back merged, with
+ * their count), /api/plots for a min/max per pixel and /api/messages; while an answer is on its
+ * way the last one is drawn at the new scale, so zooming and panning stay smooth. The frame
+ * graph covers every frame (/api/frames, the worst frame of each pixel). Find zone shows the
+ * histogram of one source location's durations over the whole capture (/api/hist); a bar lists
+ * its longest instances (/api/instances), and a row jumps to one. Statistics cover the
+ * selected range (/api/stats).
+ *
+ * Layout: one track per thread, fiber, GPU context and lock; a track header collapses it, its
+ * arrows move it; deep tracks show 12 levels until their "deeper" row is clicked; plots and
+ * memory have their own strip under the timeline, never behind the tracks.
+ *
+ * Extensions (more track kinds, panels) call MPROF_SERVE.addTrackPainter(fn) and
+ * MPROF_SERVE.addPanel(name, fn) from a script loaded after this one.
+ */
+'use strict';
+
+const S = {
+    meta: null, order: [], collapsed: {}, expanded: {},
+    view: { t0: 0, t1: 1 }, loaded: null, zones: null, plots: null, msgs: null, frames: null,
+    selZone: null, hilite: -1, selRange: null, scrollY: 0, tab: 'find', requests: 0, errors: 0,
+    inflight: false, pending: false, painters: [], panels: {}, rows: [], hist: null, histLoc: -1,
+    inst: null, stats: null,
+};
+const ROW = 18, HEAD = 18, RULER = 22, DEPTH_CAP = 12, PLOT_H = 36;
+const status = document.getElementById('mprof-status');
+
+window.addEventListener('error', () => { S.errors++; status.dataset.errors = S.errors; });
+window.addEventListener('unhandledrejection', () => { S.errors++; status.dataset.errors = S.errors; });
+
+function api(path) {
+    S.requests++;
+    return fetch(path).then((r) => r.json().then((j) => {
+        if (!r.ok) throw new Error(j.error || r.statusText);
+        return j;
+    }));
+}
+
+function setStatus(k, v) { status.dataset[k] = String(v); }
+function loc(i) { return S.meta.srclocs[i] || ['?', '', '', 0, 0]; }
+function locRgb(i) { const l = loc(i); return U.zoneRgb(l[4], l[0]); }
+function trackById(id) { return S.meta.tracks.find((t) => t.id === id); }
+
+/* ---- layout ---------------------------------------------------------------------------------- */
+
+/* Rows from the top of the track area: {track, depth (-1 header, -2 "deeper"), y}. */
+function layout() {
+    const rows = [];
+    let y = RULER;
+    for (const id of S.order) {
+        const t = trackById(id);
+        rows.push({ track: id, depth: -1, y: y });
+        y += HEAD;
+        if (S.collapsed[id]) continue;
+        const shown = S.expanded[id] ? t.depths : Math.min(t.depths, DEPTH_CAP);
+        for (let d = 0; d < shown; d++) { rows.push({ track: id, depth: d, y: y }); y += ROW; }
+        if (shown < t.depths) { rows.push({ track: id, depth: -2, y: y }); y += ROW; }
+    }
+    S.rows = rows;
+    S.contentH = y;
+    return rows;
+}
+
+function rowOf(track, depth) {
+    for (const r of S.rows) if (r.track === track && r.depth === depth) return r;
+    return null;
+}
+
+/* ---- timeline drawing ------------------------------------------------------------------------ */
+
+const tl = document.getElementById('timeline');
+const fg = document.getElementById('framegraph');
+const pc = document.getElementById('plots');
+
+function tlSize() { const r = tl.parentElement.getBoundingClientRect(); return { w: r.width, h: r.height }; }
+function xOf(t, w) { return ((t - S.view.t0) / (S.view.t1 - S.view.t0)) * w; }
+function tOf(x, w) { return S.view.t0 + (x / w) * (S.view.t1 - S.view.t0); }
+
+function drawTimeline() {
+    if (!S.meta) return;
+    const { w, h } = tlSize();
+    const ctx = U.fitCanvas(tl, w, h);
+    layout();
+    const maxScroll = Math.max(0, S.contentH - h + 10);
+    S.scrollY = Math.max(0, Math.min(S.scrollY, maxScroll));
+    ctx.fillStyle = '#1b1c1f';
+    ctx.fillRect(0, 0, w, h);
+    ctx.font = '11px system-ui, sans-serif';
+    ctx.textBaseline = 'middle';
+    let drawn = 0, merged = 0;
+    ctx.save();
+    ctx.translate(0, -S.scrollY);
+    /* Track headers and backgrounds. */
+    for (const r of S.rows) {
+        const t = trackById(r.track);
+        if (r.depth === -1) {
+            ctx.fillStyle = '#26272b';
+            ctx.fillRect(0, r.y, w, HEAD);
+            ctx.fillStyle = '#cfd3da';
+            const mark = S.collapsed[r.track] ? '\u25b6' : '\u25bc';
+            ctx.fillText(mark + ' ' + t.name + '  (' + t.kind + ', ' + U.fmtCount(t.zones) + ' zones, ' + t.depths +
+                ' levels)   \u25b2 \u25bc', 6, r.y + HEAD / 2);
+        } else if (r.depth === -2) {
+            ctx.fillStyle = '#8b8f98';
+            ctx.fillText('+ ' + (t.depths - DEPTH_CAP) + ' deeper levels (click to show)', 20, r.y + ROW / 2);
+        }
+    }
+    /* Zones and merged spans from the last answer, at the current scale. */
+    const z = S.zones;
+    if (z) {
+        for (const lv of z.levels) {
+            const r = rowOf(lv.track, lv.depth);
+            if (!r || r.y - S.scrollY > h || r.y + ROW - S.scrollY < 0) continue;
+            const a = lv.z;
+            for (let i = 0; i < a.length; i += 4) {
+                const x0 = xOf(a[i], w), x1 = xOf(a[i + 1], w);
+                if (x1 < 0 || x0 > w) continue;
+                const rgb = locRgb(a[i + 2]);
+                const dim = S.hilite >= 0 && a[i + 2] !== S.hilite;
+                ctx.fillStyle = U.rgbCss(dim ? U.shade(rgb, 0.45) : rgb);
+                const cx = Math.max(x0, -2), cw = Math.max(1, Math.min(x1, w + 2) - cx);
+                ctx.fillRect(cx, r.y + 1, cw, ROW - 2);
+                if (S.selZone && S.selZone.s === a[i] && S.selZone.track === lv.track && S.selZone.depth === lv.depth) {
+                    ctx.strokeStyle = '#fff';
+                    ctx.lineWidth = 2;
+                    ctx.strokeRect(cx + 1, r.y + 2, cw - 2, ROW - 4);
+                }
+                if (cw > 30) {
+                    ctx.fillStyle = U.textOn(rgb);
+                    ctx.fillText(U.fitText(ctx, loc(a[i + 2])[0] + ' ' + U.fmtNs(a[i + 1] - a[i]), cw - 6, 6), cx + 3, r.y + ROW / 2);
+                }
+                drawn++;
+            }
+            const m = lv.m;
+            for (let i = 0; i < m.length; i += 3) {
+                const x0 = xOf(m[i], w), x1 = Math.max(xOf(m[i + 1], w), x0 + 1);
+                if (x1 < 0 || x0 > w) continue;
+                ctx.fillStyle = '#5b606b';
+                ctx.fillRect(x0, r.y + 3, x1 - x0, ROW - 6);
+                if (x1 - x0 > 40) {
+                    ctx.fillStyle = '#e6e6e6';
+                    ctx.fillText(U.fitText(ctx, U.fmtCount(m[i + 2]) + ' zones', x1 - x0 - 6, 6), x0 + 3, r.y + ROW / 2);
+                }
+                merged += m[i + 2];
+            }
+        }
+    }
+    for (const p of S.painters) p(ctx, { w: w, h: h, xOf: (t) => xOf(t, w), rows: S.rows, view: S.view });
+    ctx.restore();
+    /* Ruler, messages and the selected range on top. */
+    ctx.fillStyle = '#222327';
+    ctx.fillRect(0, 0, w, RULER);
+    const nsPerPx = (S.view.t1 - S.view.t0) / w;
+    const step = U.niceStep(nsPerPx, 90);
+    ctx.fillStyle = '#9aa0aa';
+    ctx.strokeStyle = '#3a3c41';
+    ctx.lineWidth = 1;
+    for (let t = Math.ceil(S.view.t0 / step) * step; t < S.view.t1; t += step) {
+        const x = Math.round(xOf(t, w)) + 0.5;
+        ctx.beginPath();
+        ctx.moveTo(x, RULER - 6);
+        ctx.lineTo(x, h);
+        ctx.stroke();
+        ctx.fillText(U.fmtTs(t, step), x + 3, 8);
+    }
+    if (S.msgs) {
+        for (const mm of S.msgs.m) {
+            const x = xOf(mm[0], w);
+            if (x < 0 || x > w) continue;
+            ctx.fillStyle = (S.meta.level_colors && S.meta.level_colors[mm[1]] !== undefined)
+                ? U.rgbCss(S.meta.level_colors[mm[1]]) : U.LEVEL_COLORS[mm[1]] || '#ccc';
+            ctx.beginPath();
+            ctx.moveTo(x - 4, RULER - 8);
+            ctx.lineTo(x + 4, RULER - 8);
+            ctx.lineTo(x, RULER - 1);
+            ctx.fill();
+        }
+    }
+    if (S.selRange) {
+        const x0 = xOf(S.selRange[0], w), x1 = xOf(S.selRange[1], w);
+        ctx.fillStyle = 'rgba(120,160,255,0.18)';
+        ctx.fillRect(x0, RULER, x1 - x0, h);
+    }
+    setStatus('drawnZones', drawn);
+    setStatus('mergedZones', merged);
+    drawPlots();
+    drawFrames();
+}
+
+function drawPlots() {
+    const plots = S.meta.plots;
+    const w = tl.getBoundingClientRect().width;
+    const ctx = U.fitCanvas(pc, w, Math.max(1, plots.length * PLOT_H), true);
+    ctx.fillStyle = '#1b1c1f';
+    ctx.fillRect(0, 0, w, plots.length * PLOT_H);
+    ctx.font = '11px system-ui, sans-serif';
+    if (!S.plots) return;
+    plots.forEach((pl, k) => {
+        const p = S.plots.plots[k].p;
+        const y0 = k * PLOT_H;
+        let mn = Infinity, mx = -Infinity;
+        for (let i = 0; i < p.length; i += 3) {
+            if (p[i + 1] !== null && p[i + 1] < mn) mn = p[i + 1];
+            if (p[i + 2] !== null && p[i + 2] > mx) mx = p[i + 2];
+        }
+        if (!(mx >= mn)) { mn = 0; mx = 1; }
+        if (mx === mn) mx = mn + 1;
+        const yv = (v) => y0 + PLOT_H - 3 - ((v - mn) / (mx - mn)) * (PLOT_H - 8);
+        ctx.strokeStyle = pl.color ? U.rgbCss(pl.color) : '#8fd0ff';
+        ctx.fillStyle = ctx.strokeStyle;
+        ctx.beginPath();
+        for (let i = 0; i < p.length; i += 3) {
+            const x = xOf(p[i], w);
+            if (i === 0) ctx.moveTo(x, yv(p[i + 1]));
+            else ctx.lineTo(x, yv(p[i + 1]));
+            if (p[i + 2] !== p[i + 1]) ctx.lineTo(x, yv(p[i + 2]));
+        }
+        ctx.stroke();
+        ctx.fillStyle = '#cfd3da';
+        ctx.fillText(pl.name + '  ' + U.fmtValue(mx, pl.format), 6, y0 + 10);
+        ctx.fillStyle = '#333';
+        ctx.fillRect(0, y0 + PLOT_H - 1, w, 1);
+    });
+}
+
+function budgetNs() { return S.meta.budget_ns || 16666667; }
+
+function drawFrames() {
+    const r = fg.getBoundingClientRect();
+    const ctx = U.fitCanvas(fg, r.width, r.height);
+    ctx.fillStyle = '#17181b';
+    ctx.fillRect(0, 0, r.width, r.height);
+    if (!S.frames || !S.frames.f.length) {
+        ctx.fillStyle = '#8b8f98';
+        ctx.fillText('no frames in this capture', 8, 14);
+        return;
+    }
+    const f = S.frames.f, n = f.length / 3;
+    let mx = budgetNs() * 1.5;
+    for (let i = 0; i < f.length; i += 3) mx = Math.max(mx, f[i + 2]);
+    const bw = r.width / n;
+    for (let k = 0; k < n; k++) {
+        const s = f[3 * k + 1], d = f[3 * k + 2];
+        const hgt = Math.max(1, (d / mx) * (r.height - 4));
+        const inView = s + d > S.view.t0 && s < S.view.t1;
+        const col = d <= budgetNs() ? '#3d9a4f' : d <= 2 * budgetNs() ? '#d9b53c' : '#c0392b';
+        ctx.fillStyle = inView ? col : U.rgbCss(U.shade(parseInt(col.slice(1), 16), 0.55));
+        ctx.fillRect(k * bw, r.height - hgt, Math.max(1, bw - (bw > 3 ? 1 : 0)), hgt);
+    }
+    const yb = r.height - (budgetNs() / mx) * (r.height - 4);
+    ctx.strokeStyle = '#ddd';
+    ctx.setLineDash([4, 4]);
+    ctx.beginPath();
+    ctx.moveTo(0, yb);
+    ctx.lineTo(r.width, yb);
+    ctx.stroke();
+    ctx.setLineDash([]);
+}
+
+/* ---- data ------------------------------------------------------------------------------------ */
+
+function viewQuery() {
+    const w = Math.max(1, Math.round(tlSize().w));
+    const t0 = Math.floor(S.view.t0), t1 = Math.max(Math.ceil(S.view.t1), t0 + 1);
+    return 't0=' + t0 + '&t1=' + t1 + '&w=' + w;
+}
+
+function refresh() {
+    if (S.inflight) { S.pending = true; return; }
+    S.inflight = true;
+    const v = { t0: S.view.t0, t1: S.view.t1 };
+    const q = viewQuery();
+    const net = document.getElementById('net');
+    const t = performance.now();
+    Promise.all([api('/api/zones?' + q), api('/api/plots?' + q), api('/api/messages?' + q.replace(/&w=\d+/, '') + '&limit=2000')])
+        .then(([z, p, m]) => {
+            S.zones = z; S.plots = p; S.msgs = m;
+            S.loaded = v;
+            net.textContent = 'answer ' + (performance.now() - t).toFixed(0) + ' ms, ' + U.fmtCount(z.drawn) +
+                ' zones + ' + U.fmtCount(z.merged) + ' merged';
+            drawTimeline();
+            setStatus('loadedView', Math.floor(v.t0) + ':' + Math.ceil(v.t1));
+            setStatus('requests', S.requests);
+        })
+        .catch((e) => { S.errors++; setStatus('errors', S.errors); setStatus('lastError', q + ': ' + (e.message || e)); net.textContent = String(e.message || e); })
+        .finally(() => {
+            S.inflight = false;
+            if (S.pending) { S.pending = false; refresh(); }
+        });
+}
+
+let rafPending = false;
+function setView(t0, t1, auto) {
+    if (!auto) S.follow = false;
+    const end = (S.meta.end_ns - S.meta.start_ns) || 1;
+    const span = Math.max(100, Math.min(t1 - t0, end * 1.2));
+    if (t1 - t0 !== span) { const c = (t0 + t1) / 2; t0 = c - span / 2; t1 = c + span / 2; }
+    S.view = { t0: t0, t1: t1 };
+    setStatus('view', Math.floor(t0) + ':' + Math.ceil(t1));
+    history.replaceState(null, '', '#view=' + Math.floor(t0) + ':' + Math.ceil(t1));
+    if (!rafPending) {
+        rafPending = true;
+        requestAnimationFrame(() => { rafPending = false; drawTimeline(); refresh(); });
+    }
+}
+
+/* ---- input ----------------------------------------------------------------------------------- */
+
+function zoneAt(x, y) {
+    const w = tlSize().w, yy = y + S.scrollY;
+    const r = S.rows.find((q) => yy >= q.y && yy < q.y + (q.depth === -1 ? HEAD : ROW));
+    if (!r) return null;
+    if (r.depth < 0 || !S.zones) return { row: r };
+    const lv = S.zones.levels.find((l) => l.track === r.track && l.depth === r.depth);
+    if (!lv) return { row: r };
+    const t = tOf(x, w), tol = (S.view.t1 - S.view.t0) / w * 2;
+    for (let i = 0; i < lv.z.length; i += 4)
+        if (t >= lv.z[i] - tol && t <= lv.z[i + 1] + tol)
+            return { row: r, zone: { s: lv.z[i], e: lv.z[i + 1], loc: lv.z[i + 2], self: lv.z[i + 3], track: r.track, depth: r.depth } };
+    for (let i = 0; i < lv.m.length; i += 3)
+        if (t >= lv.m[i] - tol && t <= lv.m[i + 1] + tol)
+            return { row: r, merged: { s: lv.m[i], e: lv.m[i + 1], n: lv.m[i + 2] } };
+    return { row: r };
+}
+
+function describe(z) {
+    const l = loc(z.loc), t = trackById(z.track);
+    return l[0] + '  ' + U.fmtNs(z.e - z.s) + ' (self ' + U.fmtNs(z.self) + ')  at ' + U.fmtTs(z.s, 1000) +
+        '  ' + (l[1] ? l[1] + '  ' : '') + (l[2] ? l[2] + ':' + l[3] + '  ' : '') + t.name + ' depth ' + z.depth;
+}
+
+function selectZone(z) {
+    S.selZone = z;
+    document.getElementById('zone-detail').textContent = z ? describe(z) : '';
+    setStatus('selected', z ? loc(z.loc)[0] : '');
+    drawTimeline();
+}
+
+function moveTrack(id, dir) {
+    const i = S.order.indexOf(id), j = i + dir;
+    if (j < 0 || j >= S.order.length) return;
+    S.order[i] = S.order[j];
+    S.order[j] = id;
+    setStatus('trackNames', S.order.map((k) => trackById(k).name).join('|'));
+    drawTimeline();
+}
+
+function initInput() {
+    let drag = null;
+    tl.addEventListener('wheel', (e) => {
+        e.preventDefault();
+        if (e.shiftKey) { S.scrollY += e.deltaY; drawTimeline(); return; }
+        const w = tlSize().w, r = tl.getBoundingClientRect();
+        const f = Math.pow(1.0015, e.deltaY), t = tOf(e.clientX - r.left, w);
+        setView(t - (t - S.view.t0) * f, t + (S.view.t1 - t) * f);
+    }, { passive: false });
+    tl.addEventListener('mousedown', (e) => {
+        const r = tl.getBoundingClientRect();
+        drag = { x: e.clientX, y: e.clientY, v: S.view, sy: S.scrollY, sel: e.shiftKey || e.button === 2,
+                 t: tOf(e.clientX - r.left, tlSize().w), moved: false };
+    });
+    tl.addEventListener('contextmenu', (e) => e.preventDefault());
+    window.addEventListener('mousemove', (e) => {
+        if (!drag) return;
+        const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+        if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+        if (!drag.moved) return;
+        const w = tlSize().w, r = tl.getBoundingClientRect();
+        if (drag.sel) {
+            const t = tOf(e.clientX - r.left, w);
+            S.selRange = [Math.min(t, drag.t), Math.max(t, drag.t)];
+            drawTimeline();
+        } else {
+            const dt = (dx / w) * (drag.v.t1 - drag.v.t0);
+            S.scrollY = drag.sy - dy;
+            setView(drag.v.t0 - dt, drag.v.t1 - dt);
+        }
+    });
+    window.addEventListener('mouseup', (e) => {
+        if (!drag) return;
+        const d = drag;
+        drag = null;
+        if (d.moved) {
+            if (d.sel && S.selRange) { S.tab = 'stats'; showTab(); }
+            return;
+        }
+        const r = tl.getBoundingClientRect();
+        const hit = zoneAt(e.clientX - r.left, e.clientY - r.top);
+        if (!hit) return;
+        if (hit.row.depth === -1) {
+            const x = e.clientX - r.left;
+            const ctx = tl.getContext('2d');
+            const t = trackById(hit.row.track);
+            const label = '\u25bc ' + t.name + '  (' + t.kind + ', ' + U.fmtCount(t.zones) + ' zones, ' + t.depths + ' levels)   ';
+            const ax = 6 + ctx.measureText(label).width;
+            if (x >= ax && x < ax + 12) moveTrack(hit.row.track, -1);
+            else if (x >= ax + 12 && x < ax + 26) moveTrack(hit.row.track, 1);
+            else { S.collapsed[hit.row.track] = !S.collapsed[hit.row.track]; drawTimeline(); }
+        } else if (hit.row.depth === -2) {
+            S.expanded[hit.row.track] = true;
+            drawTimeline();
+        } else if (hit.zone) selectZone(hit.zone);
+        else if (hit.merged) setView(hit.merged.s, hit.merged.e + (hit.merged.e - hit.merged.s) * 0.05);
+        else selectZone(null);
+    });
+    tl.addEventListener('dblclick', (e) => {
+        const r = tl.getBoundingClientRect();
+        const hit = zoneAt(e.clientX - r.left, e.clientY - r.top);
+        if (hit && hit.zone) zoomTo(hit.zone.s, hit.zone.e);
+    });
+    tl.addEventListener('mousemove', (e) => {
+        const tip = document.getElementById('tooltip');
+        const r = tl.getBoundingClientRect();
+        const hit = drag ? null : zoneAt(e.clientX - r.left, e.clientY - r.top);
+        if (hit && (hit.zone || hit.merged)) {
+            tip.textContent = hit.zone ? describe(hit.zone) : U.fmtCount(hit.merged.n) + ' zones merged over ' +
+                U.fmtNs(hit.merged.e - hit.merged.s) + ' (click to zoom in)';
+            tip.style.display = 'block';
+            tip.style.left = Math.min(e.clientX + 14, window.innerWidth - 420) + 'px';
+            tip.style.top = (e.clientY + 14) + 'px';
+        } else tip.style.display = 'none';
+    });
+    tl.addEventListener('keydown', (e) => {
+        const s = S.view.t1 - S.view.t0, c = (S.view.t0 + S.view.t1) / 2;
+        if (e.key === 'w' || e.key === 'W') setView(c - s * 0.35, c + s * 0.35);
+        else if (e.key === 's' || e.key === 'S') setView(c - s * 0.7, c + s * 0.7);
+        else if (e.key === 'a' || e.key === 'A') setView(S.view.t0 - s * 0.2, S.view.t1 - s * 0.2);
+        else if (e.key === 'd' || e.key === 'D') setView(S.view.t0 + s * 0.2, S.view.t1 + s * 0.2);
+        else if (e.key === 'Home') { setView(S.meta.start_ns, S.meta.end_ns || 1); S.follow = true; }
+        else if (e.key === 'Escape') { S.selRange = null; S.hilite = -1; selectZone(null); }
+    });
+    fg.addEventListener('click', (e) => {
+        if (!S.frames || !S.frames.f.length) return;
+        const r = fg.getBoundingClientRect(), n = S.frames.f.length / 3;
+        const k = Math.max(0, Math.min(n - 1, Math.floor(((e.clientX - r.left) / r.width) * n)));
+        const s = S.frames.f[3 * k + 1], d = S.frames.f[3 * k + 2];
+        setStatus('frame', S.frames.f[3 * k]);
+        zoomTo(s, s + d);
+    });
+    /* Hovering a frame shows its duration and, when the capture has MPROF_FRAME_IMAGE, its picture. */
+    let imgBusy = false, imgWant = -1;
+    const showImage = (k, ev) => {
+        const tip = document.getElementById('tooltip');
+        const idx = S.frames.f[3 * k], d = S.frames.f[3 * k + 2];
+        tip.textContent = 'frame ' + idx + ': ' + U.fmtNs(d) + ' (click to zoom to it)';
+        tip.style.display = 'block';
+        tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 260) + 'px';
+        tip.style.top = (ev.clientY + 14) + 'px';
+        if (!S.meta.frame_images) return;
+        imgWant = idx;
+        if (imgBusy) return;
+        imgBusy = true;
+        api('/api/image?frame=' + idx).then((im) => {
+            if (im.frame !== imgWant) return;
+            const bin = atob(im.rgb), cv = U.el('canvas', { width: im.w, height: im.h, id: 'frame-image' });
+            cv.style.cssText = 'display:block;margin-top:4px;width:' + im.w * 2 + 'px;height:' + im.h * 2 + 'px;image-rendering:pixelated';
+            const ctx = cv.getContext('2d'), data = ctx.createImageData(im.w, im.h);
+            for (let i = 0, o = 0; i < bin.length; i += 3, o += 4) {
+                data.data[o] = bin.charCodeAt(i);
+                data.data[o + 1] = bin.charCodeAt(i + 1);
+                data.data[o + 2] = bin.charCodeAt(i + 2);
+                data.data[o + 3] = 255;
+            }
+            ctx.putImageData(data, 0, 0);
+            tip.appendChild(cv);
+            setStatus('imageFrame', im.frame);
+            setStatus('imageSize', im.w + 'x' + im.h);
+            setStatus('imageRed', bin.charCodeAt(0));
+        }).catch(() => {}).finally(() => { imgBusy = false; });
+    };
+    fg.addEventListener('mousemove', (e) => {
+        if (!S.frames || !S.frames.f.length) return;
+        const r = fg.getBoundingClientRect(), n = S.frames.f.length / 3;
+        showImage(Math.max(0, Math.min(n - 1, Math.floor(((e.clientX - r.left) / r.width) * n))), e);
+    });
+    fg.addEventListener('mouseleave', () => { document.getElementById('tooltip').style.display = 'none'; });
+    window.addEventListener('resize', () => { loadFrames(); setView(S.view.t0, S.view.t1, true); });
+}
+
+function zoomTo(s, e) {
+    const pad = Math.max((e - s) * 0.08, 50);
+    setView(s - pad, e + pad);
+}
+
+/* ---- panels ---------------------------------------------------------------------------------- */
+
+function table(head, rows, onPick) {
+    const t = U.el('table', { class: 'grid' });
+    t.appendChild(U.el('tr', null, head.map((h) => U.el('th', { text: h }))));
+    rows.forEach((r, i) => {
+        const tr = U.el('tr', onPick ? { class: 'pick' } : null, r.map((c) => U.el('td', { text: String(c) })));
+        if (onPick) tr.addEventListener('click', () => onPick(i));
+        t.appendChild(tr);
+    });
+    return t;
+}
+
+function panelFind(p) {
+    const head = U.el('div', { class: 'find-head' });
+    const input = U.el('input', { id: 'find-input', list: 'find-names', placeholder: 'zone name, then Enter' });
+    const dl = U.el('datalist', { id: 'find-names' });
+    const names = S.meta.loc_stats.map((r) => r[0]).sort((a, b) => loc(a)[0].localeCompare(loc(b)[0]));
+    for (const i of names) dl.appendChild(U.el('option', { value: loc(i)[0] }));
+    head.appendChild(U.el('span', { text: 'Find zone' }));
+    head.appendChild(input);
+    head.appendChild(dl);
+    const info = U.el('span', { class: 'dim', id: 'find-info' });
+    head.appendChild(info);
+    p.appendChild(head);
+    const cv = U.el('canvas', { id: 'hist' });
+    p.appendChild(cv);
+    const list = U.el('div', { id: 'instances' });
+    p.appendChild(list);
+    input.addEventListener('keydown', (e) => {
+        if (e.key !== 'Enter') return;
+        const want = input.value.trim();
+        const hit = S.meta.loc_stats.find((r) => loc(r[0])[0] === want) ||
+            S.meta.loc_stats.find((r) => loc(r[0])[0].toLowerCase().includes(want.toLowerCase()));
+        if (hit) findZone(hit[0]);
+        else info.textContent = 'no zone named "' + want + '"';
+    });
+    if (S.histLoc >= 0) { input.value = loc(S.histLoc)[0]; drawHist(); showInstances(); }
+}
+
+function findZone(l) {
+    S.histLoc = l;
+    S.hilite = l;
+    S.inst = null;
+    api('/api/hist?loc=' + l).then((h) => {
+        S.hist = h;
+        S.tab = 'find';
+        showTab();
+        drawTimeline();
+    }).catch(() => { S.errors++; setStatus('errors', S.errors); });
+}
+
+function histBars() {
+    const b = S.hist.buckets, bars = [];
+    for (let i = 0; i < b.length; i += 3) bars.push({ lo: b[i], hi: b[i + 1], n: b[i + 2] });
+    return bars;
+}
+
+function histBarRect(i) {
+    const cv = document.getElementById('hist');
+    const r = cv.getBoundingClientRect(), bars = histBars();
+    const bw = r.width / bars.length;
+    return { x: r.left + (i + 0.5) * bw, y: r.bottom - 4, w: bw };
+}
+
+function drawHist() {
+    const cv = document.getElementById('hist');
+    if (!cv || !S.hist) return;
+    const r = cv.getBoundingClientRect();
+    const ctx = U.fitCanvas(cv, r.width, r.height);
+    ctx.fillStyle = '#17181b';
+    ctx.fillRect(0, 0, r.width, r.height);
+    const bars = histBars(), bw = r.width / bars.length;
+    const mx = Math.max(1, ...bars.map((b) => b.n));
+    const rgb = locRgb(S.histLoc);
+    ctx.font = '11px system-ui, sans-serif';
+    bars.forEach((b, i) => {
+        const hgt = b.n ? Math.max(2, (Math.log1p(b.n) / Math.log1p(mx)) * (r.height - 18)) : 0;
+        ctx.fillStyle = U.rgbCss(S.histPick === i ? U.shade(rgb, 1.5) : rgb);
+        ctx.fillRect(i * bw, r.height - 14 - hgt, Math.max(1, bw - 1), hgt);
+    });
+    ctx.fillStyle = '#9aa0aa';
+    ctx.fillText(U.fmtNs(bars[0].lo), 2, r.height - 4);
+    const last = U.fmtNs(bars[bars.length - 1].hi);
+    ctx.fillText(last, r.width - ctx.measureText(last).width - 2, r.height - 4);
+    document.getElementById('find-info').textContent = loc(S.histLoc)[0] + ': ' + U.fmtCount(S.hist.count) +
+        ' zones, total ' + U.fmtNs(S.hist.total) + ', mean ' + U.fmtNs(S.hist.total / S.hist.count) + ', min ' +
+        U.fmtNs(S.hist.min) + ', max ' + U.fmtNs(S.hist.max) + ' (log count; click a bar to list its zones)';
+    setStatus('histBars', bars.filter((b) => b.n).length);
+    setStatus('histCount', S.hist.count);
+    cv.onclick = (e) => {
+        const i = Math.max(0, Math.min(bars.length - 1, Math.floor(((e.clientX - r.left) / r.width) * bars.length)));
+        S.histPick = i;
+        api('/api/instances?loc=' + S.histLoc + '&dmin=' + bars[i].lo + '&dmax=' + bars[i].hi + '&limit=200')
+            .then((res) => { S.inst = res; drawHist(); showInstances(); })
+            .catch(() => { S.errors++; setStatus('errors', S.errors); });
+    };
+}
+
+function showInstances() {
+    const list = document.getElementById('instances');
+    if (!list || !S.inst) return;
+    list.textContent = '';
+    const a = S.inst.i, rows = [];
+    for (let i = 0; i < a.length; i += 4)
+        rows.push([U.fmtNs(a[i + 1] - a[i]), U.fmtTs(a[i], 1000), trackById(a[i + 2]) ? trackById(a[i + 2]).name : '?', a[i + 3]]);
+    list.appendChild(U.el('div', { class: 'dim', text: U.fmtCount(S.inst.matched) + ' zones in this bar' +
+        (S.inst.matched > rows.length ? ', the ' + rows.length + ' longest shown' : '') + '; click one to go to it' }));
+    list.appendChild(table(['duration', 'start', 'track', 'depth'], rows, (k) => {
+        const s = a[4 * k], e = a[4 * k + 1];
+        zoomTo(s, e);
+        S.selZone = { s: s, e: e, loc: S.histLoc, self: 0, track: a[4 * k + 2], depth: a[4 * k + 3] };
+        setStatus('selected', loc(S.histLoc)[0]);
+        setStatus('jumped', Math.floor(s));
+        document.getElementById('zone-detail').textContent = loc(S.histLoc)[0] + '  ' + U.fmtNs(e - s) + '  at ' + U.fmtTs(s, 1000);
+    }));
+    setStatus('instances', rows.length);
+}
+
+function panelStats(p) {
+    const rg = S.selRange || [S.view.t0, S.view.t1];
+    const head = U.el('div', { class: 'panel-head' });
+    head.appendChild(U.el('span', { text: 'Zones inside ' + U.fmtTs(rg[0], 1000) + ' .. ' + U.fmtTs(rg[1], 1000) +
+        ' (' + U.fmtNs(rg[1] - rg[0]) + ')' + (S.selRange ? '' : ', the view; shift+drag selects a range') }));
+    const useView = U.el('button', { text: 'Use view' });
+    useView.addEventListener('click', () => { S.selRange = null; showTab(); drawTimeline(); });
+    const whole = U.el('button', { text: 'Whole capture' });
+    whole.addEventListener('click', () => { S.selRange = [S.meta.start_ns, S.meta.end_ns + 1]; showTab(); });
+    head.appendChild(useView);
+    head.appendChild(whole);
+    p.appendChild(head);
+    const body = U.el('div', { text: 'loading...' });
+    p.appendChild(body);
+    api('/api/stats?t0=' + Math.floor(rg[0]) + '&t1=' + Math.max(Math.ceil(rg[1]), Math.floor(rg[0]) + 1)).then((st) => {
+        S.stats = st;
+        const rows = st.rows.slice().sort((a, b) => b[2] - a[2]);
+        body.textContent = '';
+        body.appendChild(table(['zone', 'count', 'total', 'self', 'mean', 'min', 'max'],
+            rows.map((r) => [loc(r[0])[0], U.fmtCount(r[1]), U.fmtNs(r[2]), U.fmtNs(r[3]), U.fmtNs(r[2] / r[1]), U.fmtNs(r[4]), U.fmtNs(r[5])]),
+            (k) => findZone(rows[k][0])));
+        setStatus('statsRows', rows.length);
+        setStatus('statsZones', st.zones);
+    }).catch(() => { S.errors++; setStatus('errors', S.errors); });
+}
+
+function panelMessages(p) {
+    const m = S.msgs ? S.msgs.m : [];
+    p.appendChild(U.el('div', { class: 'dim', text: U.fmtCount(S.msgs ? S.msgs.in_range : 0) + ' messages in the view (' +
+        U.fmtCount(S.meta.messages) + ' in the capture); click one to go to it' }));
+    p.appendChild(table(['time', 'level', 'text'], m.map((x) => [U.fmtTs(x[0], 1000), U.LEVEL_NAMES[x[1]] || x[1], x[3]]),
+        (k) => { const t = m[k][0]; setView(t - 1e6, t + 1e6); }));
+}
+
+function panelInfo(p) {
+    const c = S.meta.capture;
+    p.appendChild(table(['', ''], [['file', c.file], ['application', c.app || ''], ['duration', U.fmtNs(c.duration_ns)],
+        ['zones', U.fmtCount(c.zones)], ['events', U.fmtCount(c.events)], ['lost events', U.fmtCount(c.lost_events)],
+        ['complete', c.complete ? 'yes' : 'no (the capture was cut off)'], ['timer', c.timer || ''],
+        ['frames', U.fmtCount(S.meta.frames.count)], ['threads', c.threads]]));
+}
+
+function showTab() {
+    const tabs = document.getElementById('tabs'), p = document.getElementById('panel');
+    tabs.textContent = '';
+    const all = Object.assign({ find: ['Find zone', panelFind], stats: ['Statistics', panelStats],
+        messages: ['Messages', panelMessages], info: ['Info', panelInfo] }, S.panels);
+    for (const k in all) {
+        const b = U.el('button', { text: all[k][0], 'data-tab': k, class: S.tab === k ? 'active' : '' });
+        b.addEventListener('click', () => { S.tab = k; showTab(); });
+        tabs.appendChild(b);
+    }
+    p.textContent = '';
+    (all[S.tab] || all.find)[1](p);
+    setStatus('tab', S.tab);
+}
+
+/* ---- start ----------------------------------------------------------------------------------- */
+
+function loadFrames() {
+    const w = Math.max(1, Math.round(fg.getBoundingClientRect().width));
+    return api('/api/frames?w=' + w).then((f) => { S.frames = f; drawFrames(); });
+}
+
+window.MPROF_SERVE = {
+    state: S,
+    setView: setView,
+    findZone: findZone,
+    histBarRect: histBarRect,
+    addTrackPainter: (fn) => S.painters.push(fn),
+    addPanel: (key, title, fn) => { S.panels[key] = [title, fn]; if (S.meta) showTab(); },
+    /* Center of a drawn zone in page coordinates, for tests and scripts. */
+    zoneRect: (name) => {
+        if (!S.zones) return null;
+        const w = tlSize().w, r = tl.getBoundingClientRect();
+        for (const lv of S.zones.levels) {
+            const row = rowOf(lv.track, lv.depth);
+            if (!row) continue;
+            for (let i = 0; i < lv.z.length; i += 4) {
+                if (name && loc(lv.z[i + 2])[0] !== name) continue;
+                const x0 = Math.max(0, xOf(lv.z[i], w)), x1 = Math.min(w, xOf(lv.z[i + 1], w));
+                const y = row.y - S.scrollY + ROW / 2;
+                if (x1 - x0 >= 4 && y > RULER && y < r.height)
+                    return { x: r.left + (x0 + x1) / 2, y: r.top + y };
+            }
+        }
+        return null;
+    },
+};
+
+function applyMeta(m) {
+    const known = S.meta ? S.order : [];
+    S.meta = m;
+    /* Keep the user's order of known tracks; new ones (a live capture's) come after. */
+    S.order = known.filter((id) => m.tracks.some((t) => t.id === id))
+        .concat(m.tracks.map((t) => t.id).filter((id) => !known.includes(id)));
+    document.getElementById('title').textContent = m.capture.file;
+    document.getElementById('summary').textContent = (m.capture.app || '') + '  ' + U.fmtNs(m.capture.duration_ns) +
+        '  ' + U.fmtCount(m.capture.zones) + ' zones  ' + U.fmtCount(m.frames.count) + ' frames' +
+        (S.live ? (S.live.capturing ? '  (live)' : '  (capture ended)') : '');
+    setStatus('zones', m.capture.zones);
+    setStatus('tracks', m.tracks.length);
+    setStatus('trackNames', S.order.map((id) => trackById(id).name).join('|'));
+    const kinds = {};
+    for (const t of m.tracks) kinds[t.kind] = (kinds[t.kind] || 0) + 1;
+    setStatus('trackKinds', Object.keys(kinds).map((k) => k + ':' + kinds[k]).join(','));
+    setStatus('frames', m.frames.count);
+    setStatus('plots', m.plots.length);
+    setStatus('messages', m.messages);
+}
+
+/* A live capture: poll the server; on a new index, new metadata and frames, and the view follows
+ * the end of the capture (the last 3 s, or the whole) until the user moves it (Home follows
+ * again). */
+S.follow = true;
+function followView() {
+    const span = Math.min(S.meta.end_ns - S.meta.start_ns, 3e9);
+    S.view = { t0: S.meta.end_ns - span, t1: S.meta.end_ns };
+    setView(S.meta.end_ns - span, S.meta.end_ns, true);
+}
+
+function pollLive() {
+    api('/api/live').then((l) => {
+        const changed = !S.live || l.generation !== S.live.generation || l.capturing !== S.live.capturing;
+        S.live = l;
+        setStatus('live', l.capturing ? 'capturing' : 'ended');
+        setStatus('generation', l.generation);
+        if (!changed) return null;
+        return api('/api/meta').then((m) => {
+            applyMeta(m);
+            return loadFrames().then(() => { if (S.follow) followView(); else refresh(); });
+        });
+    }).catch(() => {}).finally(() => { if (S.live && S.live.capturing) setTimeout(pollLive, 700); });
+}
+
+function start(tries) {
+    api('/api/meta').then((m) => {
+        applyMeta(m);
+        initInput();
+        showTab();
+        const hm = /view=(-?\d+):(-?\d+)/.exec(location.hash);
+        return loadFrames().then(() => {
+            if (hm) { S.follow = false; setView(+hm[1], +hm[2]); }
+            else setView(m.start_ns, m.end_ns || 1, true);
+            setStatus('state', 'ok');
+            if (S.live && S.live.live) pollLive();
+        });
+    }).catch((e) => {
+        /* A live server answers 503 until the process sends its first events. */
+        if (S.live && S.live.live && tries < 600) {
+            document.getElementById('summary').textContent = 'waiting for the process...';
+            setTimeout(() => start(tries + 1), 500);
+            return;
+        }
+        setStatus('state', 'error');
+        setStatus('error', String(e.message || e));
+        document.getElementById('summary').textContent = 'cannot load: ' + (e.message || e);
+    });
+}
+
+api('/api/live').then((l) => { S.live = l.live ? l : null; if (S.live) S.live.generation = -1; })
+    .catch(() => {}).finally(() => start(0));
