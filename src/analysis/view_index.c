@@ -517,6 +517,10 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
                 if (b->levels[l].depth + 1 > depths)
                     depths = b->levels[l].depth + 1;
             }
+        /* Thread 0 is the process itself (calibration, system-tracing records): it has no zones
+         * of its own and is no track to draw. */
+        if (t->kind == MPROF_TRACK_THREAD && t->ref == 0 && n == 0)
+            continue;
         char name[256];
         mprof_json_obj_begin(&j, NULL);
         mprof_json_u64(&j, "id", i);
