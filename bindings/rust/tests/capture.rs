@@ -133,7 +133,9 @@ fn a_capture_reads_back_with_exact_counts() {
     mprof::shutdown();
     assert!(!mprof::is_recording());
     assert_eq!(st.events_lost, 0);
-    assert!(st.threads >= 2);
+    // The worker has exited; the library lists threads it still holds, and the collector may
+    // already have reaped the worker's (the report below checks that rust-worker recorded).
+    assert!(st.threads >= 1);
 
     let r = report(&path, &["--all"]);
     assert_eq!(r.get("capture").get("app").str(), "rust-capture-test");
