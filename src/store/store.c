@@ -26,10 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void seterr(char *err, size_t n, const char *fmt, ...)
+void mprof__store_seterr(char *err, size_t n, const char *fmt, ...)
 {
     if (!err || !n)
         return;
@@ -39,7 +36,7 @@ static void seterr(char *err, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
-static char *xstrdup(const char *s)
+char *mprof__store_strdup(const char *s)
 {
     if (!s)
         return NULL;
@@ -108,19 +105,19 @@ mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out,
         "use sqlite:PATH (a file, created when missing) or postgresql://[USER[:PASSWORD]@]HOST"
         "[:PORT]/DATABASE[?PARAM=VALUE...] (any libpq URI)";
     if (!url || !*url) {
-        seterr(err, errlen, "no store URL given: %s", accepted);
+        mprof__store_seterr(err, errlen, "no store URL given: %s", accepted);
         return MPROF_STORE_BAD_URL;
     }
     size_t len = strlen(url);
     if (len >= sizeof out->target) {
-        seterr(err, errlen, "the store URL is %zu bytes long, more than the %zu accepted", len,
+        mprof__store_seterr(err, errlen, "the store URL is %zu bytes long, more than the %zu accepted", len,
                sizeof out->target - 1);
         return MPROF_STORE_BAD_URL;
     }
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)url[i];
         if (c < 0x20 || c == 0x7f) {
-            seterr(err, errlen, "the store URL holds a control character (byte %zu)", i);
+            mprof__store_seterr(err, errlen, "the store URL holds a control character (byte %zu)", i);
             return MPROF_STORE_BAD_URL;
         }
     }
@@ -128,18 +125,18 @@ mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out,
         const char *path = url + 7;
         if (strncmp(path, "//", 2) == 0) {
             if (path[2] != '/') {
-                seterr(err, errlen, "'%.200s': a sqlite URL names no host; write sqlite:PATH or "
+                mprof__store_seterr(err, errlen, "'%.200s': a sqlite URL names no host; write sqlite:PATH or "
                        "sqlite:///ABSOLUTE/PATH", url);
                 return MPROF_STORE_BAD_URL;
             }
             path += 2;
         }
         if (!*path) {
-            seterr(err, errlen, "'%s' names no file: write sqlite:PATH, e.g. sqlite:runs.db", url);
+            mprof__store_seterr(err, errlen, "'%s' names no file: write sqlite:PATH, e.g. sqlite:runs.db", url);
             return MPROF_STORE_BAD_URL;
         }
         if (strcmp(path, ":memory:") == 0 || strncmp(path, "file:", 5) == 0) {
-            seterr(err, errlen, "'%.200s': the store must be a plain file path (an in-memory or "
+            mprof__store_seterr(err, errlen, "'%.200s': the store must be a plain file path (an in-memory or "
                    "URI database keeps nothing between runs)", url);
             return MPROF_STORE_BAD_URL;
         }
@@ -153,7 +150,7 @@ mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out,
         if (mprof__store_pg_check_uri(url, msg, sizeof msg) != 0) {
             char shown[4096];
             redact(url, shown, sizeof shown);
-            seterr(err, errlen, "bad PostgreSQL URL '%.300s': %s", shown, msg);
+            mprof__store_seterr(err, errlen, "bad PostgreSQL URL '%.300s': %s", shown, msg);
             return MPROF_STORE_BAD_URL;
         }
         out->kind = MPROF_STORE_KIND_POSTGRESQL;
@@ -163,10 +160,10 @@ mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out,
     }
     size_t scheme = strcspn(url, ":/");
     if (url[scheme] == ':')
-        seterr(err, errlen, "unknown store URL scheme '%.*s': %s", (int)(scheme > 40 ? 40 : scheme),
+        mprof__store_seterr(err, errlen, "unknown store URL scheme '%.*s': %s", (int)(scheme > 40 ? 40 : scheme),
                url, accepted);
     else
-        seterr(err, errlen, "a store URL needs a scheme: %s", accepted);
+        mprof__store_seterr(err, errlen, "a store URL needs a scheme: %s", accepted);
     return MPROF_STORE_BAD_URL;
 }
 
@@ -225,7 +222,7 @@ static int dec_str(const char *v, char **out)
     *out = NULL;
     if (!v)
         return 0;
-    *out = xstrdup(v);
+    *out = mprof__store_strdup(v);
     return *out ? 0 : -1;
 }
 
@@ -239,30 +236,30 @@ mprof_store_result mprof__store_decode_array(const char *text, size_t n, double 
     if (out_n)
         *out_n = 0;
     if (!text) {
-        seterr(err, errlen, "a per-frame array is NULL");
+        mprof__store_seterr(err, errlen, "a per-frame array is NULL");
         return MPROF_STORE_BAD_ROW;
     }
     cJSON *j = cJSON_ParseWithLength(text, strlen(text));
     if (!j || !cJSON_IsArray(j)) {
         cJSON_Delete(j);
-        seterr(err, errlen, "a per-frame array is not a JSON array");
+        mprof__store_seterr(err, errlen, "a per-frame array is not a JSON array");
         return MPROF_STORE_BAD_ROW;
     }
     size_t got = (size_t)cJSON_GetArraySize(j);
     if (got > MAX_FRAMES || (n != SIZE_MAX && got != n)) {
         cJSON_Delete(j);
         if (got > MAX_FRAMES)
-            seterr(err, errlen, "a per-frame array holds %zu values, more than %u", got,
+            mprof__store_seterr(err, errlen, "a per-frame array holds %zu values, more than %u", got,
                    MAX_FRAMES);
         else
-            seterr(err, errlen, "a per-frame array holds %zu values where the run has %zu frames",
+            mprof__store_seterr(err, errlen, "a per-frame array holds %zu values where the run has %zu frames",
                    got, n);
         return MPROF_STORE_BAD_ROW;
     }
     double *v = malloc((got ? got : 1) * sizeof *v);
     if (!v) {
         cJSON_Delete(j);
-        seterr(err, errlen, "out of memory");
+        mprof__store_seterr(err, errlen, "out of memory");
         return MPROF_STORE_NOMEM;
     }
     size_t i = 0;
@@ -272,7 +269,7 @@ mprof_store_result mprof__store_decode_array(const char *text, size_t n, double 
         if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0.0) {
             free(v);
             cJSON_Delete(j);
-            seterr(err, errlen, "a per-frame array holds an entry (index %zu) that is not a "
+            mprof__store_seterr(err, errlen, "a per-frame array holds an entry (index %zu) that is not a "
                    "non-negative number", i);
             return MPROF_STORE_BAD_ROW;
         }
@@ -302,14 +299,14 @@ mprof_store_result mprof__store_decode_run(const mprof_store_rows *rows, size_t 
 {
     memset(out, 0, sizeof *out);
     if (row >= rows->n_rows || rows->n_cols < RC_SCHEMA_COLS) {
-        seterr(err, errlen, "a run row has %zu columns, %d expected", rows->n_cols,
+        mprof__store_seterr(err, errlen, "a run row has %zu columns, %d expected", rows->n_cols,
                RC_SCHEMA_COLS);
         return MPROF_STORE_BAD_ROW;
     }
     const char *what = NULL;
     int64_t v;
     if (dec_int(cell(rows, row, RC_ID), 0, 0, 1, INT64_MAX, &out->id)) {
-        seterr(err, errlen, "a run row has no valid id");
+        mprof__store_seterr(err, errlen, "a run row has no valid id");
         return MPROF_STORE_BAD_ROW;
     }
     char **strs[] = {&out->git_sha, &out->branch, &out->command, &out->host, &out->cpu,
@@ -320,7 +317,7 @@ mprof_store_result mprof__store_decode_run(const mprof_store_rows *rows, size_t 
     for (size_t i = 0; i < sizeof scol / sizeof scol[0]; i++)
         if (dec_str(cell(rows, row, (size_t)scol[i]), strs[i])) {
             mprof__store_run_clear(out);
-            seterr(err, errlen, "out of memory");
+            mprof__store_seterr(err, errlen, "out of memory");
             return MPROF_STORE_NOMEM;
         }
     if (!out->host || !out->build_type || !out->start_time || !out->verdict)
@@ -348,7 +345,7 @@ mprof_store_result mprof__store_decode_run(const mprof_store_rows *rows, size_t 
     if (what) {
         int64_t id = out->id;
         mprof__store_run_clear(out);
-        seterr(err, errlen, "stored run %" PRId64 ": %s is malformed", id, what);
+        mprof__store_seterr(err, errlen, "stored run %" PRId64 ": %s is malformed", id, what);
         return MPROF_STORE_BAD_ROW;
     }
     out->have_cpu = !isnan(out->on_cpu_mean_ms) && !isnan(out->off_cpu_mean_ms);
@@ -364,20 +361,20 @@ mprof_store_result mprof__store_decode_rep(const mprof_store_rows *rows, size_t 
 {
     memset(out, 0, sizeof *out);
     if (row >= rows->n_rows || rows->n_cols < MPROF_STORE_REP_COLS) {
-        seterr(err, errlen, "a repetition row has %zu columns, %d expected", rows->n_cols,
+        mprof__store_seterr(err, errlen, "a repetition row has %zu columns, %d expected", rows->n_cols,
                MPROF_STORE_REP_COLS);
         return MPROF_STORE_BAD_ROW;
     }
     int64_t n;
     if (dec_int(cell(rows, row, 0), 0, 0, 0, MAX_FRAMES, &n)) {
-        seterr(err, errlen, "a repetition's frame_count is malformed");
+        mprof__store_seterr(err, errlen, "a repetition's frame_count is malformed");
         return MPROF_STORE_BAD_ROW;
     }
     out->n_frames = (size_t)n;
     double *pv[] = {&out->p50_ms, &out->p90_ms, &out->p95_ms, &out->p99_ms, &out->mean_ms};
     for (size_t i = 0; i < 5; i++)
         if (dec_real(cell(rows, row, 1 + i), 1, pv[i])) {
-            seterr(err, errlen, "a repetition's percentile is malformed");
+            mprof__store_seterr(err, errlen, "a repetition's percentile is malformed");
             return MPROF_STORE_BAD_ROW;
         }
     char e2[256];
@@ -398,7 +395,7 @@ mprof_store_result mprof__store_decode_rep(const mprof_store_rows *rows, size_t 
         free(out->on_cpu_ms);
         free(out->off_cpu_ms);
         memset(out, 0, sizeof *out);
-        seterr(err, errlen, "a repetition: %s", e2);
+        mprof__store_seterr(err, errlen, "a repetition: %s", e2);
     }
     return rc;
 }
@@ -529,7 +526,7 @@ static mprof_store_result migrate(mprof_store *s, char *err, size_t errlen)
         mprof__store_rows_clear(&rows);
     }
     if (rc != MPROF_STORE_OK) {
-        seterr(err, errlen, "%s: cannot start a transaction: %s", s->url.display, e);
+        mprof__store_seterr(err, errlen, "%s: cannot start a transaction: %s", s->url.display, e);
         return rc;
     }
     char *sql = with_types(s->be, "CREATE TABLE IF NOT EXISTS mprof_schema (version {int} NOT NULL)");
@@ -548,7 +545,7 @@ static mprof_store_result migrate(mprof_store *s, char *err, size_t errlen)
     if (rc == MPROF_STORE_OK && version > MPROF_STORE_SCHEMA_VERSION) {
         rollback(s);
         s->found_version = (int)version;
-        seterr(err, errlen, "%s has schema version %" PRId64 ", newer than this mprof understands "
+        mprof__store_seterr(err, errlen, "%s has schema version %" PRId64 ", newer than this mprof understands "
                "(%d): upgrade mprof, or use another store", s->url.display, version,
                MPROF_STORE_SCHEMA_VERSION);
         return MPROF_STORE_SCHEMA_TOO_NEW;
@@ -571,7 +568,7 @@ static mprof_store_result migrate(mprof_store *s, char *err, size_t errlen)
         rc = sx(s, "COMMIT", NULL, 0, NULL, e, sizeof e);
     if (rc != MPROF_STORE_OK) {
         rollback(s);
-        seterr(err, errlen, "%s: cannot bring the schema from version %" PRId64 " to %d: %s",
+        mprof__store_seterr(err, errlen, "%s: cannot bring the schema from version %" PRId64 " to %d: %s",
                s->url.display, version, MPROF_STORE_SCHEMA_VERSION, e);
     }
     return rc;
@@ -587,7 +584,7 @@ mprof_store *mprof__store_open(const char *url, mprof_store_result *out_rc, char
     mprof_store *s = calloc(1, sizeof *s);
     if (!s) {
         *rc = MPROF_STORE_NOMEM;
-        seterr(err, errlen, "out of memory");
+        mprof__store_seterr(err, errlen, "out of memory");
         return NULL;
     }
     *rc = mprof__store_parse_url(url, &s->url, err, errlen);
@@ -601,7 +598,7 @@ mprof_store *mprof__store_open(const char *url, mprof_store_result *out_rc, char
     else
         s->h = mprof__store_pg_open(s->url.target, &s->be, rc, e, sizeof e);
     if (!s->h) {
-        seterr(err, errlen, "%s: %s", s->url.display, e);
+        mprof__store_seterr(err, errlen, "%s: %s", s->url.display, e);
         free(s);
         return NULL;
     }
@@ -759,7 +756,7 @@ static store_param preal(double d)
 static mprof_store_result check_run(const mprof_store_run *run, char *err, size_t errlen)
 {
     if (!run->verdict || !*run->verdict) {
-        seterr(err, errlen, "the run has no verdict");
+        mprof__store_seterr(err, errlen, "the run has no verdict");
         return MPROF_STORE_BAD_INPUT;
     }
     for (size_t i = 0; i < run->n_reps; i++) {
@@ -769,14 +766,14 @@ static mprof_store_result check_run(const mprof_store_run *run, char *err, size_
             (r->on_cpu_ms && !array_ok(r->on_cpu_ms, r->n_frames)) ||
             (r->off_cpu_ms && !array_ok(r->off_cpu_ms, r->n_frames)) ||
             (!r->on_cpu_ms) != (!r->off_cpu_ms)) {
-            seterr(err, errlen, "repetition %zu has missing, negative or non-finite per-frame "
+            mprof__store_seterr(err, errlen, "repetition %zu has missing, negative or non-finite per-frame "
                    "data (or too many frames)", i + 1);
             return MPROF_STORE_BAD_INPUT;
         }
         for (size_t z = 0; z < r->n_zones; z++)
             if (!r->zones[z].name ||
                 (r->zones[z].self_ms && !array_ok(r->zones[z].self_ms, r->n_frames))) {
-                seterr(err, errlen, "repetition %zu: zone %zu has no name or bad per-frame times",
+                mprof__store_seterr(err, errlen, "repetition %zu: zone %zu has no name or bad per-frame times",
                        i + 1, z + 1);
                 return MPROF_STORE_BAD_INPUT;
             }
@@ -796,7 +793,7 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
     const char *start = run->start_time && *run->start_time ? run->start_time : rec;
     rc = sx(s, s->be->begin_write, NULL, 0, NULL, e, sizeof e);
     if (rc != MPROF_STORE_OK) {
-        seterr(err, errlen, "%s: cannot start a transaction: %s", s->url.display, e);
+        mprof__store_seterr(err, errlen, "%s: cannot start a transaction: %s", s->url.display, e);
         return rc;
     }
     store_param p[21] = {
@@ -875,7 +872,7 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
         rc = sx(s, "COMMIT", NULL, 0, NULL, e, sizeof e);
     if (rc != MPROF_STORE_OK) {
         rollback(s);
-        seterr(err, errlen, "%s: the run was not stored: %s", s->url.display, e);
+        mprof__store_seterr(err, errlen, "%s: the run was not stored: %s", s->url.display, e);
         return rc;
     }
     run->id = id;
@@ -893,11 +890,11 @@ static mprof_store_result load_reps(mprof_store *s, mprof_store_run *run, char *
     mprof_store_result rc = sx(s, "SELECT " REP_COLUMNS " FROM mprof_reps WHERE run_id = ? "
                                   "ORDER BY idx", p, 1, &rows, e, sizeof e);
     if (rc != MPROF_STORE_OK) {
-        seterr(err, errlen, "%s: %s", s->url.display, e);
+        mprof__store_seterr(err, errlen, "%s: %s", s->url.display, e);
         return rc;
     }
     if (rows.n_rows != run->n_reps_stored) {
-        seterr(err, errlen, "stored run %" PRId64 " has %zu repetitions where its row says %zu",
+        mprof__store_seterr(err, errlen, "stored run %" PRId64 " has %zu repetitions where its row says %zu",
                run->id, rows.n_rows, run->n_reps_stored);
         mprof__store_rows_clear(&rows);
         return MPROF_STORE_BAD_ROW;
@@ -905,7 +902,7 @@ static mprof_store_result load_reps(mprof_store *s, mprof_store_run *run, char *
     run->reps = rows.n_rows ? calloc(rows.n_rows, sizeof *run->reps) : NULL;
     if (rows.n_rows && !run->reps) {
         mprof__store_rows_clear(&rows);
-        seterr(err, errlen, "out of memory");
+        mprof__store_seterr(err, errlen, "out of memory");
         return MPROF_STORE_NOMEM;
     }
     for (size_t i = 0; rc == MPROF_STORE_OK && i < rows.n_rows; i++) {
@@ -935,7 +932,7 @@ static mprof_store_result load_reps(mprof_store *s, mprof_store_run *run, char *
                 snprintf(e, sizeof e, "a zone row is malformed");
                 break;
             }
-            zn->name = xstrdup(cell(&rows, z, 0));
+            zn->name = mprof__store_strdup(cell(&rows, z, 0));
             r->n_zones++;
             if (!zn->name) {
                 rc = MPROF_STORE_NOMEM;
@@ -949,7 +946,7 @@ static mprof_store_result load_reps(mprof_store *s, mprof_store_run *run, char *
         mprof__store_rows_clear(&rows);
     }
     if (rc != MPROF_STORE_OK)
-        seterr(err, errlen, "stored run %" PRId64 ": %s", run->id, e);
+        mprof__store_seterr(err, errlen, "stored run %" PRId64 ": %s", run->id, e);
     return rc;
 }
 
@@ -965,7 +962,7 @@ static mprof_store_result load_zone_means(mprof_store *s, mprof_store_run *run, 
                                   "run_id = ? GROUP BY name ORDER BY 2 DESC, name", &p, 1,
                                &rows, e, sizeof e);
     if (rc != MPROF_STORE_OK) {
-        seterr(err, errlen, "%s: %s", s->url.display, e);
+        mprof__store_seterr(err, errlen, "%s: %s", s->url.display, e);
         return rc;
     }
     run->reps = calloc(1, sizeof *run->reps);
@@ -976,7 +973,7 @@ static mprof_store_result load_zone_means(mprof_store *s, mprof_store_run *run, 
     }
     if (!r || (rows.n_rows && !r->zones)) {
         mprof__store_rows_clear(&rows);
-        seterr(err, errlen, "out of memory");
+        mprof__store_seterr(err, errlen, "out of memory");
         return MPROF_STORE_NOMEM;
     }
     for (size_t z = 0; z < rows.n_rows; z++) {
@@ -984,13 +981,13 @@ static mprof_store_result load_zone_means(mprof_store *s, mprof_store_run *run, 
         if (rows.n_cols < 2 || !cell(&rows, z, 0) ||
             dec_real(cell(&rows, z, 1), 1, &zn->self_mean_ms)) {
             rc = MPROF_STORE_BAD_ROW;
-            seterr(err, errlen, "stored run %" PRId64 ": a zone row is malformed", run->id);
+            mprof__store_seterr(err, errlen, "stored run %" PRId64 ": a zone row is malformed", run->id);
             break;
         }
-        zn->name = xstrdup(cell(&rows, z, 0));
+        zn->name = mprof__store_strdup(cell(&rows, z, 0));
         if (!zn->name) {
             rc = MPROF_STORE_NOMEM;
-            seterr(err, errlen, "out of memory");
+            mprof__store_seterr(err, errlen, "out of memory");
             break;
         }
         r->n_zones++;
@@ -1020,13 +1017,13 @@ mprof_store_result mprof__store_query(mprof_store *s, const mprof_store_filter *
         "('pass', 'no-baseline')) ORDER BY start_time DESC, id DESC LIMIT ?",
         p, 6, &rows, e, sizeof e);
     if (rc != MPROF_STORE_OK) {
-        seterr(err, errlen, "%s: %s", s->url.display, e);
+        mprof__store_seterr(err, errlen, "%s: %s", s->url.display, e);
         return rc;
     }
     mprof_store_run *runs = rows.n_rows ? calloc(rows.n_rows, sizeof *runs) : NULL;
     if (rows.n_rows && !runs) {
         mprof__store_rows_clear(&rows);
-        seterr(err, errlen, "out of memory");
+        mprof__store_seterr(err, errlen, "out of memory");
         return MPROF_STORE_NOMEM;
     }
     size_t n = 0;

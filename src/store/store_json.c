@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "store/store_json.h"
+#include "store/store_backend.h"
 
 #include "analysis/gate.h"
 
@@ -25,35 +26,11 @@
 
 #define MAX_FILE_BYTES (1u << 30)
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void seterr(char *err, size_t n, const char *fmt, ...)
-{
-    if (!err || !n)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
-
-static char *xstrdup(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 static char *read_all(const char *path, size_t *out_len, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        seterr(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        mprof__store_seterr(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     size_t cap = 1 << 16, len = 0;
@@ -64,7 +41,7 @@ static char *read_all(const char *path, size_t *out_len, char *err, size_t errle
         if (len == cap) {
             char *nb = cap < MAX_FILE_BYTES ? realloc(buf, cap * 2) : NULL;
             if (!nb) {
-                seterr(err, errlen, "%s: too large or out of memory", path);
+                mprof__store_seterr(err, errlen, "%s: too large or out of memory", path);
                 free(buf);
                 fclose(f);
                 return NULL;
@@ -78,7 +55,7 @@ static char *read_all(const char *path, size_t *out_len, char *err, size_t errle
             break;
     }
     if (!buf || ferror(f)) {
-        seterr(err, errlen, "%s: cannot read: %s", path, buf ? strerror(errno) : "out of memory");
+        mprof__store_seterr(err, errlen, "%s: cannot read: %s", path, buf ? strerror(errno) : "out of memory");
         free(buf);
         fclose(f);
         return NULL;
@@ -125,7 +102,7 @@ static int take(char **dst, const char *src)
 {
     if (*dst || !src)
         return 0;
-    *dst = xstrdup(src);
+    *dst = mprof__store_strdup(src);
     return *dst ? 0 : -1;
 }
 
@@ -135,7 +112,7 @@ mprof_store_result mprof__store_parse_export(const char *json, size_t len, const
     mprof_gate_run g;
     char e[1024];
     if (mprof__gate_parse_run(json, len, name, 0, &g, e, sizeof e) != 0) {
-        seterr(err, errlen, "%s", e);
+        mprof__store_seterr(err, errlen, "%s", e);
         return MPROF_STORE_BAD_INPUT;
     }
     cJSON *root = cJSON_ParseWithLength(json, len);
@@ -143,7 +120,7 @@ mprof_store_result mprof__store_parse_export(const char *json, size_t len, const
     mprof_store_result rc = MPROF_STORE_OK;
     if (!root) {
         rc = MPROF_STORE_NOMEM;
-        seterr(err, errlen, "%s: out of memory", name);
+        mprof__store_seterr(err, errlen, "%s: out of memory", name);
         goto out;
     }
     rep.n_frames = g.n_frames;
@@ -152,7 +129,7 @@ mprof_store_result mprof__store_parse_export(const char *json, size_t len, const
     if (aligned_array(root, "frameOnCpuMs", rep.n_frames, &rep.on_cpu_ms) ||
         aligned_array(root, "frameOffCpuMs", rep.n_frames, &rep.off_cpu_ms)) {
         rc = MPROF_STORE_BAD_INPUT;
-        seterr(err, errlen, "%s: \"frameOnCpuMs\" or \"frameOffCpuMs\" is not an array of "
+        mprof__store_seterr(err, errlen, "%s: \"frameOnCpuMs\" or \"frameOffCpuMs\" is not an array of "
                "non-negative numbers as long as \"frameTimesMs\"", name);
         goto out;
     }
@@ -170,7 +147,7 @@ mprof_store_result mprof__store_parse_export(const char *json, size_t len, const
     rep.zones = keep ? calloc(keep, sizeof *rep.zones) : NULL;
     if (keep && !rep.zones) {
         rc = MPROF_STORE_NOMEM;
-        seterr(err, errlen, "%s: out of memory", name);
+        mprof__store_seterr(err, errlen, "%s: out of memory", name);
         goto out;
     }
     /* The export lists zones by self time, largest first. */
@@ -191,13 +168,13 @@ mprof_store_result mprof__store_parse_export(const char *json, size_t len, const
         take(&run->start_time, g.start_time) || take(&run->command, jstr(cap, "commandLine")) ||
         take(&run->artifact_path, jstr(cap, "file"))) {
         rc = MPROF_STORE_NOMEM;
-        seterr(err, errlen, "%s: out of memory", name);
+        mprof__store_seterr(err, errlen, "%s: out of memory", name);
         goto out;
     }
     mprof_store_rep *nr = realloc(run->reps, (run->n_reps + 1) * sizeof *nr);
     if (!nr) {
         rc = MPROF_STORE_NOMEM;
-        seterr(err, errlen, "%s: out of memory", name);
+        mprof__store_seterr(err, errlen, "%s: out of memory", name);
         goto out;
     }
     run->reps = nr;
@@ -296,7 +273,7 @@ mprof_store_result mprof__store_parse_file(const char *json, size_t len, const c
     cJSON *root = cJSON_ParseWithLength(json, len);
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
-        seterr(err, errlen, "%s: not a JSON object (a CI report or a frame export)", name);
+        mprof__store_seterr(err, errlen, "%s: not a JSON object (a CI report or a frame export)", name);
         return MPROF_STORE_BAD_INPUT;
     }
     const char *schema = jstr(root, "schema");
@@ -304,13 +281,13 @@ mprof_store_result mprof__store_parse_file(const char *json, size_t len, const c
     if (schema && strcmp(schema, MPROF_FRAMES_SCHEMA) == 0) {
         cJSON_Delete(root);
         rc = mprof__store_parse_export(json, len, name, run, err, errlen);
-        if (rc == MPROF_STORE_OK && !(run->verdict = xstrdup("no-baseline")))
+        if (rc == MPROF_STORE_OK && !(run->verdict = mprof__store_strdup("no-baseline")))
             rc = MPROF_STORE_NOMEM;
         goto done;
     }
     if (!schema || strcmp(schema, "mprof.ciReport.v1") != 0) {
         cJSON_Delete(root);
-        seterr(err, errlen, "%s: \"schema\" must be \"mprof.ciReport.v1\" (ci-report.json) or \"%s\" "
+        mprof__store_seterr(err, errlen, "%s: \"schema\" must be \"mprof.ciReport.v1\" (ci-report.json) or \"%s\" "
                "(mprof export --format frames)", name, MPROF_FRAMES_SCHEMA);
         return MPROF_STORE_BAD_INPUT;
     }
@@ -322,7 +299,7 @@ mprof_store_result mprof__store_parse_file(const char *json, size_t len, const c
         ok |= strcmp(verdict, known[i]) == 0;
     if (!ok) {
         cJSON_Delete(root);
-        seterr(err, errlen, "%s: \"verdict\" is missing or not one of pass, regression, "
+        mprof__store_seterr(err, errlen, "%s: \"verdict\" is missing or not one of pass, regression, "
                "inconclusive, no-baseline, failed", name);
         return MPROF_STORE_BAD_INPUT;
     }
@@ -331,11 +308,11 @@ mprof_store_result mprof__store_parse_file(const char *json, size_t len, const c
     const cJSON *bytes = cap ? cJSON_GetObjectItemCaseSensitive(cap, "bytes") : NULL;
     if (cJSON_IsNumber(bytes) && bytes->valuedouble >= 0 && bytes->valuedouble < 9e18)
         run->artifact_bytes = (int64_t)bytes->valuedouble;
-    if (!(run->verdict = xstrdup(verdict)) || take(&run->git_sha, jstr(root, "gitSha")) ||
+    if (!(run->verdict = mprof__store_strdup(verdict)) || take(&run->git_sha, jstr(root, "gitSha")) ||
         take(&run->artifact_path, jstr(cap, "path")) ||
         (cJSON_IsArray(cmd) && !(run->command = join_command(cmd)))) {
         rc = MPROF_STORE_NOMEM;
-        seterr(err, errlen, "out of memory");
+        mprof__store_seterr(err, errlen, "out of memory");
     }
     /* The repetitions: the frame export of each current-side entry of runs[] (mprof ci --runs;
      * baseline-side entries measure the baseline build and are not this run), else the one
@@ -362,7 +339,7 @@ mprof_store_result mprof__store_parse_file(const char *json, size_t len, const c
 done:
     if (rc == MPROF_STORE_OK && mprof__store_summarise(run) != 0) {
         rc = MPROF_STORE_NOMEM;
-        seterr(err, errlen, "out of memory");
+        mprof__store_seterr(err, errlen, "out of memory");
     }
     if (rc != MPROF_STORE_OK)
         mprof__store_run_clear(run);
