@@ -12,7 +12,7 @@
 
 /* Zones whose per-frame times are exported (the largest by total self time); every zone's totals
  * are exported regardless. */
-#define MPROF_FRAMES_TOP_ZONES 32
+#define MPROF_FRAMES_TOP_ZONES 64
 
 /*
  * Reads the capture at capture_path and writes its frame export to out_path ("-" = stdout).

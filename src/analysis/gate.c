@@ -712,7 +712,16 @@ typedef struct zone_side {
     double self_ms, incl_ms, off_ms;
     double *frames; /* pooled per-frame self ms (on-CPU with on_cpu), or NULL */
     size_t n;
+    double *run_means; /* per run with frames: the zone's mean self ms per frame (on-CPU where
+                          the run has per-frame data and on_cpu; else its totals / frames) */
+    size_t n_runs;
 } zone_side;
+
+static void zone_side_free(zone_side *z)
+{
+    free(z->frames);
+    free(z->run_means);
+}
 
 static double zone_frame_ms(const mprof_gate_zone *z, size_t f, int on_cpu)
 {
@@ -760,6 +769,25 @@ static int zone_on_side(const mprof_gate_side *s, const mprof_gate_zone *key, in
         out->self_ms = self_sum / frames_sum;
         out->incl_ms = incl_sum / frames_sum;
         out->off_ms = off_sum / frames_sum;
+    }
+    /* One mean per run, for the run-level test (the same runs as the frames' run boundaries). */
+    out->run_means = malloc((s->n_runs ? s->n_runs : 1) * sizeof *out->run_means);
+    if (!out->run_means)
+        return -1;
+    for (size_t i = 0; i < s->n_runs; i++) {
+        const mprof_gate_run *run = &s->runs[i];
+        if (run->n_frames == 0)
+            continue;
+        const mprof_gate_zone *z = find_zone(run, key);
+        double m = 0.0;
+        if (z && z->self_ms) {
+            for (size_t f = 0; f < run->n_frames; f++)
+                m += zone_frame_ms(z, f, on_cpu);
+            m /= (double)run->n_frames;
+        } else if (z && z->total_frames) {
+            m = z->self_total_ms / (double)z->total_frames;
+        }
+        out->run_means[out->n_runs++] = m;
     }
     if (!per_frame || total == 0)
         return 0;
@@ -871,8 +899,8 @@ static int attribute(const mprof_gate_side *b, const mprof_gate_side *c, mprof_g
         zone_side zb, zc;
         memset(&zc, 0, sizeof zc);
         if (zone_on_side(b, keys[j], on_cpu, &zb) || zone_on_side(c, keys[j], on_cpu, &zc)) {
-            free(zb.frames);
-            free(zc.frames);
+            zone_side_free(&zb);
+            zone_side_free(&zc);
             rc = -1;
             break;
         }
@@ -901,9 +929,17 @@ static int attribute(const mprof_gate_side *b, const mprof_gate_side *c, mprof_g
             if (mprof__mann_whitney_runs(&sb, &sc, &m) == 0)
                 a->p = m.p_greater;
         }
-        a->significant = a->per_frame && a->delta_ms > 0 && a->p < r->opts.alpha;
-        free(zb.frames);
-        free(zc.frames);
+        /* The run-level test: the zone's mean per run must have grown by more than the runs
+         * of each side differ among themselves (a frame-level test alone takes a burst of noise
+         * in one run for evidence, as it would for the frames). It is also what decides a zone
+         * that lacks per-frame data on some run (a zone too small in one build to be among the
+         * export's per-frame zones, then large in the other). */
+        a->run_significant = mprof__runs_diff_greater(zb.run_means, zb.n_runs, zc.run_means,
+                                                      zc.n_runs, r->opts.alpha, &a->run_t);
+        a->significant = a->delta_ms > 0 && a->run_significant &&
+                         (!a->per_frame || a->p < r->opts.alpha);
+        zone_side_free(&zb);
+        zone_side_free(&zc);
     }
     if (rc == 0) {
         qsort(rows, n, sizeof *rows, cmp_attrib);
@@ -1418,7 +1454,7 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
             if (a->per_frame)
                 snprintf(p, sizeof p, "%.2g%s", a->p, a->significant ? "*" : "");
             else
-                snprintf(p, sizeof p, "-");
+                snprintf(p, sizeof p, "runs%s", a->significant ? "*" : "");
             fprintf(out, "  %-32.32s %10.4g %10.4g %+10.3g %9s %8s\n", a->name, a->base_ms,
                     a->cur_ms, a->delta_ms, rel, p);
         }
@@ -1558,6 +1594,11 @@ int mprof__gate_write_json(const mprof_gate_result *r, FILE *out)
         else
             cJSON_AddNullToObject(z, "pGreater");
         cJSON_AddBoolToObject(z, "significant", a->significant != 0);
+        cJSON_AddBoolToObject(z, "runLevelSignificant", a->run_significant != 0);
+        if (isfinite(a->run_t))
+            cJSON_AddNumberToObject(z, "runLevelT", r6(a->run_t));
+        else
+            cJSON_AddNullToObject(z, "runLevelT");
         cJSON_AddBoolToObject(z, "onCpu", a->on_cpu != 0);
         cJSON_AddNumberToObject(z, "baselineOffCpuMsPerFrame", r6(a->base_off_ms));
         cJSON_AddNumberToObject(z, "currentOffCpuMsPerFrame", r6(a->cur_off_ms));

@@ -133,7 +133,10 @@ typedef struct mprof_gate_attrib {
     int on_cpu;               /* 1 when base_ms/cur_ms/p are on-CPU self time (selfPerFrameMs
                                  - selfOffCpuPerFrameMs on every run of both sides) */
     double base_off_ms, cur_off_ms; /* mean off-CPU self ms per frame (0 unless on_cpu) */
-    int significant;          /* grew (delta_ms > 0) with p < alpha */
+    int significant;          /* grew (delta_ms > 0), run_significant, and p < alpha where
+                                 per_frame */
+    int run_significant;      /* the runs' means grew: mprof__runs_diff_greater at alpha */
+    double run_t;             /* its t statistic (+inf when neither side varies) */
     double delta_ms;          /* cur - base */
     double delta_pct;         /* 100 * (cur / base - 1); +inf when the zone is new */
     double base_incl_ms, cur_incl_ms; /* mean inclusive ms per frame */

@@ -150,6 +150,35 @@ double mprof__t_isf(double p, double df)
     return z + g1 / df + g2 / (df * df) + g3 / (df * df * df) + g4 / (df * df * df * df);
 }
 
+int mprof__runs_diff_greater(const double *base, size_t nb, const double *cur, size_t nc,
+                             double alpha, double *out_t)
+{
+    *out_t = 0.0;
+    if (nb < 2 || nc < 2)
+        return 0;
+    double mb = 0, mc = 0, vb = 0, vc = 0;
+    for (size_t i = 0; i < nb; i++)
+        mb += base[i];
+    for (size_t i = 0; i < nc; i++)
+        mc += cur[i];
+    mb /= (double)nb;
+    mc /= (double)nc;
+    for (size_t i = 0; i < nb; i++)
+        vb += (base[i] - mb) * (base[i] - mb);
+    for (size_t i = 0; i < nc; i++)
+        vc += (cur[i] - mc) * (cur[i] - mc);
+    /* Pooled, for the reason given in mprof__runs_log_ratio_ci. */
+    double df = (double)(nb + nc - 2);
+    double se2 = (vb + vc) / df * (1.0 / (double)nb + 1.0 / (double)nc);
+    double d = mc - mb;
+    if (!(se2 > 0.0)) {
+        *out_t = d > 0.0 ? INFINITY : 0.0;
+        return d > 0.0;
+    }
+    *out_t = d / sqrt(se2);
+    return *out_t > mprof__t_isf(alpha, df);
+}
+
 int mprof__runs_log_ratio_ci(const double *base, size_t nb, const double *cur, size_t nc,
                               double level, mprof_ratio_ci *out, double *out_df)
 {

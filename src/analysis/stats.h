@@ -120,6 +120,17 @@ int mprof__bootstrap_ratio_ci(const mprof_sample_runs *base, const mprof_sample_
 int mprof__runs_log_ratio_ci(const double *base, size_t nb, const double *cur, size_t nc,
                               double level, mprof_ratio_ci *out, double *out_df);
 
+/*
+ * The run-level test of a difference: the two-sample Student t statistic of mean(cur) -
+ * mean(base) (one value per run, e.g. a zone's mean self time per frame in each run; values may
+ * be zero), with the pooled variance and nb + nc - 2 degrees of freedom. Returns 1 when cur's
+ * mean is greater with one-sided P < alpha (t > mprof__t_isf(alpha, df)), else 0; 0 with fewer
+ * than two runs a side. Where both sides have no spread at all, any growth counts. *out_t gets
+ * the statistic (0 when not computed).
+ */
+int mprof__runs_diff_greater(const double *base, size_t nb, const double *cur, size_t nc,
+                             double alpha, double *out_t);
+
 /* Student's t upper quantile: t with P(T > t) = p for df degrees of freedom: exact for df in
  * [1, 2) (taken as 1) and [2, 3) (taken as 2), so never narrower than the truth there; from df 3
  * a Cornish-Fisher expansion, within 0.2 % of the exact value; +inf for df <= 0. */
