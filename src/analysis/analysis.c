@@ -369,7 +369,9 @@ static int cmp_double(const void *x, const void *y)
 /* The first pass: the span of the main frames (the unnamed frame marks of the thread that made
  * the first one), so that the zone pass can tell time inside frames from start-up and shutdown.
  * Events of different threads are not in time order in a file, so this needs the whole file
- * before the zones are read. Leaves span_first = -1 when there are fewer than two such marks. */
+ * before the zones are read. Leaves span_first = -1 when there are fewer than two such marks.
+ * The passes' prescan hooks see every event of this read (the system pass takes its switches
+ * and samples here, so that it need not keep the zones). */
 static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_t errlen)
 {
     a->span_first = a->span_last = -1;
