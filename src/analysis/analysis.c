@@ -369,7 +369,9 @@ static int cmp_double(const void *x, const void *y)
 /* The first pass: the span of the main frames (the unnamed frame marks of the thread that made
  * the first one), so that the zone pass can tell time inside frames from start-up and shutdown.
  * Events of different threads are not in time order in a file, so this needs the whole file
- * before the zones are read. Leaves span_first = -1 when there are fewer than two such marks. */
+ * before the zones are read. Leaves span_first = -1 when there are fewer than two such marks.
+ * The passes' prescan hooks see every event of this read (the system pass takes its switches
+ * and samples here, so that it need not keep the zones). */
 static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_t errlen)
 {
     a->span_first = a->span_last = -1;
@@ -382,6 +384,9 @@ static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_
     mprof_event ev;
     int rc;
     while ((rc = mprof_reader_next(r, &ev)) == 1) {
+        for (size_t i = 0; pass_table[i]; i++)
+            if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->prescan)
+                pass_table[i]->prescan(a->pass_state[i], r, &ev);
         if (ev.type != MPROF_EV_FRAME_MARK || ev.u[0] != 0)
             continue;
         if (!thread)
@@ -399,6 +404,9 @@ static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_
         mprof_reader_close(r);
         return -1;
     }
+    for (size_t i = 0; pass_table[i]; i++)
+        if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->prescan_end)
+            pass_table[i]->prescan_end(a->pass_state[i], r);
     mprof_reader_close(r);
     if (n >= 2 && hi > lo) {
         a->span_first = lo;
@@ -428,10 +436,6 @@ mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (scan_frame_span(a, path, err, errlen) != 0) {
-        free(a);
-        return NULL;
-    }
     a->r = mprof_reader_open(path, err, errlen);
     if (!a->r) {
         free(a);
@@ -447,6 +451,10 @@ mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *
         a->pass_on[i] = pass_table[i]->always || pass_wanted(a->opts.passes, pass_table[i]->name);
         if (a->pass_on[i])
             a->pass_state[i] = pass_table[i]->create(a);
+    }
+    if (scan_frame_span(a, path, err, errlen) != 0) {
+        mprof_analysis_free(a);
+        return NULL;
     }
     mprof_event ev;
     int rc;

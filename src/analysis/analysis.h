@@ -8,7 +8,10 @@
  * distinct zones, frames and objects, never with the number of events.
  *
  * Adding a pass: implement mprof_pass_vtbl in src/analysis/<topic>.c and add it to the table in
- * analysis.c. The core pass (frames, zones, plots, messages, threads, events) is always on.
+ * analysis.c. The core pass (frames, zones, plots, messages, threads, events) is always on. A
+ * pass whose figures need records that arrive out of time order with the zones (the system
+ * thread's switches and samples) reads them in the first read (prescan) and answers as the zones
+ * stream by in the second, instead of keeping every zone.
  */
 #ifndef MPROF_ANALYSIS_H
 #define MPROF_ANALYSIS_H
@@ -31,6 +34,10 @@ typedef struct mprof_pass_vtbl {
     void (*print_text)(void *state, mprof_analysis *a, FILE *out, int top_n);
     void (*print_json)(void *state, mprof_analysis *a, mprof_json *j); /* writes "key": value */
     void (*destroy)(void *state);
+    /* Optional: every event of the first read (before any call to event), with that read's
+     * reader; prescan_end after its last event, when the reader holds every definition. */
+    void (*prescan)(void *state, const mprof_reader *r, const mprof_event *ev);
+    void (*prescan_end)(void *state, const mprof_reader *r);
 } mprof_pass_vtbl;
 
 typedef struct mprof_analysis_opts {

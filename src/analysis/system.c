@@ -4,12 +4,13 @@
  * function, and per innermost zone at the sampled instant).
  *
  * Switch and sample records come from the library's system thread, out of time order with the
- * zones they explain, so this pass keeps every zone instance of the capture's threads (location,
- * parent, begin, end) and answers only when the capture is read: the off-CPU time of an
- * instance is a query on the thread's timeline (sysmodel.c), its self off-CPU time that minus
- * its children's, and the innermost zone of a sample is the last zone begun before it, or the
- * nearest of that zone's ancestors still open. Zone instances are kept only when the capture
- * says system tracing was on, so other captures cost nothing.
+ * zones they explain, so they are read in the analysis's first read (prescan): the switches
+ * become each thread's timeline (sysmodel.c), the samples are symbolized and sorted by thread
+ * and time. The zones then stream by in the second read with one stack per thread: when a zone
+ * ends, its off-CPU time is a query on its thread's timeline, its self off-CPU time that minus
+ * its children's (summed on the stack); before each zone event of a thread at time t, that
+ * thread's samples taken before t go to the zone on top of the stack (the innermost zone open
+ * at the sample). Memory grows with the switches, samples and stack depth, not with the zones.
  */
 #include "analysis/system.h"
 #include "analysis/symbolize.h"
@@ -19,24 +20,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct zinst {
+typedef struct zopen {
     uint32_t loc;
-    int32_t parent; /* index in the thread's list, -1 at the top */
-    int64_t begin, end; /* end INT64_MAX while open */
-} zinst;
+    int64_t begin;
+    int64_t child_off; /* off-CPU time of its closed children */
+} zopen;
 
 typedef struct zthread {
-    zinst *z;
-    uint32_t n, cap;
-    int32_t *stack;
+    zopen *stack;
     uint32_t depth, scap;
     int in_fiber;
+    uint32_t s_next, s_end; /* this thread's samples not yet attributed: p->s[s_next, s_end) */
 } zthread;
 
 typedef struct sample {
     int64_t ts;
     uint64_t tid;
     uint32_t stack;
+    uint32_t thread; /* capture thread index; 0: no thread has this tid */
+    uint32_t fn;     /* index into funcs, UINT32_MAX when it could not be added */
+    uint32_t order;  /* position in the file */
 } sample;
 
 typedef struct func {
@@ -53,6 +56,7 @@ typedef struct sys_pass {
     mprof_sysmodel *m;
     mprof_sys_status st;
     int keep_zones;
+    int track; /* follow the zones (set by the prescan) */
     zthread *th;
     uint32_t n_th;
     sample *s;
@@ -95,6 +99,22 @@ static zthread *zt(sys_pass *p, uint32_t idx)
     return &p->th[idx];
 }
 
+static void count_by_zone(sys_pass *p, uint32_t loc, uint32_t fn);
+
+/* Attributes thread t's samples taken before ts to the zone on top of its stack. */
+static void flush_samples(sys_pass *p, zthread *t, int64_t ts)
+{
+    uint32_t loc = t->depth ? t->stack[t->depth - 1].loc : 0;
+    while (t->s_next < t->s_end && (p->s[t->s_next].ts < ts || ts == INT64_MAX)) {
+        const sample *s = &p->s[t->s_next++];
+        if (s->fn == UINT32_MAX)
+            continue;
+        if (!loc)
+            p->samples_in_no_zone++;
+        count_by_zone(p, loc, s->fn);
+    }
+}
+
 static void zone_event(sys_pass *p, const mprof_event *ev)
 {
     zthread *t = zt(p, ev->thread);
@@ -110,27 +130,35 @@ static void zone_event(sys_pass *p, const mprof_event *ev)
         t->in_fiber = 0;
         return;
     case MPROF_EV_LOST:
+        flush_samples(p, t, ev->ts_ns);
         t->depth = 0; /* the zones open here never get their ends */
         return;
     case MPROF_EV_ZONE_BEGIN:
         if (t->in_fiber)
             return;
-        if (mprof_array_reserve((void **)&t->z, &t->cap, t->n + 1, sizeof *t->z) != 0 ||
-            mprof_array_reserve((void **)&t->stack, &t->scap, t->depth + 1, sizeof *t->stack) != 0 ||
-            t->n >= INT32_MAX) {
+        flush_samples(p, t, ev->ts_ns);
+        if (mprof_array_reserve((void **)&t->stack, &t->scap, t->depth + 1, sizeof *t->stack) != 0) {
             p->incomplete = 1;
             return;
         }
-        t->z[t->n] = (zinst){(uint32_t)ev->u[0], t->depth ? t->stack[t->depth - 1] : -1, ev->ts_ns,
-                             INT64_MAX};
-        t->stack[t->depth++] = (int32_t)t->n++;
+        t->stack[t->depth++] = (zopen){(uint32_t)ev->u[0], ev->ts_ns, 0};
         return;
     case MPROF_EV_ZONE_END:
         if (t->in_fiber || !t->depth)
             return;
+        flush_samples(p, t, ev->ts_ns);
         {
-            zinst *z = &t->z[t->stack[--t->depth]];
-            z->end = ev->ts_ns > z->begin ? ev->ts_ns : z->begin;
+            const zopen *z = &t->stack[--t->depth];
+            int64_t end = ev->ts_ns > z->begin ? ev->ts_ns : z->begin;
+            int64_t off, traced;
+            mprof__sys_thread_time(p->m, ev->thread, z->begin, end, &off, &traced);
+            if (z->loc < p->n_loc) {
+                p->zone_off[z->loc] += off;
+                int64_t self = off - z->child_off;
+                p->zone_self_off[z->loc] += self > 0 ? self : 0;
+            }
+            if (t->depth)
+                t->stack[t->depth - 1].child_off += off;
         }
         return;
     default:
@@ -138,27 +166,21 @@ static void zone_event(sys_pass *p, const mprof_event *ev)
     }
 }
 
-static void sys_event(void *state, mprof_analysis *a, const mprof_event *ev)
+/* The first read: system records, samples and modules. */
+static void sys_prescan(void *state, const mprof_reader *r, const mprof_event *ev)
 {
     sys_pass *p = state;
-    const mprof_reader *r = mprof_analysis_reader(a);
     if (mprof__sys_event(p->m, r, ev) != 0)
         p->incomplete = 1;
     switch (ev->type) {
-    case MPROF_EV_ZONE_BEGIN:
-    case MPROF_EV_ZONE_END:
-    case MPROF_EV_FIBER_ENTER:
-    case MPROF_EV_FIBER_LEAVE:
-    case MPROF_EV_LOST:
-        if (p->keep_zones)
-            zone_event(p, ev);
-        return;
     case MPROF_EV_SYS_SAMPLE:
-        if (mprof_array_reserve((void **)&p->s, &p->cap_s, p->n_s + 1, sizeof *p->s) != 0) {
+        if (p->n_s == UINT32_MAX ||
+            mprof_array_reserve((void **)&p->s, &p->cap_s, p->n_s + 1, sizeof *p->s) != 0) {
             p->incomplete = 1;
             return;
         }
-        p->s[p->n_s++] = (sample){ev->ts_ns, ev->u[0], (uint32_t)ev->u[1]};
+        p->s[p->n_s] = (sample){ev->ts_ns, ev->u[0], (uint32_t)ev->u[1], 0, UINT32_MAX, p->n_s};
+        p->n_s++;
         return;
     case MPROF_EV_SYS_LOST:
         p->lost_records += ev->u[1];
@@ -178,46 +200,21 @@ static void sys_event(void *state, mprof_analysis *a, const mprof_event *ev)
     }
 }
 
-/* ---- finish: zones ---------------------------------------------------------------------------- */
-
-static void zone_offsets(sys_pass *p, const mprof_reader *r)
+static void sys_event(void *state, mprof_analysis *a, const mprof_event *ev)
 {
-    uint32_t nloc = mprof_reader_srcloc_count(r);
-    if (nloc > (1u << 24))
-        nloc = 1u << 24;
-    p->zone_off = calloc(nloc ? nloc : 1, sizeof *p->zone_off);
-    p->zone_self_off = calloc(nloc ? nloc : 1, sizeof *p->zone_self_off);
-    if (!p->zone_off || !p->zone_self_off) {
-        p->incomplete = 1;
+    sys_pass *p = state;
+    (void)a;
+    switch (ev->type) {
+    case MPROF_EV_ZONE_BEGIN:
+    case MPROF_EV_ZONE_END:
+    case MPROF_EV_FIBER_ENTER:
+    case MPROF_EV_FIBER_LEAVE:
+    case MPROF_EV_LOST:
+        if (p->track)
+            zone_event(p, ev);
         return;
-    }
-    p->n_loc = nloc;
-    for (uint32_t ti = 0; ti < p->n_th; ti++) {
-        zthread *t = &p->th[ti];
-        if (!t->n || !mprof__sys_thread_traced(p->m, ti))
-            continue;
-        int64_t *child = calloc(t->n, sizeof *child);
-        if (!child) {
-            p->incomplete = 1;
-            continue;
-        }
-        /* Children come after their parent: walking backwards, each instance's children are
-         * done before it. */
-        for (uint32_t k = t->n; k-- > 0;) {
-            const zinst *z = &t->z[k];
-            if (z->end == INT64_MAX)
-                continue; /* never closed: not in the zone table either */
-            int64_t off, traced;
-            mprof__sys_thread_time(p->m, ti, z->begin, z->end, &off, &traced);
-            if (z->loc < p->n_loc) {
-                p->zone_off[z->loc] += off;
-                int64_t self = off - child[k];
-                p->zone_self_off[z->loc] += self > 0 ? self : 0;
-            }
-            if (z->parent >= 0 && (uint32_t)z->parent < k)
-                child[z->parent] += off;
-        }
-        free(child);
+    default:
+        return;
     }
 }
 
@@ -281,32 +278,6 @@ static void count_by_zone(sys_pass *p, uint32_t loc, uint32_t fn)
     p->bz[p->n_bz++] = (byzone){loc, fn, 1};
 }
 
-/* The innermost zone of capture thread ti open at ts; 0 when none. */
-static uint32_t innermost(const sys_pass *p, uint32_t ti, int64_t ts)
-{
-    if (ti >= p->n_th)
-        return 0;
-    const zthread *t = &p->th[ti];
-    uint32_t lo = 0, hi = t->n; /* first zone begun after ts */
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (t->z[mid].begin <= ts)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    int32_t k = (int32_t)lo - 1;
-    for (int guard = 0; k >= 0 && guard < 4096; guard++) {
-        const zinst *z = &t->z[k];
-        if (z->begin <= ts && z->end > ts)
-            return z->loc;
-        if (z->parent >= k)
-            break; /* corrupt order: parents precede children */
-        k = z->parent;
-    }
-    return 0;
-}
-
 static uint32_t thread_of_tid(const mprof_reader *r, uint64_t tid)
 {
     uint32_t n = mprof_reader_thread_count(r);
@@ -318,12 +289,14 @@ static uint32_t thread_of_tid(const mprof_reader *r, uint64_t tid)
     return 0;
 }
 
-static void attribute_samples(sys_pass *p, const mprof_reader *r)
+/* Each sample's function (named in file order, so the table's order does not depend on the
+ * zones) and capture thread. */
+static void name_samples(sys_pass *p, const mprof_reader *r)
 {
     uint64_t last_tid = UINT64_MAX;
     uint32_t last_idx = 0;
     for (uint32_t i = 0; i < p->n_s; i++) {
-        const sample *s = &p->s[i];
+        sample *s = &p->s[i];
         uint32_t depth = 0;
         const uint64_t *fr = mprof_reader_callstack(r, s->stack, &depth);
         char buf[256];
@@ -344,37 +317,79 @@ static void attribute_samples(sys_pass *p, const mprof_reader *r)
             if (sy.module)
                 module = sy.module;
         }
-        uint32_t fn = func_id(p, name, module);
-        if (fn == UINT32_MAX) {
+        s->fn = func_id(p, name, module);
+        if (s->fn == UINT32_MAX) {
             p->incomplete = 1;
             continue;
         }
-        p->fn[fn].samples++;
+        p->fn[s->fn].samples++;
         if (s->tid != last_tid) {
             last_tid = s->tid;
             last_idx = thread_of_tid(r, s->tid);
         }
-        if (!last_idx) {
+        s->thread = last_idx;
+        if (!last_idx)
             p->samples_unmapped++;
-            continue;
-        }
-        uint32_t loc = innermost(p, last_idx, s->ts);
-        if (!loc)
-            p->samples_in_no_zone++;
-        count_by_zone(p, loc, fn);
     }
 }
 
-static void sys_finish(void *state, mprof_analysis *a)
+static int cmp_sample(const void *x, const void *y)
+{
+    const sample *a = x, *b = y;
+    if (a->thread != b->thread)
+        return a->thread < b->thread ? -1 : 1;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* After the first read: the timelines are built, the samples named and sorted by thread and
+ * time, and each thread's share of them marked for the zone read. */
+static void sys_prescan_end(void *state, const mprof_reader *r)
 {
     sys_pass *p = state;
-    const mprof_reader *r = mprof_analysis_reader(a);
     mprof__sys_finish(p->m, r);
     if (mprof__sys_incomplete(p->m))
         p->incomplete = 1;
-    if (p->keep_zones || mprof__sys_has_switches(p->m))
-        zone_offsets(p, r);
-    attribute_samples(p, r);
+    name_samples(p, r);
+    if (p->n_s > 1)
+        qsort(p->s, p->n_s, sizeof *p->s, cmp_sample);
+    for (uint32_t i = 0; i < p->n_s;) {
+        uint32_t k = i;
+        while (k < p->n_s && p->s[k].thread == p->s[i].thread)
+            k++;
+        zthread *t = p->s[i].thread ? zt(p, p->s[i].thread) : NULL;
+        if (t) {
+            t->s_next = i;
+            t->s_end = k;
+        } else if (p->s[i].thread) {
+            p->incomplete = 1;
+        }
+        i = k;
+    }
+    p->track = p->keep_zones || mprof__sys_has_switches(p->m) || p->n_s;
+    if (!p->track)
+        return;
+    uint32_t nloc = mprof_reader_srcloc_count(r);
+    if (nloc > (1u << 24))
+        nloc = 1u << 24;
+    p->zone_off = calloc(nloc ? nloc : 1, sizeof *p->zone_off);
+    p->zone_self_off = calloc(nloc ? nloc : 1, sizeof *p->zone_self_off);
+    if (!p->zone_off || !p->zone_self_off) {
+        p->incomplete = 1;
+        return;
+    }
+    p->n_loc = nloc;
+}
+
+/* After the zone read: the samples after each thread's last zone event go to the zone still
+ * open on top of its stack (or none). */
+static void sys_finish(void *state, mprof_analysis *a)
+{
+    sys_pass *p = state;
+    (void)a;
+    for (uint32_t i = 0; i < p->n_th; i++)
+        flush_samples(p, &p->th[i], INT64_MAX);
 }
 
 /* ---- output --------------------------------------------------------------------------------- */
@@ -567,10 +582,8 @@ static void sys_destroy(void *state)
     if (!p)
         return;
     mprof__sys_free(p->m);
-    for (uint32_t i = 0; i < p->n_th; i++) {
-        free(p->th[i].z);
+    for (uint32_t i = 0; i < p->n_th; i++)
         free(p->th[i].stack);
-    }
     free(p->th);
     free(p->s);
     mprof_symbolizer_free(p->sym);
@@ -596,6 +609,8 @@ const mprof_pass_vtbl mprof__system_pass = {
     .print_text = sys_print_text,
     .print_json = sys_print_json,
     .destroy = sys_destroy,
+    .prescan = sys_prescan,
+    .prescan_end = sys_prescan_end,
 };
 
 /* ---- hooks for the core tables -------------------------------------------------------------- */
