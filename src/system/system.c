@@ -400,9 +400,9 @@ void mprof__system_probe(void)
         if (S.page <= 0)
             S.page = 4096;
         S.sched_on = tp_start() == 0;
-    }
-    else
+    } else if (!S.switches_on) {
         snprintf(S.sched_why, sizeof S.sched_why, "not used: context switches are off");
+    }
 }
 
 void mprof__system_info(mprof_buf *b)
@@ -1312,10 +1312,6 @@ static int tp_start(void)
                              tp_names[t], strerror(errno));
                     ok = 0;
                 }
-            } else if (t > 0 && ioctl(c->fd[t], PERF_EVENT_IOC_SET_OUTPUT, c->fd[0]) != 0) {
-                snprintf(why, sizeof why, "CPU %d: PERF_EVENT_IOC_SET_OUTPUT: %s", cpu,
-                         strerror(errno));
-                ok = 0;
             }
         }
         void *m = MAP_FAILED;
@@ -1330,6 +1326,17 @@ static int tp_start(void)
             snprintf(why, sizeof why, "CPU %d: mmap of the ring buffer: %s", cpu, strerror(errno));
             ok = 0;
         }
+        /* The CPU's other events write into the sched_switch event's buffer (which must exist
+         * first), so that one buffer holds the CPU's events in time order. */
+        for (int t = 1; ok && t < TP_N; t++) {
+            if (c->fd[t] >= 0 && ioctl(c->fd[t], PERF_EVENT_IOC_SET_OUTPUT, c->fd[0]) != 0) {
+                snprintf(why, sizeof why, "CPU %d: PERF_EVENT_IOC_SET_OUTPUT: %s", cpu,
+                         strerror(errno));
+                ok = 0;
+            }
+        }
+        if (!ok && m != MAP_FAILED)
+            munmap(m, c->map_bytes);
         if (!ok) {
             c->base = NULL;
             tp_close_cpu(c);
