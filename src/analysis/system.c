@@ -658,9 +658,9 @@ static void sys_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
             uint32_t w;
             uint64_t wc = 0;
             int64_t wns = 0;
-            char wb[96] = "", nb[64];
+            char wb[96] = "", wname[64];
             if (thread_wakers(p, i, 1, &w, &wc, &wns))
-                snprintf(wb, sizeof wb, "%s (%" PRIu64 "x)", waker_name(p, r, w, nb, sizeof nb), wc);
+                snprintf(wb, sizeof wb, "%s (%" PRIu64 "x)", waker_name(p, r, w, wname, sizeof wname), wc);
             fprintf(out, "  %-24.24s %10" PRIu64 " %12.3f %12.3f %7.1f %12.3f %12.3f %12.3f  %s\n",
                     thread_name(r, i, tb, sizeof tb), mprof__sys_thread_switches(p->m, i),
                     (double)(traced - off) / 1e6, (double)off / 1e6,
