@@ -851,7 +851,7 @@ static void cpu_sample(void)
 
 /* ---- the sched tracepoints: recording ------------------------------------------------------ */
 
-#define TP_PAGES 128   /* per CPU; halved when the locked memory runs out */
+#define TP_PAGES 512 /* per CPU (2 MiB: 10 ms of a busy machine); halved when locked memory runs out */
 #define TP_HOLD_NS 2000000ull /* events younger than this wait for the next poll (see tp_poll) */
 #define COMM_CACHE 1024
 
