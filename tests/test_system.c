@@ -753,7 +753,14 @@ static void test_sched_tracepoints(void **state)
     assert_true(soff > 0 && pre >= 0.8 * soff);
     assert_true(on_ms >= 0.7 * o.spin_cpu_ms && on_ms <= 1.3 * o.spin_cpu_ms + 2.0);
 
-    cJSON *main_t = cJSON_GetArrayItem(cJSON_GetObjectItem(rep, "threads"), 0);
+    /* The main thread (8 zones; which thread registered first depends on the scheduler). */
+    cJSON *main_t = NULL, *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(rep, "threads"))
+    {
+        if (num(t, "zones") == 8)
+            main_t = t;
+    }
+    assert_non_null(main_t);
     assert_true(num(main_t, "blocked_ns") > 0 && num(main_t, "preempted_ns") > 0);
     assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(main_t, "wakers")) >= 1);
     assert_non_null(thread_with_tid(rep, "signaller"));
