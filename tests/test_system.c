@@ -26,6 +26,8 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -517,6 +519,320 @@ static void test_threads_and_exit(void **state)
     remove(path);
 }
 
+/* ---- the sched tracepoints (root) ----------------------------------------------------------- */
+
+/* Makes tracefs available for the tracepoint tests: when root and not mounted, mounts it (the
+ * library never does) in a mount namespace of this test's own, so that the machine, and the
+ * tests that run beside this one, keep the fallback path they had. Returns NULL, or why the
+ * tracepoint tests skip. */
+static const char *tracefs_ready(void)
+{
+    static char why[256];
+    if (access("/sys/kernel/tracing/events/sched/sched_switch/id", R_OK) == 0 ||
+        access("/sys/kernel/debug/tracing/events/sched/sched_switch/id", R_OK) == 0)
+        return NULL;
+    if (geteuid() != 0)
+        return "not root and tracefs is not mounted";
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        snprintf(why, sizeof why, "tracefs is not mounted and no private mount namespace (%s)",
+                 strerror(errno));
+        return why;
+    }
+    if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0 &&
+        access("/sys/kernel/tracing/events/sched/sched_switch/id", R_OK) == 0)
+        return NULL;
+    snprintf(why, sizeof why, "tracefs is not mounted and mounting it failed (%s)",
+             strerror(errno));
+    return why;
+}
+
+/* Skips (saying why) when the capture did not use the tracepoints. */
+static int sched_refused(const char *path)
+{
+    char v[512];
+    if (switches_refused(path))
+        return 1;
+    info(path, "system.sched_switch", v, sizeof v);
+    if (strncmp(v, "on", 2) == 0)
+        return 0;
+    assert_non_null(strstr(v, "not used: "));
+    print_message("sched tracepoints unavailable here (%s): skipped\n", v);
+    return 1;
+}
+
+static void pin_to(int cpu)
+{
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(cpu, &s);
+    sched_setaffinity(0, sizeof s, &s);
+}
+
+typedef struct cv_state {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ticket, taken, stop;
+    uint64_t tid;
+} cv_state;
+
+static void *signaller(void *arg)
+{
+    cv_state *c = arg;
+    c->tid = (uint64_t)syscall(SYS_gettid);
+    pthread_setname_np(pthread_self(), "signaller");
+    MPROF_THREAD_NAME("signaller");
+    for (;;) {
+        sleep_ms(15);
+        pthread_mutex_lock(&c->mu);
+        if (c->stop) {
+            pthread_mutex_unlock(&c->mu);
+            return NULL;
+        }
+        c->ticket++;
+        pthread_cond_signal(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+typedef struct sched_out {
+    uint64_t signaller_tid, late_tid;
+    double spin_cpu_ms;
+} sched_out;
+
+static volatile int hog_stop;
+static void *hog(void *arg)
+{
+    pin_to(*(int *)arg);
+    while (!hog_stop) {
+    }
+    return NULL;
+}
+
+static void *late_thread(void *arg)
+{
+    *(uint64_t *)arg = (uint64_t)syscall(SYS_gettid);
+    MPROF_ZONE_BEGIN("late_first");
+    sleep_ms(5);
+    MPROF_ZONE_END();
+    return NULL;
+}
+
+static void sched_workload(int fd)
+{
+    sched_out o = {0};
+    /* blocked on a condition variable, woken by "signaller" */
+    cv_state c = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0};
+    pthread_t ts;
+    pthread_create(&ts, NULL, signaller, &c);
+    for (int i = 0; i < 6; i++) {
+        MPROF_ZONE_BEGIN("wait_cv");
+        pthread_mutex_lock(&c.mu);
+        while (c.ticket == c.taken)
+            pthread_cond_wait(&c.cv, &c.mu);
+        c.taken = c.ticket;
+        pthread_mutex_unlock(&c.mu);
+        MPROF_ZONE_END();
+        MPROF_FRAME_MARK();
+    }
+    pthread_mutex_lock(&c.mu);
+    c.stop = 1;
+    pthread_mutex_unlock(&c.mu);
+    pthread_join(ts, NULL);
+    o.signaller_tid = c.tid;
+
+    /* beside a CPU hog pinned to the same CPU: yielding, then spinning (preempted) */
+    int cpu = sched_getcpu();
+    pin_to(cpu);
+    hog_stop = 0;
+    pthread_t th;
+    pthread_create(&th, NULL, hog, &cpu);
+    sleep_ms(20);
+    MPROF_ZONE_BEGIN("yielding");
+    double c0 = thread_cpu_ms();
+    for (int i = 0; i < 200 && thread_cpu_ms() - c0 < 30; i++)
+        sched_yield();
+    MPROF_ZONE_END();
+    MPROF_ZONE_BEGIN("spinning");
+    c0 = thread_cpu_ms();
+    spin_compute(60);
+    o.spin_cpu_ms = thread_cpu_ms() - c0;
+    MPROF_ZONE_END();
+    hog_stop = 1;
+    pthread_join(th, NULL);
+    MPROF_FRAME_MARK();
+
+    /* a thread created mid-capture */
+    pthread_t tl;
+    pthread_create(&tl, NULL, late_thread, &o.late_tid);
+    pthread_join(tl, NULL);
+    if (write(fd, &o, sizeof o) != (ssize_t)sizeof o)
+        _exit(92);
+}
+
+static cJSON *thread_with_tid(cJSON *rep, const char *name)
+{
+    cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(rep, "threads"))
+    {
+        cJSON *n = cJSON_GetObjectItem(t, "name");
+        if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
+            return t;
+    }
+    return NULL;
+}
+
+static void test_sched_tracepoints(void **state)
+{
+    (void)state;
+    const char *why = tracefs_ready();
+    if (why) {
+        print_message("sched tracepoints: %s: skipped\n", why);
+        skip();
+    }
+    const char *path = tu_temp_path("system_sched.mprof");
+    sched_out o;
+    run_child(path, NULL, 0, sched_workload, &o, sizeof o);
+    if (sched_refused(path))
+        skip();
+    char v[512];
+    assert_non_null(strstr(info(path, "system.cpu_usage.source", v, sizeof v), "sched_switch"));
+    tu_counts cnt;
+    assert_int_equal(tu_count_capture(path, &cnt), 0);
+    assert_true(cnt.by_type[MPROF_EV_SYS_WAKE] > 0);
+    assert_true(cnt.by_type[MPROF_EV_SYS_CPU_CORE] > 0);
+
+    /* The late thread: traced from birth (its SYS_THREAD start and first switch in precede
+     * its first zone). */
+    char err[256];
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    assert_non_null(r);
+    mprof_event ev;
+    int64_t late_start = -1, late_in = -1, late_zone = -1;
+    uint64_t wakes_by_signaller = 0;
+    while (mprof_reader_next(r, &ev) == 1) {
+        if (ev.type == MPROF_EV_SYS_THREAD && ev.u[0] == o.late_tid && ev.u[1] == 1)
+            late_start = ev.ts_ns;
+        if (ev.type == MPROF_EV_SYS_SWITCH && ev.u[0] == o.late_tid && ev.u[1] == 1 && late_in < 0)
+            late_in = ev.ts_ns;
+        if (ev.type == MPROF_EV_ZONE_BEGIN && late_zone < 0) {
+            const mprof_thread_def *d = mprof_reader_thread(r, ev.thread);
+            if (d && d->os_tid == o.late_tid)
+                late_zone = ev.ts_ns;
+        }
+        if (ev.type == MPROF_EV_SYS_WAKE && ev.u[1] == o.signaller_tid && ev.u[3] == 0)
+            wakes_by_signaller++;
+    }
+    mprof_reader_close(r);
+    print_message("late thread: start %lld, first in %lld, first zone %lld\n", (long long)late_start,
+                  (long long)late_in, (long long)late_zone);
+    assert_true(late_start >= 0 && late_in >= late_start && late_zone > late_in);
+    assert_true(wakes_by_signaller >= 5);
+
+    cJSON *rep = report_json(path);
+    cJSON *sys = cJSON_GetObjectItem(rep, "system");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(sys, "sched_switch")));
+    assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(sys, "cpus")) >= 1);
+
+    /* blocked, woken by signaller */
+    cJSON *z = zone_named(rep, "wait_cv");
+    double off = num(z, "self_off_cpu_ns"), blocked = num(z, "self_blocked_ns");
+    print_message("wait_cv: %.1f ms off CPU, %.1f ms blocked\n", off / 1e6, blocked / 1e6);
+    assert_true(blocked >= 0.5 * off && off > 0); /* the rest: preempted after it woke */
+    cJSON *wb = cJSON_GetArrayItem(cJSON_GetObjectItem(z, "woken_by"), 0);
+    assert_non_null(wb);
+    assert_string_equal(cJSON_GetObjectItem(wb, "name")->valuestring, "signaller");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(wb, "same_process")));
+    assert_int_equal((uint64_t)num(wb, "tid"), o.signaller_tid);
+    assert_true(num(wb, "wakeups") >= 5);
+
+    /* yielded beside a hog on the same CPU */
+    z = zone_named(rep, "yielding");
+    double y = num(z, "self_yielded_ns");
+    print_message("yielding: %.1f ms off CPU, %.1f yielded, %.1f preempted\n",
+                  num(z, "self_off_cpu_ns") / 1e6, y / 1e6, num(z, "self_preempted_ns") / 1e6);
+    assert_true(y > 0);
+    assert_true(y >= num(z, "self_blocked_ns"));
+
+    /* preempted: spinning beside the hog; its on-CPU time matches its own CPU clock */
+    z = zone_named(rep, "spinning");
+    double soff = num(z, "off_cpu_ns"), pre = num(z, "self_preempted_ns");
+    double on_ms = (num(z, "total_ns") - soff) / 1e6;
+    print_message("spinning: %.1f ms on CPU (%.1f by its clock), %.1f off, %.1f preempted\n",
+                  on_ms, o.spin_cpu_ms, soff / 1e6, pre / 1e6);
+    assert_true(soff > 0 && pre >= 0.8 * soff);
+    assert_true(on_ms >= 0.7 * o.spin_cpu_ms && on_ms <= 1.3 * o.spin_cpu_ms + 2.0);
+
+    /* The main thread (8 zones; which thread registered first depends on the scheduler). */
+    cJSON *main_t = NULL, *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(rep, "threads"))
+    {
+        if (num(t, "zones") == 8)
+            main_t = t;
+    }
+    assert_non_null(main_t);
+    assert_true(num(main_t, "blocked_ns") > 0 && num(main_t, "preempted_ns") > 0);
+    assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(main_t, "wakers")) >= 1);
+    assert_non_null(thread_with_tid(rep, "signaller"));
+    cJSON_Delete(rep);
+
+    /* The Chrome export: the blocked slices carry their waker. */
+    const char *fj = tu_temp_path("system_sched.json");
+    char cmd[2048], out[256];
+    snprintf(cmd, sizeof cmd, "'%s' export --format chrome -o '%s' '%s'", tu_mprof_bin(), fj, path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    FILE *f = fopen(fj, "r");
+    assert_non_null(f);
+    static char buf[16 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *ch = cJSON_Parse(buf);
+    assert_non_null(ch);
+    int by_signaller = 0, yielded = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(ch, "traceEvents"))
+    {
+        cJSON *pid = cJSON_GetObjectItem(e, "pid"), *nm = cJSON_GetObjectItem(e, "name");
+        if (!cJSON_IsNumber(pid) || pid->valueint != 5 || !cJSON_IsString(nm))
+            continue;
+        cJSON *args = cJSON_GetObjectItem(e, "args");
+        cJSON *wk = args ? cJSON_GetObjectItem(args, "waker_tid") : NULL;
+        if (strcmp(nm->valuestring, "blocked") == 0 && cJSON_IsNumber(wk) &&
+            (uint64_t)wk->valuedouble == o.signaller_tid)
+            by_signaller++;
+        if (strcmp(nm->valuestring, "yielded") == 0)
+            yielded++;
+    }
+    assert_true(by_signaller >= 5);
+    assert_true(yielded >= 1);
+    cJSON_Delete(ch);
+    remove(fj);
+    remove(path);
+}
+
+/* Turned off: the capture says so and falls back to PERF_RECORD_SWITCH. */
+static void test_sched_turned_off(void **state)
+{
+    (void)state;
+    const char *path = tu_temp_path("system_sched_off.mprof");
+    static const char *const env[] = {"MPROF_SCHED_SWITCH=0", NULL};
+    int ok = 0;
+    run_child(path, env, 0, simple_workload, &ok, sizeof ok);
+    if (switches_refused(path))
+        skip();
+    char v[512];
+    info(path, "system.sched_switch", v, sizeof v);
+    print_message("sched_switch: %s\n", v);
+    assert_non_null(strstr(v, "MPROF_SCHED_SWITCH=0"));
+    assert_non_null(strstr(info(path, "system.cpu_usage.source", v, sizeof v), "/proc/stat"));
+    tu_counts c;
+    assert_int_equal(tu_count_capture(path, &c), 0);
+    assert_true(c.by_type[MPROF_EV_SYS_SWITCH] > 0);
+    assert_int_equal(c.by_type[MPROF_EV_SYS_WAKE], 0);
+    assert_int_equal(c.by_type[MPROF_EV_SYS_CPU_CORE], 0);
+    remove(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -524,6 +840,8 @@ int main(void)
         cmocka_unit_test(test_refused_by_seccomp),
         cmocka_unit_test(test_turned_off),
         cmocka_unit_test(test_threads_and_exit),
+        cmocka_unit_test(test_sched_tracepoints),
+        cmocka_unit_test(test_sched_turned_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

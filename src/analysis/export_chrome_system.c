@@ -25,12 +25,24 @@ typedef struct tstate {
     int off;       /* current state: 0 running, 1 off the CPU */
     int reason;    /* why off */
     int known;     /* a switch was seen */
+    uint32_t cpu;  /* of the last switch */
+    int woken;     /* a SYS_WAKE arrived while off */
+    uint64_t wtid, wpid;
+    int wctx;
 } tstate;
+
+typedef struct comm {
+    uint64_t tid, pid;
+    char name[17];
+} comm;
 
 struct mprof_sys_chrome {
     tstate *t;
     uint32_t n, cap;
     mprof_umap by_tid;
+    comm *c;
+    uint32_t n_c, cap_c;
+    mprof_umap c_by_tid;
 };
 
 mprof_sys_chrome *mprof__sys_chrome_new(void)
@@ -44,6 +56,8 @@ void mprof__sys_chrome_free(mprof_sys_chrome *s)
         return;
     free(s->t);
     mprof_umap_free(&s->by_tid);
+    free(s->c);
+    mprof_umap_free(&s->c_by_tid);
     free(s);
 }
 
@@ -60,7 +74,35 @@ static void us(FILE *o, int64_t ns)
 
 static const mprof_export_range *cur_range; /* of the event being handled */
 
+static const mprof_sys_chrome *cur_s;
+
+/* The args of an off-CPU slice: the CPU it left, and who woke it (the sched tracepoints). */
+static void slice_args(FILE *o, const tstate *t)
+{
+    static const char *const ctx[] = {"task", "hardirq", "softirq", "nmi"};
+    fprintf(o, ",\"args\":{\"cpu\":%u", t->cpu);
+    if (t->woken) {
+        fprintf(o, ",\"waker_tid\":%" PRIu64 ",\"waker_pid\":%" PRIu64 ",\"waker_context\":\"%s\"",
+                t->wtid, t->wpid, ctx[t->wctx & 3]);
+        const uint32_t *v = cur_s ? mprof_umap_get(&cur_s->c_by_tid, t->wtid + 1) : NULL;
+        if (t->wctx == MPROF_SYS_WAKE_TASK && v && cur_s->c[*v].pid == t->wpid) {
+            fputs(",\"waker\":", o);
+            mprof_json_write_string(o, cur_s->c[*v].name, strlen(cur_s->c[*v].name));
+        }
+    }
+    fputs("}", o);
+}
+
+static void slice_x(FILE *o, uint64_t *count, uint64_t tid, const char *name, int64_t s,
+                    int64_t e, const tstate *t);
+
 static void slice(FILE *o, uint64_t *count, uint64_t tid, const char *name, int64_t s, int64_t e)
+{
+    slice_x(o, count, tid, name, s, e, NULL);
+}
+
+static void slice_x(FILE *o, uint64_t *count, uint64_t tid, const char *name, int64_t s,
+                    int64_t e, const tstate *t)
 {
     if (e <= s || !mprof__range_overlaps(cur_range, s, e))
         return;
@@ -71,6 +113,8 @@ static void slice(FILE *o, uint64_t *count, uint64_t tid, const char *name, int6
     us(o, s);
     fputs(",\"dur\":", o);
     us(o, e - s);
+    if (t)
+        slice_args(o, t);
     fputs("}", o);
 }
 
@@ -78,6 +122,7 @@ static const char *off_name(int reason)
 {
     return reason == MPROF_SYS_REASON_PREEMPTED ? "preempted"
            : reason == MPROF_SYS_REASON_BLOCKED ? "blocked"
+           : reason == MPROF_SYS_REASON_YIELDED ? "yielded"
                                                 : "off CPU";
 }
 
@@ -99,7 +144,28 @@ int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *o, uint64_t *count,
         }
         return 0;
     }
-    if (ev->type != MPROF_EV_SYS_SWITCH && ev->type != MPROF_EV_SYS_THREAD)
+    cur_s = s;
+    if (ev->type == MPROF_EV_SYS_COMM) {
+        uint32_t *v = mprof_umap_get(&s->c_by_tid, ev->u[0] + 1);
+        uint32_t k;
+        if (v) {
+            k = *v;
+        } else {
+            if (ev->u[0] == UINT64_MAX || s->n_c >= (1u << 20) ||
+                mprof_array_reserve((void **)&s->c, &s->cap_c, s->n_c + 1, sizeof *s->c) != 0 ||
+                mprof_umap_put(&s->c_by_tid, ev->u[0] + 1, s->n_c) != 0)
+                return -1;
+            k = s->n_c++;
+        }
+        s->c[k].tid = ev->u[0];
+        s->c[k].pid = ev->u[1];
+        size_t n = ev->str_len < 16 ? ev->str_len : 16;
+        memcpy(s->c[k].name, ev->str, n);
+        s->c[k].name[n] = 0;
+        return 0;
+    }
+    if (ev->type != MPROF_EV_SYS_SWITCH && ev->type != MPROF_EV_SYS_THREAD &&
+        ev->type != MPROF_EV_SYS_WAKE)
         return 0;
     uint64_t tid = ev->u[0];
     uint32_t *v = mprof_umap_get(&s->by_tid, tid + 1);
@@ -115,6 +181,15 @@ int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *o, uint64_t *count,
         memset(t, 0, sizeof *t);
         t->tid = tid;
         t->since = ev->ts_ns;
+    }
+    if (ev->type == MPROF_EV_SYS_WAKE) {
+        if (t->known && t->off) {
+            t->woken = 1;
+            t->wtid = ev->u[1];
+            t->wpid = ev->u[2];
+            t->wctx = (int)ev->u[3];
+        }
+        return 0;
     }
     if (ev->type == MPROF_EV_SYS_THREAD) {
         if (ev->u[1] == MPROF_SYS_TRACK_START) {
@@ -133,11 +208,14 @@ int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *o, uint64_t *count,
     } else if (out && !t->off) {
         slice(o, count, tid, "running", t->since, ev->ts_ns);
     } else if (!out && t->off) {
-        slice(o, count, tid, off_name(t->reason), t->since, ev->ts_ns);
+        slice_x(o, count, tid, off_name(t->reason), t->since, ev->ts_ns, t);
     } else {
         return 0; /* the same direction twice: keep the first */
     }
     t->known = 1;
+    t->woken = 0;
+    if (out)
+        t->cpu = (uint32_t)ev->u[3];
     t->off = out;
     t->reason = (int)ev->u[2];
     t->since = ev->ts_ns;

@@ -21,6 +21,16 @@ typedef struct sw {
     uint8_t dir, reason;
 } sw;
 
+typedef struct wake {
+    int64_t ts;
+    uint32_t waker; /* index into the model's wakers */
+} wake;
+
+typedef struct waker {
+    uint64_t tid, pid; /* 0, 0 for an interrupt */
+    int ctx;
+} waker;
+
 typedef struct otid {
     uint64_t tid;
     int64_t start, end;
@@ -29,7 +39,11 @@ typedef struct otid {
     uint32_t n_sw, cap_sw;
     int64_t *os, *oe, *pre; /* off intervals [os, oe) and the off time before each */
     uint8_t *orsn;          /* why each interval is off (MPROF_SYS_REASON_*) */
+    uint32_t *owk;          /* who woke it (index into wakers), UINT32_MAX when unknown */
     uint32_t n_off;
+    wake *wk;
+    uint32_t n_wk, cap_wk;
+    int64_t by_reason[MPROF_SYS_REASON_MAX + 1]; /* off-CPU ns */
     uint64_t n_out; /* switches off the CPU */
 } otid;
 
@@ -43,6 +57,15 @@ struct mprof_sysmodel {
     uint32_t *idx_t; /* capture thread index -> index into t + 1 */
     uint32_t n_idx;
     double busy_sum, busy_max, self_sum;
+    waker *wakers;
+    uint32_t n_wakers, cap_wakers;
+    mprof_umap waker_by_key;
+    mprof_umap comm_by_tid; /* tid + 1 -> index into comm */
+    struct comm { uint64_t pid; char name[17]; } *comm;
+    uint32_t n_comm, cap_comm;
+    struct core { uint32_t cpu, n; double other, self; } *core;
+    uint32_t n_core, cap_core;
+    int any_wake;
     int64_t last_ts;
     int incomplete, any_switch, finished;
 };
@@ -62,7 +85,14 @@ void mprof__sys_free(mprof_sysmodel *m)
         free(m->t[i].oe);
         free(m->t[i].pre);
         free(m->t[i].orsn);
+        free(m->t[i].owk);
+        free(m->t[i].wk);
     }
+    free(m->wakers);
+    mprof_umap_free(&m->waker_by_key);
+    mprof_umap_free(&m->comm_by_tid);
+    free(m->comm);
+    free(m->core);
     free(m->t);
     mprof_umap_free(&m->by_tid);
     free(m->bts);
@@ -128,6 +158,69 @@ int mprof__sys_event(mprof_sysmodel *m, const mprof_reader *r, const mprof_event
         m->any_switch = 1;
         return 0;
     }
+    case MPROF_EV_SYS_WAKE: {
+        otid *t = get_tid(m, ev->u[0]);
+        int ctx = (int)ev->u[3];
+        uint64_t wt = ctx == MPROF_SYS_WAKE_TASK ? ev->u[1] : 0;
+        uint64_t wp = ctx == MPROF_SYS_WAKE_TASK ? ev->u[2] : 0;
+        uint64_t key = ((wt & 0xffffffffffull) << 22 ^ (wp & 0x3fffff) << 2 ^ (uint64_t)(ctx & 3)) + 1;
+        uint32_t *v = mprof_umap_get(&m->waker_by_key, key);
+        uint32_t w;
+        if (v && m->wakers[*v].tid == wt && m->wakers[*v].pid == wp && m->wakers[*v].ctx == ctx) {
+            w = *v;
+        } else {
+            if (v || m->n_wakers >= (1u << 20) ||
+                mprof_array_reserve((void **)&m->wakers, &m->cap_wakers, m->n_wakers + 1,
+                                    sizeof *m->wakers) != 0 ||
+                mprof_umap_put(&m->waker_by_key, key, m->n_wakers) != 0)
+                break; /* a key collision (corrupt ids) counts as incomplete */
+            w = m->n_wakers++;
+            m->wakers[w] = (waker){wt, wp, ctx};
+        }
+        if (!t || mprof_array_reserve((void **)&t->wk, &t->cap_wk, t->n_wk + 1, sizeof *t->wk))
+            break;
+        t->wk[t->n_wk++] = (wake){ev->ts_ns, w};
+        m->any_wake = 1;
+        return 0;
+    }
+    case MPROF_EV_SYS_COMM: {
+        uint32_t *v = mprof_umap_get(&m->comm_by_tid, ev->u[0] + 1);
+        uint32_t k;
+        if (v) {
+            k = *v;
+        } else {
+            if (ev->u[0] == UINT64_MAX || m->n_comm >= (1u << 20) ||
+                mprof_array_reserve((void **)&m->comm, &m->cap_comm, m->n_comm + 1, sizeof *m->comm) != 0 ||
+                mprof_umap_put(&m->comm_by_tid, ev->u[0] + 1, m->n_comm) != 0)
+                break;
+            k = m->n_comm++;
+        }
+        m->comm[k].pid = ev->u[1];
+        size_t n = ev->str_len < 16 ? ev->str_len : 16;
+        memcpy(m->comm[k].name, ev->str, n);
+        m->comm[k].name[n] = 0;
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)m->comm[k].name[i] < 0x20 || m->comm[k].name[i] == '"' ||
+                m->comm[k].name[i] == '\\' || (unsigned char)m->comm[k].name[i] >= 0x7f)
+                m->comm[k].name[i] = '?'; /* a name from the kernel: printable ASCII only */
+        return 0;
+    }
+    case MPROF_EV_SYS_CPU_CORE: {
+        uint32_t cpu = (uint32_t)ev->u[0], k = 0;
+        while (k < m->n_core && m->core[k].cpu != cpu)
+            k++;
+        if (k == m->n_core) {
+            if (m->n_core >= 4096 ||
+                mprof_array_reserve((void **)&m->core, &m->cap_core, m->n_core + 1, sizeof *m->core))
+                break;
+            m->core[m->n_core++] = (struct core){cpu, 0, 0, 0};
+        }
+        double o = mprof_event_f64(ev, 1), sf = mprof_event_f64(ev, 2);
+        m->core[k].other += o >= 0 && o <= 1 ? o : 0;
+        m->core[k].self += sf >= 0 && sf <= 1 ? sf : 0;
+        m->core[k].n++;
+        return 0;
+    }
     case MPROF_EV_SYS_CPU: {
         if (mprof_array_reserve((void **)&m->bts, &m->capb, m->nb + 1, sizeof *m->bts) != 0)
             break;
@@ -171,6 +264,12 @@ static int cmp_sw(const void *pa, const void *pb)
     return (int)a->dir - (int)b->dir; /* out before in at one instant */
 }
 
+static int cmp_wake(const void *pa, const void *pb)
+{
+    const wake *a = pa, *b = pb;
+    return a->ts < b->ts ? -1 : a->ts > b->ts;
+}
+
 static int push_off(otid *t, uint32_t *cap, int64_t s, int64_t e, int reason)
 {
     if (e <= s)
@@ -193,9 +292,15 @@ static int push_off(otid *t, uint32_t *cap, int64_t s, int64_t e, int reason)
         if (!r)
             return -1;
         t->orsn = r;
+        uint32_t *w = realloc(t->owk, nc * sizeof *w);
+        if (!w)
+            return -1;
+        t->owk = w;
         *cap = nc;
     }
     t->orsn[t->n_off] = (uint8_t)reason;
+    t->owk[t->n_off] = UINT32_MAX;
+    t->by_reason[reason <= MPROF_SYS_REASON_MAX ? reason : 0] += e - s;
     t->pre[t->n_off] = t->n_off ? t->pre[t->n_off - 1] + (t->oe[t->n_off - 1] - t->os[t->n_off - 1]) : 0;
     t->os[t->n_off] = s;
     t->oe[t->n_off] = e;
@@ -244,6 +349,18 @@ static void build(mprof_sysmodel *m, otid *t)
     }
     if (off && push_off(t, &cap, off_start, t->end, reason) != 0)
         m->incomplete = 1;
+    /* Who woke each interval: the last wake-up within it (it precedes the switch in). */
+    if (t->n_wk > 1)
+        qsort(t->wk, t->n_wk, sizeof *t->wk, cmp_wake);
+    uint32_t w = 0;
+    for (uint32_t k = 0; k < t->n_off; k++) {
+        while (w < t->n_wk && t->wk[w].ts < t->os[k])
+            w++;
+        uint32_t last = UINT32_MAX;
+        while (w < t->n_wk && t->wk[w].ts <= t->oe[k])
+            last = t->wk[w++].waker;
+        t->owk[k] = last;
+    }
 }
 
 void mprof__sys_finish(mprof_sysmodel *m, const mprof_reader *r)
@@ -495,4 +612,61 @@ void mprof__sys_cpu_sample(const mprof_sysmodel *m, uint32_t i, int64_t *out_ts,
     *out_ts = m->bts[i];
     *out_other = m->bv[i];
     *out_self = m->bself[i];
+}
+
+int mprof__sys_has_wakes(const mprof_sysmodel *m)
+{
+    return m->any_wake;
+}
+
+void mprof__sys_thread_reasons(const mprof_sysmodel *m, uint32_t idx, int64_t *out)
+{
+    memset(out, 0, (MPROF_SYS_REASON_MAX + 1) * sizeof *out);
+    if (!m->finished || idx >= m->n_idx || !m->idx_t[idx])
+        return;
+    memcpy(out, m->t[m->idx_t[idx] - 1].by_reason, (MPROF_SYS_REASON_MAX + 1) * sizeof *out);
+}
+
+int64_t mprof__sys_thread_tidx(const mprof_sysmodel *m, uint32_t idx)
+{
+    if (!m->finished || idx >= m->n_idx || !m->idx_t[idx])
+        return -1;
+    return (int64_t)m->idx_t[idx] - 1;
+}
+
+uint32_t mprof__sys_tid_waker(const mprof_sysmodel *m, uint32_t i, uint32_t k)
+{
+    return m->t[i].owk ? m->t[i].owk[k] : UINT32_MAX;
+}
+
+uint32_t mprof__sys_waker_count(const mprof_sysmodel *m)
+{
+    return m->n_wakers;
+}
+
+void mprof__sys_waker_info(const mprof_sysmodel *m, uint32_t w, uint64_t *out_tid,
+                           uint64_t *out_pid, int *out_ctx, const char **out_comm)
+{
+    const waker *k = &m->wakers[w];
+    *out_tid = k->tid;
+    *out_pid = k->pid;
+    *out_ctx = k->ctx;
+    *out_comm = NULL;
+    uint32_t *v = k->ctx == MPROF_SYS_WAKE_TASK ? mprof_umap_get(&m->comm_by_tid, k->tid + 1) : NULL;
+    if (v && m->comm[*v].pid == k->pid)
+        *out_comm = m->comm[*v].name;
+}
+
+uint32_t mprof__sys_core_count(const mprof_sysmodel *m)
+{
+    return m->n_core;
+}
+
+void mprof__sys_core(const mprof_sysmodel *m, uint32_t i, uint32_t *out_cpu, uint32_t *out_n,
+                     double *out_other_mean, double *out_self_mean)
+{
+    *out_cpu = m->core[i].cpu;
+    *out_n = m->core[i].n;
+    *out_other_mean = m->core[i].n ? m->core[i].other / m->core[i].n : 0;
+    *out_self_mean = m->core[i].n ? m->core[i].self / m->core[i].n : 0;
 }

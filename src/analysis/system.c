@@ -31,6 +31,8 @@ typedef struct zthread {
     uint32_t depth, scap;
     int in_fiber;
     uint32_t s_next, s_end; /* this thread's samples not yet attributed: p->s[s_next, s_end) */
+    int64_t tx;             /* its timeline in the system model; -1 none */
+    uint32_t o_next, o_n;   /* its off-CPU intervals not yet given to a zone: [o_next, o_n) */
 } zthread;
 
 typedef struct sample {
@@ -51,6 +53,12 @@ typedef struct byzone {
     uint32_t loc, fn; /* fn: index into funcs */
     uint64_t samples;
 } byzone;
+
+typedef struct zwake {
+    uint32_t loc, waker;
+    uint64_t count;
+    int64_t ns;
+} zwake;
 
 typedef struct sys_pass {
     mprof_sysmodel *m;
@@ -73,6 +81,14 @@ typedef struct sys_pass {
     mprof_umap bz_by_key;
     uint64_t samples_in_no_zone, samples_unmapped;
     int incomplete;
+    /* per zone, the off-CPU intervals that began while it was the innermost open zone, by
+     * reason and (with the sched tracepoints) by waker */
+    int64_t (*zone_reason)[MPROF_SYS_REASON_MAX + 1];
+    zwake *zw;
+    uint32_t n_zw, cap_zw;
+    mprof_umap zw_by_key;
+    uint64_t own_pid;
+    int sched_on, zw_sorted;
 } sys_pass;
 
 #define GROW(arr, n, idx) mprof_grow_zeroed((void **)&(arr), &(n), (idx), sizeof *(arr), 1u << 24)
@@ -89,13 +105,21 @@ static void *sys_create(mprof_analysis *a)
     }
     mprof__sys_status(mprof_analysis_reader(a), &p->st);
     p->keep_zones = p->st.context_switches || p->st.sampling;
+    const mprof_reader *r = mprof_analysis_reader(a);
+    const char *v = mprof_reader_info(r, "pid");
+    p->own_pid = v ? strtoull(v, NULL, 10) : 0;
+    v = mprof_reader_info(r, "system.sched_switch");
+    p->sched_on = v && strncmp(v, "on", 2) == 0;
     return p;
 }
 
 static zthread *zt(sys_pass *p, uint32_t idx)
 {
+    uint32_t old = p->n_th;
     if (GROW(p->th, p->n_th, idx) != 0)
         return NULL;
+    for (uint32_t i = old; i < p->n_th; i++)
+        p->th[i].tx = -1;
     return &p->th[idx];
 }
 
@@ -115,6 +139,46 @@ static void flush_samples(sys_pass *p, zthread *t, int64_t ts)
     }
 }
 
+/* Gives thread t's off-CPU intervals begun before ts to the zone on top of its stack (the
+ * innermost zone open when each began; cut at ts, the thread's next event, which it can only
+ * record once it runs again): by reason, and by waker when the tracepoints said who. */
+static void flush_waits(sys_pass *p, zthread *t, int64_t ts)
+{
+    if (!p->zone_reason || t->tx < 0)
+        return;
+    while (t->o_next < t->o_n) {
+        int64_t os, oe;
+        int reason;
+        mprof__sys_tid_off(p->m, (uint32_t)t->tx, t->o_next, &os, &oe, &reason);
+        if (os >= ts && ts != INT64_MAX)
+            break;
+        uint32_t k = t->o_next++;
+        uint32_t loc = t->depth ? t->stack[t->depth - 1].loc : 0;
+        if (!loc || loc >= p->n_loc)
+            continue;
+        int64_t e = oe < ts ? oe : ts;
+        int64_t ns = e > os ? e - os : 0;
+        p->zone_reason[loc][reason >= 0 && reason <= MPROF_SYS_REASON_MAX ? reason : 0] += ns;
+        uint32_t w = mprof__sys_tid_waker(p->m, (uint32_t)t->tx, k);
+        if (w == UINT32_MAX)
+            continue;
+        uint64_t key = ((uint64_t)loc << 32 | w) + 1;
+        uint32_t *v = mprof_umap_get(&p->zw_by_key, key);
+        if (!v) {
+            if (mprof_array_reserve((void **)&p->zw, &p->cap_zw, p->n_zw + 1, sizeof *p->zw) ||
+                mprof_umap_put(&p->zw_by_key, key, p->n_zw) != 0) {
+                p->incomplete = 1;
+                continue;
+            }
+            p->zw[p->n_zw] = (zwake){loc, w, 1, ns};
+            p->n_zw++;
+            continue;
+        }
+        p->zw[*v].count++;
+        p->zw[*v].ns += ns;
+    }
+}
+
 static void zone_event(sys_pass *p, const mprof_event *ev)
 {
     zthread *t = zt(p, ev->thread);
@@ -131,12 +195,14 @@ static void zone_event(sys_pass *p, const mprof_event *ev)
         return;
     case MPROF_EV_LOST:
         flush_samples(p, t, ev->ts_ns);
+        flush_waits(p, t, ev->ts_ns);
         t->depth = 0; /* the zones open here never get their ends */
         return;
     case MPROF_EV_ZONE_BEGIN:
         if (t->in_fiber)
             return;
         flush_samples(p, t, ev->ts_ns);
+        flush_waits(p, t, ev->ts_ns);
         if (mprof_array_reserve((void **)&t->stack, &t->scap, t->depth + 1, sizeof *t->stack) != 0) {
             p->incomplete = 1;
             return;
@@ -147,6 +213,7 @@ static void zone_event(sys_pass *p, const mprof_event *ev)
         if (t->in_fiber || !t->depth)
             return;
         flush_samples(p, t, ev->ts_ns);
+        flush_waits(p, t, ev->ts_ns);
         {
             const zopen *z = &t->stack[--t->depth];
             int64_t end = ev->ts_ns > z->begin ? ev->ts_ns : z->begin;
@@ -380,6 +447,32 @@ static void sys_prescan_end(void *state, const mprof_reader *r)
         return;
     }
     p->n_loc = nloc;
+    if (!mprof__sys_has_switches(p->m))
+        return;
+    /* Each traced thread's off-CPU intervals, given to zones as the zones stream by. */
+    p->zone_reason = calloc(nloc ? nloc : 1, sizeof *p->zone_reason);
+    if (!p->zone_reason) {
+        p->incomplete = 1;
+        return;
+    }
+    uint32_t nth = mprof_reader_thread_count(r);
+    for (uint32_t ti = 1; ti < nth; ti++) {
+        int64_t tx = mprof__sys_thread_tidx(p->m, ti);
+        if (tx < 0)
+            continue;
+        zthread *t = zt(p, ti);
+        if (!t) {
+            p->incomplete = 1;
+            return;
+        }
+        uint64_t tid;
+        int64_t a, b;
+        uint32_t n_off;
+        mprof__sys_tid_info(p->m, (uint32_t)tx, &tid, &a, &b, &n_off);
+        t->tx = tx;
+        t->o_next = 0;
+        t->o_n = n_off;
+    }
 }
 
 /* After the zone read: the samples after each thread's last zone event go to the zone still
@@ -388,8 +481,111 @@ static void sys_finish(void *state, mprof_analysis *a)
 {
     sys_pass *p = state;
     (void)a;
-    for (uint32_t i = 0; i < p->n_th; i++)
+    for (uint32_t i = 0; i < p->n_th; i++) {
         flush_samples(p, &p->th[i], INT64_MAX);
+        flush_waits(p, &p->th[i], INT64_MAX);
+    }
+}
+
+/* ---- wakers --------------------------------------------------------------------------------- */
+
+static const char *const ctx_names[] = {"task", "hardirq", "softirq", "nmi"};
+
+/* A waker's name: the capture thread's name for a thread of this process, else the OS name
+ * (SYS_COMM), else "tid N"; an interrupt is "interrupt (hardirq)" and so on. */
+static const char *waker_name(const sys_pass *p, const mprof_reader *r, uint32_t w, char *buf,
+                              size_t n)
+{
+    uint64_t tid, pid;
+    int ctx;
+    const char *comm;
+    mprof__sys_waker_info(p->m, w, &tid, &pid, &ctx, &comm);
+    if (ctx != MPROF_SYS_WAKE_TASK) {
+        snprintf(buf, n, "interrupt (%s)", ctx_names[ctx & 3]);
+        return buf;
+    }
+    if (pid == p->own_pid) {
+        uint32_t idx = thread_of_tid(r, tid);
+        const mprof_thread_def *d = idx ? mprof_reader_thread(r, idx) : NULL;
+        if (d && d->name)
+            return d->name;
+    }
+    if (comm)
+        return comm;
+    snprintf(buf, n, "tid %" PRIu64, tid);
+    return buf;
+}
+
+static void waker_json(const sys_pass *p, const mprof_reader *r, mprof_json *j, uint32_t w,
+                       uint64_t count, int64_t ns)
+{
+    uint64_t tid, pid;
+    int ctx;
+    const char *comm;
+    char buf[64];
+    mprof__sys_waker_info(p->m, w, &tid, &pid, &ctx, &comm);
+    mprof_json_obj_begin(j, NULL);
+    mprof_json_str(j, "name", waker_name(p, r, w, buf, sizeof buf));
+    mprof_json_str(j, "context", ctx_names[ctx & 3]);
+    mprof_json_u64(j, "tid", tid);
+    mprof_json_u64(j, "pid", pid);
+    mprof_json_bool(j, "same_process", ctx == MPROF_SYS_WAKE_TASK && pid == p->own_pid);
+    mprof_json_u64(j, "wakeups", count);
+    mprof_json_u64(j, "off_cpu_ns", (uint64_t)ns);
+    mprof_json_obj_end(j);
+}
+
+/* The top n wakers of capture thread idx: waker ids, counts and off-CPU ns of the intervals
+ * they ended. Returns how many (at most n). */
+static uint32_t thread_wakers(const sys_pass *p, uint32_t idx, uint32_t n, uint32_t *w,
+                              uint64_t *cnt, int64_t *ns)
+{
+    int64_t tx = mprof__sys_thread_tidx(p->m, idx);
+    uint32_t nw = mprof__sys_waker_count(p->m);
+    if (tx < 0 || !nw)
+        return 0;
+    uint64_t *c = calloc(nw, sizeof *c);
+    int64_t *t = calloc(nw, sizeof *t);
+    uint32_t got = 0;
+    if (c && t) {
+        uint64_t tid;
+        int64_t a, b;
+        uint32_t n_off;
+        mprof__sys_tid_info(p->m, (uint32_t)tx, &tid, &a, &b, &n_off);
+        for (uint32_t k = 0; k < n_off; k++) {
+            uint32_t x = mprof__sys_tid_waker(p->m, (uint32_t)tx, k);
+            int64_t os, oe;
+            int reason;
+            mprof__sys_tid_off(p->m, (uint32_t)tx, k, &os, &oe, &reason);
+            if (x < nw) {
+                c[x]++;
+                t[x] += oe - os;
+            }
+        }
+        for (; got < n; got++) { /* n is small: selection */
+            uint32_t best = UINT32_MAX;
+            for (uint32_t x = 0; x < nw; x++)
+                if (c[x] && (best == UINT32_MAX || t[x] > t[best]))
+                    best = x;
+            if (best == UINT32_MAX)
+                break;
+            w[got] = best;
+            cnt[got] = c[best];
+            ns[got] = t[best];
+            c[best] = 0;
+        }
+    }
+    free(c);
+    free(t);
+    return got;
+}
+
+static int cmp_zw(const void *x, const void *y)
+{
+    const zwake *a = x, *b = y;
+    if (a->loc != b->loc)
+        return a->loc < b->loc ? -1 : 1;
+    return a->ns > b->ns ? -1 : a->ns < b->ns;
 }
 
 /* ---- output --------------------------------------------------------------------------------- */
@@ -472,8 +668,9 @@ static void sys_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
     if (p->incomplete)
         fprintf(out, "  out of memory while reading: the system figures are incomplete\n");
     if (mprof__sys_has_switches(p->m)) {
-        fprintf(out, "  %-24s %10s %12s %12s %7s\n", "thread", "switches", "on-CPU ms",
-                "off-CPU ms", "%off");
+        fprintf(out, "  %-24s %10s %12s %12s %7s %12s %12s %12s  %s\n", "thread", "switches",
+                "on-CPU ms", "off-CPU ms", "%off", "preempted", "blocked", "yielded",
+                p->sched_on ? "woken most by" : "");
         uint32_t n = mprof_reader_thread_count(r);
         for (uint32_t i = 1; i < n; i++) {
             if (!mprof__sys_thread_traced(p->m, i))
@@ -481,10 +678,37 @@ static void sys_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
             int64_t off, traced;
             mprof__sys_thread_time(p->m, i, INT64_MIN / 2, INT64_MAX / 2, &off, &traced);
             char tb[32];
-            fprintf(out, "  %-24.24s %10" PRIu64 " %12.3f %12.3f %7.1f\n",
+            int64_t rs[MPROF_SYS_REASON_MAX + 1];
+            mprof__sys_thread_reasons(p->m, i, rs);
+            uint32_t w;
+            uint64_t wc = 0;
+            int64_t wns = 0;
+            char wb[96] = "", wname[64];
+            if (thread_wakers(p, i, 1, &w, &wc, &wns))
+                snprintf(wb, sizeof wb, "%s (%" PRIu64 "x)", waker_name(p, r, w, wname, sizeof wname), wc);
+            fprintf(out, "  %-24.24s %10" PRIu64 " %12.3f %12.3f %7.1f %12.3f %12.3f %12.3f  %s\n",
                     thread_name(r, i, tb, sizeof tb), mprof__sys_thread_switches(p->m, i),
                     (double)(traced - off) / 1e6, (double)off / 1e6,
-                    traced > 0 ? 100.0 * (double)off / (double)traced : 0.0);
+                    traced > 0 ? 100.0 * (double)off / (double)traced : 0.0,
+                    (double)rs[MPROF_SYS_REASON_PREEMPTED] / 1e6,
+                    (double)rs[MPROF_SYS_REASON_BLOCKED] / 1e6,
+                    (double)rs[MPROF_SYS_REASON_YIELDED] / 1e6, wb);
+        }
+        if (p->n_zw) {
+            if (!p->zw_sorted)
+                qsort(p->zw, p->n_zw, sizeof *p->zw, cmp_zw);
+            p->zw_sorted = 1;
+            mprof_umap_free(&p->zw_by_key);
+            fprintf(out, "  zones woken by (off-CPU intervals begun in the zone, its top waker):\n");
+            for (uint32_t k = 0; k < p->n_zw; k++) {
+                if (k && p->zw[k].loc == p->zw[k - 1].loc)
+                    continue;
+                char wb[64];
+                const char *zn = zone_name(r, p->zw[k].loc);
+                fprintf(out, "    %-32.32s %-28.28s %8" PRIu64 " wake-ups %12.3f ms\n",
+                        zn ? zn : "?", waker_name(p, r, p->zw[k].waker, wb, sizeof wb),
+                        p->zw[k].count, (double)p->zw[k].ns / 1e6);
+            }
         }
     }
     if (!mprof__analysis_wants(a, "samples"))
@@ -573,6 +797,21 @@ static void sys_print_json(void *state, mprof_analysis *a, mprof_json *j)
     mprof_json_f64(j, "other_cpu_max", bmax);
     mprof_json_f64(j, "self_cpu_mean", smean);
     mprof_json_bool(j, "incomplete", p->incomplete);
+    mprof_json_bool(j, "sched_switch", p->sched_on);
+    mprof_json_str(j, "cpu_usage_source", mprof_reader_info(r, "system.cpu_usage.source"));
+    mprof_json_arr_begin(j, "cpus");
+    for (uint32_t i = 0; i < mprof__sys_core_count(p->m); i++) {
+        uint32_t cpu, n;
+        double o, sf;
+        mprof__sys_core(p->m, i, &cpu, &n, &o, &sf);
+        mprof_json_obj_begin(j, NULL);
+        mprof_json_u64(j, "cpu", cpu);
+        mprof_json_u64(j, "samples", n);
+        mprof_json_f64(j, "other_cpu_mean", o);
+        mprof_json_f64(j, "self_cpu_mean", sf);
+        mprof_json_obj_end(j);
+    }
+    mprof_json_arr_end(j);
     mprof_json_obj_end(j);
 }
 
@@ -589,6 +828,9 @@ static void sys_destroy(void *state)
     mprof_symbolizer_free(p->sym);
     free(p->zone_off);
     free(p->zone_self_off);
+    free(p->zone_reason);
+    free(p->zw);
+    mprof_umap_free(&p->zw_by_key);
     for (uint32_t i = 0; i < p->n_fn; i++) {
         free(p->fn[i].name);
         free(p->fn[i].module);
@@ -636,6 +878,31 @@ void mprof__system_zone_json(const mprof_analysis *a, mprof_json *j, uint32_t lo
     const sys_pass *p = state_of(a);
     mprof_json_u64(j, "off_cpu_ns", (uint64_t)off);
     mprof_json_u64(j, "self_off_cpu_ns", loc < p->n_loc ? (uint64_t)p->zone_self_off[loc] : 0);
+    if (!p->zone_reason || loc >= p->n_loc)
+        return;
+    mprof_json_u64(j, "self_preempted_ns", (uint64_t)p->zone_reason[loc][MPROF_SYS_REASON_PREEMPTED]);
+    mprof_json_u64(j, "self_blocked_ns", (uint64_t)p->zone_reason[loc][MPROF_SYS_REASON_BLOCKED]);
+    mprof_json_u64(j, "self_yielded_ns", (uint64_t)p->zone_reason[loc][MPROF_SYS_REASON_YIELDED]);
+    if (!p->sched_on)
+        return;
+    sys_pass *mp = (sys_pass *)p; /* sorted once, on first use */
+    if (!mp->zw_sorted) {
+        qsort(mp->zw, mp->n_zw, sizeof *mp->zw, cmp_zw);
+        mprof_umap_free(&mp->zw_by_key);
+        mp->zw_sorted = 1;
+    }
+    uint32_t lo = 0, hi = p->n_zw;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (p->zw[mid].loc < loc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    mprof_json_arr_begin(j, "woken_by");
+    for (uint32_t k = lo, shown = 0; k < p->n_zw && p->zw[k].loc == loc && shown < 5; k++, shown++)
+        waker_json(p, mprof_analysis_reader(a), j, p->zw[k].waker, p->zw[k].count, p->zw[k].ns);
+    mprof_json_arr_end(j);
 }
 
 void mprof__system_thread_json(const mprof_analysis *a, mprof_json *j, uint32_t idx)
@@ -648,4 +915,19 @@ void mprof__system_thread_json(const mprof_analysis *a, mprof_json *j, uint32_t 
     mprof_json_u64(j, "context_switches", mprof__sys_thread_switches(p->m, idx));
     mprof_json_u64(j, "on_cpu_ns", (uint64_t)(traced - off));
     mprof_json_u64(j, "off_cpu_ns", (uint64_t)off);
+    int64_t rs[MPROF_SYS_REASON_MAX + 1];
+    mprof__sys_thread_reasons(p->m, idx, rs);
+    mprof_json_u64(j, "preempted_ns", (uint64_t)rs[MPROF_SYS_REASON_PREEMPTED]);
+    mprof_json_u64(j, "blocked_ns", (uint64_t)rs[MPROF_SYS_REASON_BLOCKED]);
+    mprof_json_u64(j, "yielded_ns", (uint64_t)rs[MPROF_SYS_REASON_YIELDED]);
+    if (!p->sched_on)
+        return;
+    uint32_t w[5];
+    uint64_t c[5];
+    int64_t ns[5];
+    uint32_t n = thread_wakers(p, idx, 5, w, c, ns);
+    mprof_json_arr_begin(j, "wakers");
+    for (uint32_t k = 0; k < n; k++)
+        waker_json(p, mprof_analysis_reader(a), j, w[k], c[k], ns[k]);
+    mprof_json_arr_end(j);
 }

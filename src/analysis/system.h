@@ -79,6 +79,22 @@ void mprof__sys_tid_info(const mprof_sysmodel *m, uint32_t i, uint64_t *out_tid,
                          int64_t *out_start, int64_t *out_end, uint32_t *out_n_off);
 void mprof__sys_tid_off(const mprof_sysmodel *m, uint32_t i, uint32_t k, int64_t *out_s,
                         int64_t *out_e, int *out_reason);
+/* The sched tracepoints' extras (docs/SYSTEM.md): whether any SYS_WAKE was seen; off-CPU ns
+ * of capture thread idx by reason (out[MPROF_SYS_REASON_MAX + 1]); the model's index of capture
+ * thread idx for the _tid_ calls (-1 when untraced); who woke off-CPU interval k of traced
+ * thread i (UINT32_MAX: unknown); and the wakers: an OS thread (tid, pid, its name from SYS_COMM
+ * or NULL) or, with ctx != MPROF_SYS_WAKE_TASK, an interrupt (tid = pid = 0). */
+int mprof__sys_has_wakes(const mprof_sysmodel *m);
+void mprof__sys_thread_reasons(const mprof_sysmodel *m, uint32_t idx, int64_t *out);
+int64_t mprof__sys_thread_tidx(const mprof_sysmodel *m, uint32_t idx);
+uint32_t mprof__sys_tid_waker(const mprof_sysmodel *m, uint32_t i, uint32_t k);
+uint32_t mprof__sys_waker_count(const mprof_sysmodel *m);
+void mprof__sys_waker_info(const mprof_sysmodel *m, uint32_t w, uint64_t *out_tid,
+                           uint64_t *out_pid, int *out_ctx, const char **out_comm);
+/* Per-CPU usage (SYS_CPU_CORE, from the tracepoints): CPUs, and each one's samples and means. */
+uint32_t mprof__sys_core_count(const mprof_sysmodel *m);
+void mprof__sys_core(const mprof_sysmodel *m, uint32_t i, uint32_t *out_cpu, uint32_t *out_n,
+                     double *out_other_mean, double *out_self_mean);
 uint32_t mprof__sys_cpu_count(const mprof_sysmodel *m);
 void mprof__sys_cpu_sample(const mprof_sysmodel *m, uint32_t i, int64_t *out_ts,
                            double *out_other, double *out_self);

@@ -179,7 +179,41 @@ static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
             prev = a;
             first = 0;
         }
-        fputs("]}", out);
+        fputc(']', out);
+        if (mprof__sys_has_wakes(m)) {
+            /* who woke each interval of "off": an index into "wakers", -1 when unknown */
+            fputs(",\"wk\":[", out);
+            first = 1;
+            for (uint32_t k = 0; k < n_off; k++) {
+                int64_t a, b;
+                int why;
+                mprof__sys_tid_off(m, i, k, &a, &b, &why);
+                if (b < t0 || a > t1)
+                    continue;
+                uint32_t w = mprof__sys_tid_waker(m, i, k);
+                fprintf(out, "%s%ld", first ? "" : ",", w == UINT32_MAX ? -1L : (long)w);
+                first = 0;
+            }
+            fputc(']', out);
+        }
+        fputc('}', out);
+    }
+    if (mprof__sys_has_wakes(m)) {
+        static const char *const ctx_names[] = {"task", "hardirq", "softirq", "nmi"};
+        fputs("],\"wakers\":[", out);
+        for (uint32_t w = 0; w < mprof__sys_waker_count(m); w++) {
+            uint64_t tid, pid;
+            int ctx;
+            const char *comm;
+            mprof__sys_waker_info(m, w, &tid, &pid, &ctx, &comm);
+            fprintf(out, "%s{\"tid\":%" PRIu64 ",\"pid\":%" PRIu64 ",\"context\":\"%s\",\"name\":",
+                    w ? "," : "", tid, pid, ctx_names[ctx & 3]);
+            if (comm)
+                jstr(out, comm);
+            else
+                fputs("null", out);
+            fputc('}', out);
+        }
     }
     fputs("],\"cpu\":{\"ts\":[", out);
     int64_t prev = 0;

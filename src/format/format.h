@@ -107,6 +107,10 @@ enum {
     X(SYS_SAMPLE, 0x52, MPROF_F_TS, MPROF_F_U64, MPROF_F_CS)                                       \
     X(SYS_LOST, 0x53, MPROF_F_TS, MPROF_F_U64, MPROF_F_U64)                                       \
     X(SYS_CPU, 0x54, MPROF_F_TS, MPROF_F_F64, MPROF_F_F64)                                         \
+    /* the sched tracepoints (root): who woke a thread, an OS thread's name, one CPU's usage */   \
+    X(SYS_WAKE, 0x55, MPROF_F_TS, MPROF_F_U64, MPROF_F_U64, MPROF_F_U64, MPROF_F_U8, MPROF_F_U32)  \
+    X(SYS_COMM, 0x56, MPROF_F_TS, MPROF_F_U64, MPROF_F_U64, MPROF_F_STR)                           \
+    X(SYS_CPU_CORE, 0x57, MPROF_F_TS, MPROF_F_U32, MPROF_F_F64, MPROF_F_F64)                       \
     /* format 1.1: a frame's thumbnail (width, height, codec 1 = zstd of RGB888 rows) */          \
     X(FRAME_IMAGE, 0x58, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32, MPROF_F_U8, MPROF_F_STR)            \
     /* 0x5c-0x5f: compaction (format 1.1). TS_SCALE applies to the rest of its chunk. */         \
@@ -125,7 +129,16 @@ enum {
 
 /* SYS_SWITCH direction and reason, SYS_THREAD kinds (docs/FORMAT.md). */
 enum { MPROF_SYS_OUT = 0, MPROF_SYS_IN = 1 };
-enum { MPROF_SYS_REASON_UNKNOWN = 0, MPROF_SYS_REASON_PREEMPTED = 1, MPROF_SYS_REASON_BLOCKED = 2 };
+enum {
+    MPROF_SYS_REASON_UNKNOWN = 0,
+    MPROF_SYS_REASON_PREEMPTED = 1,
+    MPROF_SYS_REASON_BLOCKED = 2, /* without the tracepoints: blocked or yielded */
+    MPROF_SYS_REASON_YIELDED = 3, /* only from the tracepoints (sched_yield) */
+    MPROF_SYS_REASON_MAX = 3
+};
+/* SYS_WAKE: the context the wake-up came from (the waker is the interrupted task unless 0). */
+enum { MPROF_SYS_WAKE_TASK = 0, MPROF_SYS_WAKE_HARDIRQ = 1, MPROF_SYS_WAKE_SOFTIRQ = 2,
+       MPROF_SYS_WAKE_NMI = 3, MPROF_SYS_WAKE_MAX = 3 };
 enum { MPROF_SYS_TRACK_START = 1, MPROF_SYS_TRACK_END = 2 };
 
 typedef struct mprof_event_desc {

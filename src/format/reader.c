@@ -609,6 +609,11 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
             ev->frames = r->frames_tmp;
         }
         r->p = p;
+        /* Values this reader does not know are a newer writer's: refused, not guessed. */
+        if (tag == MPROF_EV_SYS_SWITCH && (ev->u[1] > MPROF_SYS_IN || ev->u[2] > MPROF_SYS_REASON_MAX))
+            return bad_event(r, "unknown switch direction or reason", tag);
+        if (tag == MPROF_EV_SYS_WAKE && ev->u[3] > MPROF_SYS_WAKE_MAX)
+            return bad_event(r, "unknown wake-up context", tag);
         if (tag == MPROF_EV_TS_SCALE) {
             /* Chunk-level encoding state, not an event: it is applied and not returned. */
             if (ev->u[0] == 0)

@@ -3,7 +3,8 @@
  * object becomes
  *   - a thread-state strip along the bottom of every thread track's header: green while the
  *     thread ran, orange while it was preempted (runnable, another task on its CPU), blue-grey
- *     while it was blocked (sleep, lock, I/O), grey outside the traced range;
+ *     while it was blocked (sleep, lock, I/O), violet while it yielded (sched_yield; only with
+ *     the sched tracepoints), grey outside the traced range; the tooltip names who woke it;
  *   - two plots, "CPU: other processes" and "CPU: this process" (percent of the machine);
  *   - a "Samples" tab: a flame graph (icicle, root on top) of the callstack samples of the
  *     selected range, one node per function on each call path, as wide as its samples.
@@ -13,7 +14,13 @@
 'use strict';
 
 const SystemView = {
-    COLORS: { run: '#3f9f5a', preempted: '#e0a030', blocked: '#5a6b8a', unknown: '#8a8a8a' },
+    COLORS: { run: '#3f9f5a', preempted: '#e0a030', blocked: '#5a6b8a', yielded: '#9a6ac8', unknown: '#8a8a8a' },
+    REASONS: ['off CPU', 'preempted', 'blocked', 'yielded'],
+
+    color(why) {
+        const C = SystemView.COLORS;
+        return why === 1 ? C.preempted : why === 2 ? C.blocked : why === 3 ? C.yielded : C.unknown;
+    },
 
     /* Adds D.system (per-tid timelines, samples) and the CPU plots to D. */
     decode(raw, D) {
@@ -21,7 +28,8 @@ const SystemView = {
         if (!s) return;
         const sys = {
             on: !!s.context_switches, cpu: !!s.cpu_usage, sampling: !!s.sampling, hz: s.hz || 0,
-            whyNot: s.why_not || null, byTid: new Map(), samples: null, functions: s.functions || []
+            whyNot: s.why_not || null, byTid: new Map(), samples: null, functions: s.functions || [],
+            wakers: s.wakers || []
         };
         for (const t of s.threads || []) {
             const off = t.off || [];
@@ -34,7 +42,8 @@ const SystemView = {
                 oe[i] = prev + off[3 * i + 1];
                 why[i] = off[3 * i + 2];
             }
-            sys.byTid.set(t.tid, { start: t.start, end: t.end, os: os, oe: oe, why: why, n: n });
+            const wk = Int32Array.from(t.wk && t.wk.length === n ? t.wk : new Array(n).fill(-1));
+            sys.byTid.set(t.tid, { start: t.start, end: t.end, os: os, oe: oe, why: why, wk: wk, n: n });
         }
         const c = s.cpu;
         if (c && c.ts && c.ts.length) {
@@ -76,7 +85,7 @@ const SystemView = {
         let i = U.upperBound(e.oe, tl.v0);
         for (; i < e.n && e.os[i] <= tl.v1; i++) {
             const x0 = x(e.os[i]), x1 = x(e.oe[i]);
-            ctx.fillStyle = e.why[i] === 1 ? SystemView.COLORS.preempted : e.why[i] === 2 ? SystemView.COLORS.blocked : SystemView.COLORS.unknown;
+            ctx.fillStyle = SystemView.color(e.why[i]);
             ctx.fillRect(x0, sy, Math.max(0.5, x1 - x0), H);
         }
     },
@@ -87,8 +96,20 @@ const SystemView = {
         const e = sys && sys.byTid.get(t.tid);
         if (!e || ts < e.start || ts > e.end) return '';
         const i = U.upperBound(e.os, ts) - 1;
-        if (i >= 0 && ts < e.oe[i]) return e.why[i] === 1 ? 'preempted' : e.why[i] === 2 ? 'blocked' : 'off CPU';
+        if (i >= 0 && ts < e.oe[i]) {
+            const what = SystemView.REASONS[e.why[i]] || 'off CPU';
+            const w = e.wk[i] >= 0 ? sys.wakers[e.wk[i]] : null;
+            return w ? what + ', woken by ' + SystemView.wakerName(D, w) : what;
+        }
         return 'running';
+    },
+
+    /* A waker in words: a thread track's name when it is one of ours, else its OS name. */
+    wakerName(D, w) {
+        if (w.context !== 'task') return 'an interrupt (' + w.context + ')';
+        const own = (D.tracks || []).find((t) => t.kind === 'thread' && t.tid === w.tid);
+        const name = own ? own.name : (w.name || 'tid ' + w.tid);
+        return own ? name : name + ' (pid ' + w.pid + ', tid ' + w.tid + ')';
     }
 };
 
