@@ -1426,6 +1426,30 @@ static void merge_feed(merge *g, const seq *q, uint64_t i, uint64_t end)
     }
 }
 
+/* Zones [a, b) of one run of a tier: they are narrower than a pixel and each follows the previous
+ * one by less than a pixel, so they join one merged span whatever comes before or after; fed as
+ * one item, without reading the zones between. */
+static void merge_piece(merge *g, const vzone *z, uint64_t a, uint64_t b)
+{
+    if (a >= b)
+        return;
+    int64_t s = z[a].s, e = z[b - 1].e;
+    int64_t lim = g->be + g->px < g->t1 ? g->be + g->px : g->t1;
+    if (g->open && s < lim) {
+        g->cnt += b - a;
+        if (e > g->be)
+            g->be = e;
+        return;
+    }
+    merge_close(g);
+    if (s >= g->t1)
+        return;
+    g->open = 1;
+    g->bs = s;
+    g->be = e;
+    g->cnt = b - a;
+}
+
 /* The coarsest tier of l whose resolution is at most px; 0 when there is none (the zones). */
 static const vtier *tier_for(const mprof_vindex *x, const vlevel *l, int64_t px)
 {
@@ -1473,7 +1497,7 @@ static int answer_zones(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
                 uint64_t f0 = sq_first(&tier, i), f1 = sq_first(&tier, i + 1);
                 uint64_t a = sq_end_after(&base, f0, f1, q->t0);
                 uint64_t b = i + 1 == j && tier.r[i].e >= q->t1 ? sq_start_from(&base, a, f1, q->t1) : f1;
-                merge_feed(&g, &base, a, b);
+                merge_piece(&g, base.z, a, b);
                 ti = i + 1;
             }
             uint64_t tail = tj;
@@ -1482,7 +1506,7 @@ static int answer_zones(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
             merge_feed(&g, &tier, ti, tail);
             if (tail < tj) {
                 uint64_t f0 = sq_first(&tier, tail), f1 = sq_first(&tier, tail + 1);
-                merge_feed(&g, &base, f0, sq_start_from(&base, f0, f1, q->t1));
+                merge_piece(&g, base.z, f0, sq_start_from(&base, f0, f1, q->t1));
             }
         }
         merge_close(&g);
