@@ -16,6 +16,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "analysis/view_index.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,10 +99,13 @@ int main(int argc, char **argv)
         return 3;
     }
     double mz = (double)mprof__vindex_zone_count(x) / 1e6;
+    uint64_t runs = 0, tiers = mprof__vindex_tier_count(x, &runs);
     printf("{\"bench\":\"view_index_build\",\"zones\":%llu,\"index_bytes\":%llu,\"build_wall_s\":%.3f,"
-           "\"build_cpu_s\":%.3f,\"cpu_s_per_mzone\":%.3f,\"bytes_per_mzone\":%.0f}\n",
+           "\"build_cpu_s\":%.3f,\"cpu_s_per_mzone\":%.3f,\"bytes_per_mzone\":%.0f,\"tiers\":%llu,"
+           "\"tier_runs\":%llu,\"tier_bytes_per_zone\":%.2f}\n",
            (unsigned long long)mprof__vindex_zone_count(x), (unsigned long long)mprof__vindex_size_bytes(x), wall,
-           cpu, cpu / mz, (double)mprof__vindex_size_bytes(x) / mz);
+           cpu, cpu / mz, (double)mprof__vindex_size_bytes(x) / mz, (unsigned long long)tiers,
+           (unsigned long long)runs, (double)runs * 40.0 / (mz * 1e6));
     /* The whole span, from the metadata. */
     mprof_vquery q;
     memset(&q, 0, sizeof q);
