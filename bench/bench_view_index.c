@@ -8,11 +8,15 @@
  * each scale, answering each view as the server would (into /dev/null). Prints JSON lines:
  * one for the build, one per step, and a summary with the worst and median step.
  *
- * usage: bench_view_index [--mprof PATH] [--demo VIEW_DEMO] [--capture FILE] [--zones N]
+ * The first step is the cold one: the index was just written, so its pages are in the page cache
+ * but not yet mapped. --no-lod answers from the zones themselves (the server's lod=0).
+ *
+ * usage: bench_view_index [--mprof PATH] [--demo VIEW_DEMO] [--capture FILE] [--zones N] [--no-lod]
  */
 #define _POSIX_C_SOURCE 200809L
 #include "analysis/view_index.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +40,14 @@ int main(int argc, char **argv)
 {
     const char *mprof = "build/mprof", *demo = NULL, *capture = NULL;
     double zones_wanted = 15e6;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--mprof") == 0)
+    int no_lod = 0;
+    for (int i = 1; i < argc; i += 2) {
+        if (strcmp(argv[i], "--no-lod") == 0) {
+            no_lod = 1; /* answer from the zones, not the tiers of detail (as /api/zones?lod=0) */
+            i--;
+        } else if (i + 1 >= argc)
+            zones_wanted = -1;
+        else if (strcmp(argv[i], "--mprof") == 0)
             mprof = argv[i + 1];
         else if (strcmp(argv[i], "--demo") == 0)
             demo = argv[i + 1];
@@ -45,8 +55,11 @@ int main(int argc, char **argv)
             capture = argv[i + 1];
         else if (strcmp(argv[i], "--zones") == 0)
             zones_wanted = atof(argv[i + 1]);
-        else {
-            fprintf(stderr, "usage: bench_view_index [--mprof PATH] [--demo VIEW_DEMO] [--capture FILE] [--zones N]\n");
+        else
+            zones_wanted = -1;
+        if (zones_wanted < 0) {
+            fprintf(stderr, "usage: bench_view_index [--mprof PATH] [--demo VIEW_DEMO] [--capture FILE] [--zones N] "
+                            "[--no-lod]\n");
             return 2;
         }
     }
@@ -86,10 +99,13 @@ int main(int argc, char **argv)
         return 3;
     }
     double mz = (double)mprof__vindex_zone_count(x) / 1e6;
+    uint64_t runs = 0, tiers = mprof__vindex_tier_count(x, &runs);
     printf("{\"bench\":\"view_index_build\",\"zones\":%llu,\"index_bytes\":%llu,\"build_wall_s\":%.3f,"
-           "\"build_cpu_s\":%.3f,\"cpu_s_per_mzone\":%.3f,\"bytes_per_mzone\":%.0f}\n",
+           "\"build_cpu_s\":%.3f,\"cpu_s_per_mzone\":%.3f,\"bytes_per_mzone\":%.0f,\"tiers\":%llu,"
+           "\"tier_runs\":%llu,\"tier_bytes_per_zone\":%.2f}\n",
            (unsigned long long)mprof__vindex_zone_count(x), (unsigned long long)mprof__vindex_size_bytes(x), wall,
-           cpu, cpu / mz, (double)mprof__vindex_size_bytes(x) / mz);
+           cpu, cpu / mz, (double)mprof__vindex_size_bytes(x) / mz, (unsigned long long)tiers,
+           (unsigned long long)runs, (double)runs * 40.0 / (mz * 1e6));
     /* The whole span, from the metadata. */
     mprof_vquery q;
     memset(&q, 0, sizeof q);
@@ -115,6 +131,7 @@ int main(int argc, char **argv)
             q.t1 = (int64_t)(center + span / 2) + 1;
             q.w = 1600;
             q.has_t = 1;
+            q.no_lod = no_lod;
             double t = now_s(CLOCK_MONOTONIC), tc = now_s(CLOCK_PROCESS_CPUTIME_ID);
             if (mprof__vindex_answer(x, &q, null, err, sizeof err) != 0) {
                 fprintf(stderr, "bench_view_index: %s\n", err);

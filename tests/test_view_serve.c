@@ -151,6 +151,70 @@ static void test_every_zone_reachable(void **state)
     mprof__vindex_close(x);
 }
 
+/* The answer to target as text (caller frees). */
+static char *ask_text(const mprof_vindex *x, const char *target)
+{
+    mprof_vquery q;
+    char err[256];
+    if (mprof__vquery_parse(target, strlen(target), &q, err, sizeof err) != 0)
+        fail_msg("%s: %s", target, err);
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&buf, &n);
+    assert_non_null(m);
+    if (mprof__vindex_answer(x, &q, m, err, sizeof err) != 0)
+        fail_msg("%s: %s", target, err);
+    fclose(m);
+    return buf;
+}
+
+/* The tiers of detail give the answer the zones give (lod=0), byte for byte, for ranges that
+ * start and end anywhere (inside merged runs too) at any width; and each answer counts exactly the
+ * zones that cross its range (recounted from a 16384-pixel answer of lod=0 over a range that
+ * leaves nothing merged is not possible here, so from the whole-capture count at the edges). */
+static void test_lod_same_answer(void **state)
+{
+    (void)state;
+    mprof_vindex *x = open_index(NULL);
+    uint64_t runs = 0, tiers = mprof__vindex_tier_count(x, &runs);
+    assert_true(tiers > 0); /* view_demo's tiny zones fill levels of thousands */
+    assert_true(runs < mprof__vindex_zone_count(x));
+    cJSON *meta = ask(x, "/api/meta");
+    int64_t start = (int64_t)num(meta, "start_ns"), end = (int64_t)num(meta, "end_ns");
+    uint64_t in_levels = level_zones(meta);
+    cJSON_Delete(meta);
+    uint64_t rnd = 0x9e3779b97f4a7c15u;
+    int differing_px = 0;
+    for (int k = 0; k < 400; k++) {
+        rnd ^= rnd << 13;
+        rnd ^= rnd >> 7;
+        rnd ^= rnd << 17;
+        int64_t span = end - start + 1;
+        int64_t len = k < 40 ? span : 1 + (int64_t)(rnd % (uint64_t)span) / (1 + (int64_t)(k % 7) * 40);
+        int64_t a = start - 1000 + (int64_t)((rnd >> 11) % (uint64_t)(span + 2000));
+        if (k < 40)
+            a = start;
+        int w = 1 + (int)((rnd >> 29) % 4000);
+        char t[200], t0[220];
+        snprintf(t, sizeof t, "/api/zones?t0=%lld&t1=%lld&w=%d", (long long)a, (long long)(a + len), w);
+        snprintf(t0, sizeof t0, "%s&lod=0", t);
+        char *p = ask_text(x, t), *r = ask_text(x, t0);
+        if (strcmp(p, r) != 0)
+            fail_msg("%s: the tiers answer\n%.300s\nthe zones\n%.300s", t, p, r);
+        if (k < 40) { /* the whole capture: every zone, drawn or merged */
+            cJSON *j = cJSON_Parse(p);
+            assert_non_null(j);
+            assert_int_equal((uint64_t)num(j, "drawn") + (uint64_t)num(j, "merged"), in_levels);
+            differing_px += num(j, "px_ns") >= 1024;
+            cJSON_Delete(j);
+        }
+        free(p);
+        free(r);
+    }
+    assert_true(differing_px > 0); /* some answers did come from a tier */
+    mprof__vindex_close(x);
+}
+
 static void test_stats_hist_instances(void **state)
 {
     (void)state;
@@ -451,15 +515,124 @@ static void test_server(void **state)
     assert_int_equal(tu_run(cmd, out, sizeof out), 2);
 }
 
+/* A free loopback port (the kernel's pick, released again). */
+static int free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    int port = -1;
+    if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(s, (struct sockaddr *)&a, &al) == 0)
+        port = ntohs(a.sin_port);
+    if (s >= 0)
+        close(s);
+    return port;
+}
+
+static double mono_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* `mprof view --live` on tests/live_game: the first /api/live that says the capture ended comes
+ * with the index of the finished file, so /api/meta at that moment has every zone of it (the
+ * page stops polling there; before the fix the flag came before the last re-index). */
+static void test_live_end(void **state)
+{
+    (void)state;
+    const char *game = getenv("LIVE_GAME");
+    if (!game || access(game, X_OK) != 0)
+        skip();
+    const char *bin = tu_mprof_bin();
+    char file[512], port_s[16], env_port[40];
+    snprintf(file, sizeof file, "%s", tu_temp_path("live_end.mprof"));
+    int gport = free_port();
+    assert_true(gport > 0);
+    snprintf(port_s, sizeof port_s, "%d", gport);
+    snprintf(env_port, sizeof env_port, "MPROF_PORT=%d", gport);
+    pid_t g = fork();
+    assert_true(g >= 0);
+    if (g == 0) {
+        putenv((char *)"MPROF_LISTEN=1");
+        putenv(env_port);
+        int nul = open("/dev/null", O_WRONLY);
+        dup2(nul, 1);
+        dup2(nul, 2);
+        execl(game, game, "--frames", "300", "--frame-ms", "4", (char *)NULL);
+        _exit(127);
+    }
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl(bin, bin, "view", "--live", "-f", "-o", file, "-p", port_s, "--port", "0", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *in = fdopen(fds[0], "r");
+    char line[256] = "";
+    assert_non_null(fgets(line, sizeof line, in));
+    int port = 0;
+    assert_int_equal(sscanf(line, "http://127.0.0.1:%d/", &port), 1);
+    static char resp[1 << 20];
+    int ended = 0, grew = 0;
+    uint64_t served_zones = 0;
+    double deadline = mono_now() + 240; /* generous: a loaded machine */
+    while (!ended && mono_now() < deadline) {
+        if (http_get(port, "GET /api/live HTTP/1.0\r\n\r\n", resp, sizeof resp) == 200) {
+            if (strstr(resp, "\"capturing\":true") && !strstr(resp, "\"generation\":0"))
+                grew = 1;
+            if (strstr(resp, "\"capturing\":false")) {
+                ended = 1;
+                assert_int_equal(http_get(port, "GET /api/meta HTTP/1.0\r\n\r\n", resp, sizeof resp), 200);
+                const char *body = strstr(resp, "\r\n\r\n");
+                assert_non_null(body);
+                cJSON *m = cJSON_Parse(body + 4);
+                assert_non_null(m);
+                served_zones = (uint64_t)num(cJSON_GetObjectItem(m, "capture"), "zones");
+                cJSON_Delete(m);
+            }
+        }
+        usleep(500); /* polled closely: the window the fix closed lasts one re-index */
+    }
+    assert_true(ended);
+    assert_true(grew);
+    kill(pid, SIGTERM);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    fclose(in);
+    kill(g, SIGTERM);
+    waitpid(g, &st, 0);
+    /* The finished file, indexed on its own. */
+    char fidx[600], err[512];
+    snprintf(fidx, sizeof fidx, "%s.check.vidx", file);
+    mprof_vindex *x = mprof__vindex_open(file, fidx, NULL, err, sizeof err);
+    if (!x)
+        fail_msg("%s", err);
+    assert_true(mprof__vindex_zone_count(x) > 0);
+    assert_int_equal(served_zones, mprof__vindex_zone_count(x));
+    mprof__vindex_close(x);
+    unlink(fidx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_zone_reachable),
+        cmocka_unit_test(test_lod_same_answer),
         cmocka_unit_test(test_stats_hist_instances),
         cmocka_unit_test(test_plots_frames_messages),
         cmocka_unit_test(test_query_parser),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_server),
+        cmocka_unit_test(test_live_end),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -62,8 +62,10 @@ static void held_release(server *s, held *h)
     }
 }
 
-/* Serves x from now on (s takes it); the previous index goes when its last request ends. */
-static int server_swap(server *s, mprof_vindex *x)
+/* Serves x, the index of capture_bytes bytes of the capture, from now on (s takes it); the
+ * previous index goes when its last request ends. The index, its generation and its size change
+ * together under the lock, so /api/live never names an index that is not the one served. */
+static int server_swap(server *s, mprof_vindex *x, uint64_t capture_bytes)
 {
     held *h = calloc(1, sizeof *h);
     if (!h) {
@@ -76,6 +78,7 @@ static int server_swap(server *s, mprof_vindex *x)
     held *old = s->cur;
     s->cur = h;
     s->generation++;
+    s->capture_bytes = capture_bytes;
     if (old)
         old->retired = 1;
     pthread_mutex_unlock(&s->mu);
@@ -298,7 +301,8 @@ int mprof__view_serve(const char *capture, const char *index_path, const char *a
     fprintf(stderr, "mprof view: %s index %s (%.1f MB, %llu zones)\n", built ? "built" : "reusing",
             mprof__vindex_path(x), (double)mprof__vindex_size_bytes(x) / 1e6,
             (unsigned long long)mprof__vindex_zone_count(x));
-    if (server_swap(&s, x) != 0)
+    struct stat cst;
+    if (server_swap(&s, x, stat(capture, &cst) == 0 ? (uint64_t)cst.st_size : 0) != 0)
         return tool_error("view", EXIT_IO, "out of memory");
     fprintf(stderr, "mprof view: serving %s; stop with Ctrl-C\n", capture);
     struct MHD_Daemon *d = start_daemon(&s, address, port, &rc);
@@ -388,10 +392,10 @@ int mprof__view_live(const mprof_view_live_opts *o)
         if (child_rc < 0) {
             int ws;
             if (waitpid(child, &ws, WNOHANG) == child) {
+                /* The page is told the capture ended only once the index of the finished file
+                 * is served (below): a page that saw "ended" with the last growing index would
+                 * stop polling and keep showing it. */
                 child_rc = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128;
-                pthread_mutex_lock(&s.mu);
-                s.capturing = 0;
-                pthread_mutex_unlock(&s.mu);
                 if (child_rc != EXIT_OK && child_rc != EXIT_VERDICT && !indexed) {
                     server_end(&s, d);
                     return child_rc;
@@ -399,24 +403,29 @@ int mprof__view_live(const mprof_view_live_opts *o)
             }
         }
         /* Re-index when the file grew, no more often than twice the last build took. */
-        if (stat(o->capture, &st) == 0 && (uint64_t)st.st_size != indexed && (mono_s() >= next || child_rc >= 0)) {
+        int have = stat(o->capture, &st) == 0;
+        if (have && (uint64_t)st.st_size != indexed && (mono_s() >= next || child_rc >= 0)) {
             double t = mono_s();
             char err[512];
             uint64_t size = (uint64_t)st.st_size;
-            if (mprof__vindex_build(o->capture, idx, err, sizeof err) == 0) {
-                mprof_vindex *x = mprof__vindex_open_built(idx, err, sizeof err);
-                if (x && server_swap(&s, x) == 0) {
-                    indexed = size;
-                    pthread_mutex_lock(&s.mu);
-                    s.capture_bytes = size;
-                    pthread_mutex_unlock(&s.mu);
-                }
+            mprof_vindex *x = NULL;
+            if (mprof__vindex_build(o->capture, idx, err, sizeof err) == 0)
+                x = mprof__vindex_open_built(idx, err, sizeof err);
+            if (x && server_swap(&s, x, size) == 0)
+                indexed = size;
+            else if (child_rc >= 0) {
+                /* The finished file does not index: say so once and keep serving the last index. */
+                fprintf(stderr, "mprof view: cannot index the finished capture: %s\n", err);
+                indexed = size;
             }
             build_s = mono_s() - t;
             next = mono_s() + (build_s * 2 > 0.5 ? build_s * 2 : 0.5);
         }
-        if (child_rc >= 0 && stat(o->capture, &st) == 0 && (uint64_t)st.st_size == indexed && !final_done) {
+        if (child_rc >= 0 && (!have || (uint64_t)st.st_size == indexed) && !final_done) {
             final_done = 1;
+            pthread_mutex_lock(&s.mu);
+            s.capturing = 0; /* after the final index: the page's next /api/meta is the whole capture */
+            pthread_mutex_unlock(&s.mu);
             fprintf(stderr, "mprof view: the capture ended (mprof capture exit %d); serving %s until Ctrl-C\n",
                     child_rc, o->capture);
             if (stopping)

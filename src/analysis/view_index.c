@@ -36,7 +36,7 @@
 /* ---- 1. File layout -------------------------------------------------------------------------- */
 
 #define VIDX_MAGIC "MPVIDX01"
-#define VIDX_VERSION 3u
+#define VIDX_VERSION 4u
 #define HIST_BUCKETS 336 /* 8 per octave from 1 ns to 2^42 ns (73 min) */
 #define MAX_LOC_SLOTS (1u << 20)
 #define PYR_FANOUT 16
@@ -55,6 +55,7 @@ typedef struct vhead {
     uint64_t meta_off, meta_len;
     int64_t end_ns;
     uint64_t n_images, images_off, image_bytes_off, image_bytes_len;
+    uint64_t n_tiers, tiers_off;
     uint64_t file_bytes;
 } vhead;
 
@@ -66,7 +67,17 @@ typedef struct vmsg { int64_t ts; uint64_t text_off; uint32_t text_len, level, t
 typedef struct vframe { int64_t s, d; } vframe;
 typedef struct vimage { int64_t ts; uint64_t off; uint32_t len, w, h, codec; } vimage;
 
-typedef struct vlevel { uint32_t track, depth; uint64_t off, n; } vlevel;
+typedef struct vlevel { uint32_t track, depth; uint64_t off, n; uint32_t tier0, n_tiers; } vlevel;
+
+/* Level of detail (section 6): a tier of a level is its zones merged at resolution res_ns, as a
+ * sorted array of runs. A run is a maximal chain of zones each narrower than res_ns, each
+ * starting less than res_ns after the previous one ends; a zone that is not in such a chain is a
+ * run of its own (first = its index, with its self time and location). first is the index of the
+ * run's first zone in the level, so a run's count is the next run's first minus its own. */
+typedef struct vrun { int64_t s, e; uint64_t first; int64_t self; uint32_t loc, pad; } vrun;
+typedef struct vtier { uint64_t off, n; int64_t res_ns; } vtier;
+#define LOD_TIERS 17      /* resolutions 2^10, 2^12, ... 2^42 ns (1 us to 73 min) */
+#define LOD_MIN_ZONES 1024 /* smaller levels are read whole */
 typedef struct vloc {
     uint64_t off, n, hist_off;
     int64_t total, self, min, max;
@@ -698,6 +709,128 @@ static int stat_stamp(const char *path, uint64_t *size, int64_t *mtime_ns)
     return 0;
 }
 
+/* Tiers of detail of one level (see vrun): its zones are read back from the index file and fed
+ * through a cascade of LOD_TIERS stages, each merging the items of the stage below at 4 times its
+ * resolution (merging runs made at a finer resolution gives the runs of the zones themselves: every
+ * zone of a fine run is narrower than the coarse resolution and follows the previous one closely
+ * enough). A first pass counts each stage's runs; the second writes the stages kept: those with at
+ * most half the runs of the last one kept (the level's zones at first), so tiers cost at most the
+ * level's own size and usually far less. */
+typedef struct titem { int64_t s, e; uint64_t first, n; int64_t self; uint32_t loc; } titem;
+typedef struct tstage {
+    int64_t res;
+    int open;
+    titem cur;
+    uint64_t count;
+    stream *st; /* the pass that writes it; NULL: counted only */
+} tstage;
+
+static int tier_cascade(spool *sp, tstage *g, int k, const titem *it);
+
+static int tier_emit(spool *sp, tstage *g, int k, const titem *it)
+{
+    g[k].count++;
+    if (g[k].st) {
+        vrun r = {it->s, it->e, it->first, it->n == 1 ? it->self : 0, it->n == 1 ? it->loc : 0, 0};
+        if (stream_put(sp, g[k].st, &r, sizeof r) != 0)
+            return -1;
+        g[k].st->n++;
+    }
+    return tier_cascade(sp, g, k + 1, it);
+}
+
+static int tier_cascade(spool *sp, tstage *g, int k, const titem *it)
+{
+    if (k == LOD_TIERS)
+        return 0;
+    tstage *t = &g[k];
+    int narrow = it->n > 1 || it->e - it->s < t->res;
+    if (t->open && narrow && it->s < t->cur.e + t->res) {
+        t->cur.n += it->n;
+        if (it->e > t->cur.e)
+            t->cur.e = it->e;
+        return 0;
+    }
+    if (t->open) {
+        t->open = 0;
+        if (tier_emit(sp, g, k, &t->cur) != 0)
+            return -1;
+    }
+    if (narrow) {
+        t->cur = *it;
+        t->open = 1;
+        return 0;
+    }
+    return tier_emit(sp, g, k, it);
+}
+
+/* Writes the kept tiers of the level of n zones at off in f to f's end; out gets them. */
+static int level_tiers(spool *sp, FILE *f, uint64_t off, uint64_t n, uint64_t *pos, vtier *out, uint32_t *out_n)
+{
+    enum { BUF = 4096 };
+    *out_n = 0;
+    if (n < LOD_MIN_ZONES)
+        return 0;
+    vzone *buf = malloc(BUF * sizeof *buf);
+    stream st[LOD_TIERS];
+    tstage g[LOD_TIERS];
+    memset(st, 0, sizeof st);
+    int rc = -1;
+    if (!buf || fflush(f) != 0)
+        goto done;
+    for (int pass = 0; pass < 2; pass++) {
+        memset(g, 0, sizeof g);
+        for (int k = 0; k < LOD_TIERS; k++) {
+            g[k].res = INT64_C(1) << (10 + 2 * k);
+            g[k].st = pass && st[k].rec ? &st[k] : NULL;
+        }
+        for (uint64_t i = 0; i < n; i += BUF) {
+            size_t m = n - i < BUF ? (size_t)(n - i) : BUF;
+            if (pread(fileno(f), buf, m * sizeof *buf, (off_t)(off + i * sizeof *buf)) != (ssize_t)(m * sizeof *buf))
+                goto done;
+            for (size_t j = 0; j < m; j++) {
+                titem it = {buf[j].s, buf[j].e, i + j, 1, buf[j].self, buf[j].loc};
+                if (tier_cascade(sp, g, 0, &it) != 0)
+                    goto done;
+            }
+        }
+        for (int k = 0; k < LOD_TIERS; k++)
+            if (g[k].open) {
+                g[k].open = 0;
+                if (tier_emit(sp, g, k, &g[k].cur) != 0)
+                    goto done;
+            }
+        if (!pass) {
+            uint64_t prev = n;
+            int any = 0;
+            for (int k = 0; k < LOD_TIERS; k++)
+                if (g[k].count && g[k].count <= prev / 2) {
+                    st[k].rec = sizeof(vrun);
+                    st[k].last = INT64_MIN;
+                    prev = g[k].count;
+                    any = 1;
+                }
+            if (!any) {
+                rc = 0;
+                goto done;
+            }
+        }
+    }
+    for (int k = 0; k < LOD_TIERS; k++) {
+        if (!st[k].rec)
+            continue;
+        if (stream_copy(sp, &st[k], f, pos) != 0)
+            goto done;
+        out[(*out_n)++] = (vtier){st[k].out_off, st[k].n, g[k].res};
+    }
+    rc = 0;
+done:
+    for (int k = 0; k < LOD_TIERS; k++)
+        stream_free(&st[k]);
+    free(buf);
+    return rc;
+}
+
 static void builder_free(builder *b)
 {
     for (size_t i = 0; i < b->n_levels; i++)
@@ -726,6 +859,8 @@ static void builder_free(builder *b)
 static int write_index(builder *b, mprof_reader *r, const char *cap_path, FILE *f, char *err, size_t errlen)
 {
     vhead h;
+    vtier *tiers = NULL;
+    uint32_t *lt0 = NULL, *ltn = NULL; /* per level: its first tier and tier count */
     memset(&h, 0, sizeof h);
     memcpy(h.magic, VIDX_MAGIC, 8);
     h.version = VIDX_VERSION;
@@ -748,6 +883,25 @@ static int write_index(builder *b, mprof_reader *r, const char *cap_path, FILE *
         if (fseek(f, 0, SEEK_END) != 0)
             goto io;
     }
+    /* Tiers of detail of the levels, then everything else. */
+    tiers = calloc(b->n_levels * LOD_TIERS + 1, sizeof *tiers);
+    lt0 = calloc(b->n_levels + 1, sizeof *lt0);
+    ltn = calloc(b->n_levels + 1, sizeof *ltn);
+    if (!tiers || !lt0 || !ltn)
+        goto oom;
+    uint64_t n_tiers = 0;
+    for (size_t i = 0; i < b->n_levels; i++) {
+        lt0[i] = (uint32_t)n_tiers;
+        if (level_tiers(&b->sp, f, b->levels[i].st.out_off, b->levels[i].st.n, &pos, tiers + n_tiers, &ltn[i]) != 0)
+            goto io;
+        n_tiers += ltn[i];
+    }
+    if (align8(f, &pos) != 0)
+        goto io;
+    h.n_tiers = n_tiers;
+    h.tiers_off = pos;
+    if (put(f, tiers, n_tiers * sizeof *tiers, &pos) != 0)
+        goto io;
     for (uint32_t i = 0; i < b->n_locs; i++)
         if (stream_copy(&b->sp, &b->locs[i].st, f, &pos) != 0)
             goto io;
@@ -812,7 +966,7 @@ static int write_index(builder *b, mprof_reader *r, const char *cap_path, FILE *
         goto io;
     h.levels_off = pos;
     for (size_t i = 0; i < b->n_levels; i++) {
-        vlevel l = {b->levels[i].track, b->levels[i].depth, b->levels[i].st.out_off, b->levels[i].st.n};
+        vlevel l = {b->levels[i].track, b->levels[i].depth, b->levels[i].st.out_off, b->levels[i].st.n, lt0[i], ltn[i]};
         if (put(f, &l, sizeof l, &pos) != 0)
             goto io;
     }
@@ -848,12 +1002,21 @@ static int write_index(builder *b, mprof_reader *r, const char *cap_path, FILE *
     h.file_bytes = pos;
     if (fflush(f) != 0 || pwrite(fileno(f), &h, sizeof h, 0) != (ssize_t)sizeof h)
         goto io;
+    free(tiers);
+    free(lt0);
+    free(ltn);
     return 0;
 io:
     snprintf(err, errlen, "cannot write the index: %s", errno ? strerror(errno) : "I/O error");
+    free(tiers);
+    free(lt0);
+    free(ltn);
     return -1;
 oom:
     snprintf(err, errlen, "out of memory while writing the index");
+    free(tiers);
+    free(lt0);
+    free(ltn);
     return -1;
 }
 
@@ -940,6 +1103,7 @@ struct mprof_vindex {
     const vlevel *levels;
     const vloc *locs;
     const vplot *plots;
+    const vtier *tiers;
     char *path;
     int remove_on_close;
 };
@@ -998,14 +1162,20 @@ static mprof_vindex *try_open(const char *cap_path, const char *index_path, char
              !in_file(x, h->msgs_off, h->n_msgs, sizeof(vmsg)) || !in_file(x, h->text_off, h->text_len, 1) ||
              !in_file(x, h->frames_off, h->n_frames, sizeof(vframe)) || !in_file(x, h->meta_off, h->meta_len, 1) ||
              !in_file(x, h->images_off, h->n_images, sizeof(vimage)) ||
-             !in_file(x, h->image_bytes_off, h->image_bytes_len, 1))
+             !in_file(x, h->image_bytes_off, h->image_bytes_len, 1) ||
+             !in_file(x, h->tiers_off, h->n_tiers, sizeof(vtier)))
         why = "damaged index";
     if (!why) {
         x->levels = (const vlevel *)(x->map + h->levels_off);
         x->locs = (const vloc *)(x->map + h->locs_off);
         x->plots = (const vplot *)(x->map + h->plots_off);
+        x->tiers = (const vtier *)(x->map + h->tiers_off);
         for (uint64_t i = 0; i < h->n_levels && !why; i++)
-            if (!in_file(x, x->levels[i].off, x->levels[i].n, sizeof(vzone)))
+            if (!in_file(x, x->levels[i].off, x->levels[i].n, sizeof(vzone)) ||
+                (uint64_t)x->levels[i].tier0 + x->levels[i].n_tiers > h->n_tiers)
+                why = "damaged index";
+        for (uint64_t i = 0; i < h->n_tiers && !why; i++)
+            if (!in_file(x, x->tiers[i].off, x->tiers[i].n, sizeof(vrun)))
                 why = "damaged index";
         for (uint64_t i = 0; i < h->n_locs && !why; i++)
             if (!in_file(x, x->locs[i].off, x->locs[i].n, sizeof(vinst)) ||
@@ -1104,25 +1274,21 @@ const char *mprof__vindex_path(const mprof_vindex *x)
     return x->path;
 }
 
+uint64_t mprof__vindex_tier_count(const mprof_vindex *x, uint64_t *out_runs)
+{
+    uint64_t runs = 0;
+    for (uint64_t i = 0; i < x->h->n_tiers; i++)
+        runs += x->tiers[i].n;
+    if (out_runs)
+        *out_runs = runs;
+    return x->h->n_tiers;
+}
+
 /* ---- 5. Answers ------------------------------------------------------------------------------ */
 
 static const vzone *level_zones(const mprof_vindex *x, const vlevel *l)
 {
     return (const vzone *)(x->map + l->off);
-}
-
-/* First zone of z[lo, n) whose end is after t (ends are sorted within a level). */
-static uint64_t first_end_after(const vzone *z, uint64_t lo, uint64_t n, int64_t t)
-{
-    uint64_t hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (z[mid].e <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 /* First zone of z[lo, n) that starts at or after t. */
@@ -1139,6 +1305,161 @@ static uint64_t first_start_from(const vzone *z, uint64_t lo, uint64_t n, int64_
     return lo;
 }
 
+/* A level's zones, or one of its tiers, seen alike by the merge: item i starts at s(i), ends at
+ * e(i) and holds the zones [first(i), first(i + 1)) of the level (a zone holds itself). */
+typedef struct seq {
+    const vzone *z; /* the zones, or NULL for a tier */
+    const vrun *r;
+    uint64_t n, level_n;
+} seq;
+
+static int64_t sq_s(const seq *q, uint64_t i) { return q->z ? q->z[i].s : q->r[i].s; }
+static int64_t sq_e(const seq *q, uint64_t i) { return q->z ? q->z[i].e : q->r[i].e; }
+
+/* Clamped, so that a damaged tier can give wrong counts but never reads outside its level. */
+static uint64_t sq_first(const seq *q, uint64_t i)
+{
+    if (q->z || i >= q->n)
+        return i >= q->n ? q->level_n : i;
+    return q->r[i].first < q->level_n ? q->r[i].first : q->level_n;
+}
+
+static uint64_t sq_count(const seq *q, uint64_t a, uint64_t b)
+{
+    uint64_t fa = sq_first(q, a), fb = sq_first(q, b);
+    return fb > fa ? fb - fa : 0;
+}
+
+/* First item of [lo, hi) whose end is after t (ends are sorted within a level). */
+static uint64_t sq_end_after(const seq *q, uint64_t lo, uint64_t hi, int64_t t)
+{
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (sq_e(q, mid) <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* First item of [lo, hi) that starts at or after t. */
+static uint64_t sq_start_from(const seq *q, uint64_t lo, uint64_t hi, int64_t t)
+{
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (sq_s(q, mid) < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The merge of one level: zones at least a pixel wide are drawn; a run of narrower zones, each
+ * starting less than a pixel after the previous one ends and before t1, is one merged span with
+ * its count. It is fed items in order (zones, or runs of a tier whose resolution is at most a
+ * pixel: such a run lies inside one merged span), and a run stays open from one feed to the next. */
+typedef struct merge {
+    FILE *out, *m;
+    int64_t px, t1;
+    int fz, fm, open;
+    int64_t bs, be;
+    uint64_t cnt, drawn, merged;
+} merge;
+
+static void merge_close(merge *g)
+{
+    if (!g->open)
+        return;
+    fprintf(g->m, "%s%" PRId64 ",%" PRId64 ",%" PRIu64, g->fm ? "" : ",", g->bs, g->be, g->cnt);
+    g->fm = 0;
+    g->merged += g->cnt;
+    g->open = 0;
+}
+
+static int sq_wide(const seq *q, uint64_t i, int64_t px)
+{
+    return sq_e(q, i) - sq_s(q, i) >= px && sq_count(q, i, i + 1) == 1;
+}
+
+static void merge_feed(merge *g, const seq *q, uint64_t i, uint64_t end)
+{
+    while (i < end) {
+        if (g->open) {
+            int64_t lim = g->be + g->px < g->t1 ? g->be + g->px : g->t1;
+            uint64_t k = sq_start_from(q, i, end, lim);
+            if (k == i) {
+                merge_close(g);
+                continue;
+            }
+            /* Items of a level do not overlap: among [i, k) only the last can be wide. */
+            int wide_last = sq_wide(q, k - 1, g->px);
+            uint64_t e = wide_last ? k - 1 : k;
+            if (e > i) {
+                g->cnt += sq_count(q, i, e);
+                if (sq_e(q, e - 1) > g->be)
+                    g->be = sq_e(q, e - 1);
+                i = e;
+            }
+            if (wide_last)
+                merge_close(g);
+            continue;
+        }
+        if (sq_s(q, i) >= g->t1)
+            return;
+        if (sq_wide(q, i, g->px)) {
+            const vzone *z = q->z ? &q->z[i] : NULL;
+            const vrun *r = q->r ? &q->r[i] : NULL;
+            fprintf(g->out, "%s%" PRId64 ",%" PRId64 ",%" PRIu32 ",%" PRId64, g->fz ? "" : ",", z ? z->s : r->s,
+                    z ? z->e : r->e, z ? z->loc : r->loc, z ? z->self : r->self);
+            g->fz = 0;
+            g->drawn++;
+            i++;
+            continue;
+        }
+        g->open = 1;
+        g->bs = sq_s(q, i);
+        g->be = sq_e(q, i);
+        g->cnt = sq_count(q, i, i + 1);
+        i++;
+    }
+}
+
+/* Zones [a, b) of one run of a tier: they are narrower than a pixel and each follows the previous
+ * one by less than a pixel, so they join one merged span whatever comes before or after; fed as
+ * one item, without reading the zones between. */
+static void merge_piece(merge *g, const vzone *z, uint64_t a, uint64_t b)
+{
+    if (a >= b)
+        return;
+    int64_t s = z[a].s, e = z[b - 1].e;
+    int64_t lim = g->be + g->px < g->t1 ? g->be + g->px : g->t1;
+    if (g->open && s < lim) {
+        g->cnt += b - a;
+        if (e > g->be)
+            g->be = e;
+        return;
+    }
+    merge_close(g);
+    if (s >= g->t1)
+        return;
+    g->open = 1;
+    g->bs = s;
+    g->be = e;
+    g->cnt = b - a;
+}
+
+/* The coarsest tier of l whose resolution is at most px; 0 when there is none (the zones). */
+static const vtier *tier_for(const mprof_vindex *x, const vlevel *l, int64_t px)
+{
+    const vtier *best = NULL;
+    for (uint32_t k = 0; k < l->n_tiers; k++)
+        if (x->tiers[l->tier0 + k].res_ns <= px)
+            best = &x->tiers[l->tier0 + k];
+    return best;
+}
+
 static int answer_zones(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
 {
     int64_t px = (q->t1 - q->t0) / (int64_t)q->w;
@@ -1149,54 +1470,49 @@ static int answer_zones(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
     int first_level = 1;
     for (uint64_t li = 0; li < x->h->n_levels; li++) {
         const vlevel *l = &x->levels[li];
-        const vzone *z = level_zones(x, l);
-        uint64_t i = first_end_after(z, 0, l->n, q->t0);
-        if (i >= l->n || z[i].s >= q->t1)
+        seq base = {level_zones(x, l), NULL, l->n, l->n};
+        const vtier *tr = q->no_lod ? NULL : tier_for(x, l, px);
+        seq tier = {NULL, tr ? (const vrun *)(x->map + tr->off) : NULL, tr ? tr->n : 0, l->n};
+        const seq *top = tr ? &tier : &base;
+        uint64_t i = sq_end_after(top, 0, top->n, q->t0);
+        if (i >= top->n || sq_s(top, i) >= q->t1)
             continue;
+        uint64_t j = sq_start_from(top, i, top->n, q->t1);
         fprintf(out, "%s{\"track\":%" PRIu32 ",\"depth\":%" PRIu32 ",\"z\":[", first_level ? "" : ",",
                 l->track, l->depth);
         first_level = 0;
         /* Merged spans go to a second array, written after the zones from a small buffer. */
         char *mbuf = NULL;
         size_t mlen = 0;
-        FILE *m = open_memstream(&mbuf, &mlen);
-        if (!m)
+        merge g = {out, open_memstream(&mbuf, &mlen), px, q->t1, 1, 1, 0, 0, 0, 0, 0, 0};
+        if (!g.m)
             return -1;
-        int fz = 1, fm = 1;
-        while (i < l->n && z[i].s < q->t1) {
-            if (z[i].e - z[i].s >= px) {
-                fprintf(out, "%s%" PRId64 ",%" PRId64 ",%" PRIu32 ",%" PRId64, fz ? "" : ",", z[i].s, z[i].e,
-                        z[i].loc, z[i].self);
-                fz = 0;
-                drawn++;
-                i++;
-                continue;
+        if (!tr)
+            merge_feed(&g, &base, i, j);
+        else {
+            /* Runs of the tier that reach outside [t0, t1) hold zones that are not in the range:
+             * those are read from the level's zones, up to the range's edges. */
+            uint64_t ti = i, tj = j;
+            if (sq_count(&tier, i, i + 1) > 1 && tier.r[i].s <= q->t0) {
+                uint64_t f0 = sq_first(&tier, i), f1 = sq_first(&tier, i + 1);
+                uint64_t a = sq_end_after(&base, f0, f1, q->t0);
+                uint64_t b = i + 1 == j && tier.r[i].e >= q->t1 ? sq_start_from(&base, a, f1, q->t1) : f1;
+                merge_piece(&g, base.z, a, b);
+                ti = i + 1;
             }
-            /* A run of zones narrower than a pixel: the zones that start within a pixel of the
-             * run's end join it, found with one binary search. Zones of a level do not overlap,
-             * so a wide zone among them can only be the last one: it ends the run. */
-            int64_t bs = z[i].s, be = z[i].e;
-            uint64_t start_i = i++;
-            for (;;) {
-                uint64_t k = first_start_from(z, i, l->n, be + px);
-                if (k == i)
-                    break;
-                int wide_last = z[k - 1].e - z[k - 1].s >= px;
-                uint64_t end = wide_last ? k - 1 : k;
-                if (end > i) {
-                    if (z[end - 1].e > be)
-                        be = z[end - 1].e;
-                    i = end;
-                }
-                if (wide_last || z[i - 1].s >= q->t1)
-                    break;
+            uint64_t tail = tj;
+            if (tj > ti && sq_count(&tier, tj - 1, tj) > 1 && tier.r[tj - 1].e >= q->t1)
+                tail = tj - 1;
+            merge_feed(&g, &tier, ti, tail);
+            if (tail < tj) {
+                uint64_t f0 = sq_first(&tier, tail), f1 = sq_first(&tier, tail + 1);
+                merge_piece(&g, base.z, f0, sq_start_from(&base, f0, f1, q->t1));
             }
-            uint64_t cnt = i - start_i;
-            fprintf(m, "%s%" PRId64 ",%" PRId64 ",%" PRIu64, fm ? "" : ",", bs, be, cnt);
-            fm = 0;
-            merged += cnt;
         }
-        fclose(m);
+        merge_close(&g);
+        fclose(g.m);
+        drawn += g.drawn;
+        merged += g.merged;
         fprintf(out, "],\"m\":[%s]}", mbuf ? mbuf : "");
         free(mbuf);
     }

@@ -43,6 +43,8 @@ void mprof__vindex_close(mprof_vindex *x); /* NULL is a no-op */
 uint64_t mprof__vindex_zone_count(const mprof_vindex *x);
 uint64_t mprof__vindex_size_bytes(const mprof_vindex *x);
 const char *mprof__vindex_path(const mprof_vindex *x);
+/* Tiers of detail (runs of zones merged at coarse resolutions) over all levels, and their runs. */
+uint64_t mprof__vindex_tier_count(const mprof_vindex *x, uint64_t *out_runs);
 
 /* ---- queries ---------------------------------------------------------------------------------
  * The page's requests, parsed from a request target ("/api/zones?t0=0&t1=100&w=800") by
@@ -52,7 +54,8 @@ const char *mprof__vindex_path(const mprof_vindex *x);
 enum {
     MPROF_VQ_NONE = 0,
     MPROF_VQ_META,      /* /api/meta: capture, tracks, source locations, plots, whole-capture stats */
-    MPROF_VQ_ZONES,     /* /api/zones?t0&t1&w: zones and merged spans */
+    MPROF_VQ_ZONES,     /* /api/zones?t0&t1&w[&lod=0]: zones and merged spans (lod=0: from the
+                         * zones themselves, not the tiers of detail; the same answer, slower) */
     MPROF_VQ_PLOTS,     /* /api/plots?t0&t1&w: min/max per pixel of each series */
     MPROF_VQ_MESSAGES,  /* /api/messages?t0&t1[&limit] */
     MPROF_VQ_FRAMES,    /* /api/frames?from&to&w: the worst frame of each pixel */
@@ -73,6 +76,7 @@ typedef struct mprof_vquery {
     int64_t dmin, dmax; /* duration filter, ns */
     uint32_t limit;
     int has_t, has_frames, has_loc;
+    int no_lod;         /* /api/zones: lod=0 */
     char asset[64];     /* MPROF_VQ_ASSET: the path without the leading '/', "" for the page */
 } mprof_vquery;
 

@@ -23,7 +23,7 @@ static const api_path paths[] = {
     {"/api/meta", MPROF_VQ_META, ""},
     {"/api/live", MPROF_VQ_LIVE, ""},
     {"/api/image", MPROF_VQ_IMAGE, "!frame"},
-    {"/api/zones", MPROF_VQ_ZONES, "!t0 !t1 !w"},
+    {"/api/zones", MPROF_VQ_ZONES, "!t0 !t1 !w lod"},
     {"/api/plots", MPROF_VQ_PLOTS, "!t0 !t1 !w"},
     {"/api/messages", MPROF_VQ_MESSAGES, "!t0 !t1 limit"},
     {"/api/frames", MPROF_VQ_FRAMES, "from to !w"},
@@ -82,7 +82,7 @@ static int key_allowed(const char *list, const char *k, size_t kn, int *required
     return 0;
 }
 
-static const char *const key_names[] = {"t0", "t1", "w", "loc", "dmin", "dmax", "limit", "from", "to", "frame"};
+static const char *const key_names[] = {"t0", "t1", "w", "loc", "dmin", "dmax", "limit", "from", "to", "frame", "lod"};
 #define N_KEYS (sizeof key_names / sizeof key_names[0])
 
 static int key_index(const char *k, size_t kn)
@@ -162,6 +162,8 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
             hi = 10000;
         } else if (ki == 0 || ki == 1) { /* t0, t1: the page may look before the start */
             lo = -MAX_NS;
+        } else if (ki == 10) { /* lod: 0 or 1 */
+            hi = 1;
         }
         if (parse_int(eq + 1, (size_t)(e - eq - 1), lo, hi, &vals[ki]) != 0) {
             char what[96];
@@ -202,6 +204,8 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
         out->limit = (uint32_t)vals[6];
     if (seen[9])
         out->from = vals[9]; /* the frame of /api/image */
+    if (seen[10])
+        out->no_lod = vals[10] == 0;
     if (seen[7] || seen[8]) {
         if (!seen[7] || !seen[8] || vals[8] < vals[7]) {
             snprintf(err, errlen, "frames want from and to with from <= to");

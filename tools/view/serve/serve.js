@@ -201,7 +201,10 @@ function drawPlots() {
     ctx.font = '11px system-ui, sans-serif';
     if (!S.plots) return;
     plots.forEach((pl, k) => {
-        const p = S.plots.plots[k].p;
+        /* A live page may hold metadata of a newer index than the last answer: a plot the answer
+         * does not have yet is drawn empty. */
+        const sp = S.plots.plots.find((q) => q.id === pl.id);
+        const p = sp ? sp.p : [];
         const y0 = k * PLOT_H;
         let mn = Infinity, mx = -Infinity;
         for (let i = 0; i < p.length; i += 3) {
@@ -305,7 +308,10 @@ function setView(t0, t1, auto) {
     history.replaceState(null, '', '#view=' + Math.floor(t0) + ':' + Math.ceil(t1));
     if (!rafPending) {
         rafPending = true;
-        requestAnimationFrame(() => { rafPending = false; drawTimeline(); refresh(); });
+        /* The next animation frame, or a timer where there is none (a hidden page gets none). */
+        const run = () => { if (!rafPending) return; rafPending = false; drawTimeline(); refresh(); };
+        requestAnimationFrame(run);
+        setTimeout(run, 200);
     }
 }
 
@@ -727,18 +733,29 @@ function followView() {
     setView(S.meta.end_ns - span, S.meta.end_ns, true);
 }
 
+/* S.live is the state whose metadata and frames the page shows: it changes only once they are
+ * applied, so a failed fetch is retried at the next poll, and "ended" (data-live) is written only
+ * with the finished capture's metadata (the server says the capture ended only once its final
+ * index is served). Polling stops after that. */
 function pollLive() {
+    let done = false;
     api('/api/live').then((l) => {
-        const changed = !S.live || l.generation !== S.live.generation || l.capturing !== S.live.capturing;
-        S.live = l;
-        setStatus('live', l.capturing ? 'capturing' : 'ended');
         setStatus('generation', l.generation);
-        if (!changed) return null;
+        const a = S.live;
+        if (a && l.generation === a.generation && l.capturing === a.capturing) { done = !l.capturing; return null; }
         return api('/api/meta').then((m) => {
+            S.live = l;
             applyMeta(m);
-            return loadFrames().then(() => { if (S.follow) followView(); else refresh(); });
+            return loadFrames();
+        }).then(() => {
+            setStatus('live', l.capturing ? 'capturing' : 'ended');
+            done = !l.capturing;
+            if (S.follow) followView(); else refresh();
+        }).catch((e) => {
+            S.live = a; /* not applied: the next poll fetches it again */
+            setStatus('liveRetry', String(e.message || e));
         });
-    }).catch(() => {}).finally(() => { if (S.live && S.live.capturing) setTimeout(pollLive, 700); });
+    }).catch(() => {}).finally(() => { if (!done) setTimeout(pollLive, 700); });
 }
 
 function start(tries) {
