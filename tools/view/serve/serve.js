@@ -676,6 +676,11 @@ window.MPROF_SERVE = {
     findZone: findZone,
     histBarRect: histBarRect,
     addTrackPainter: (fn) => S.painters.push(fn),
+    /* For scripts that ask their own queries (panels.js): the counted fetch, a redraw of the
+     * timeline from what is loaded, the tabs again. */
+    api: api,
+    redraw: () => drawTimeline(),
+    showTab: () => showTab(),
     addPanel: (key, title, fn) => { S.panels[key] = [title, fn]; if (S.meta) showTab(); },
     /* Center of a drawn zone in page coordinates, for tests and scripts. */
     zoneRect: (name) => {

@@ -1,0 +1,219 @@
+/*
+ * view_serve_sys_browser.js - the served page's system, lock and memory views (panels.js) in a
+ * real browser: Playwright (npm playwright-core) driving Debian's chromium; no browser is
+ * downloaded. Run by ctest (test_view_serve_sys_browser):
+ *
+ *   node tests/view_serve_sys_browser.js MPROF VIEW_DEMO OUT_DIR
+ *
+ * It records tests/view_demo with system tracing and 1 kHz callstack sampling, serves it with
+ * the real `mprof view --serve`, and checks against the server's answers and `mprof view --json`
+ * (the static page's document, made by another code path): a state strip under every traced
+ * thread track, whose pixels have the colors of the runs the server sent; the CPU-usage plot with
+ * every point of the view; the Samples tab's flame graph of the whole view (every sample of the
+ * capture) and of a selected range; the Locks tab (the capture's contended acquisitions, as
+ * waits in the view); the Memory tab (the pools of the capture). Screenshots go to OUT_DIR.
+ * Exit status: 0 passed, 1 failed, 77 skipped (no chromium, no playwright-core, or a kernel that
+ * refuses context switches; in CI, CI=true, or with MPROF_REQUIRE_BROWSER=1 those fail instead).
+ */
+'use strict';
+const { spawn, execFileSync } = require('child_process');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const [mprof, viewDemo, outDir] = process.argv.slice(2);
+const required = process.env.CI === 'true' || process.env.MPROF_REQUIRE_BROWSER === '1';
+const browserPath = process.env.MPROF_CHROMIUM || '/usr/bin/chromium';
+
+function skip(why) {
+    console.log((required ? 'FAIL: ' : 'SKIP: ') + why);
+    process.exit(required ? 1 : 77);
+}
+
+let pw;
+try {
+    pw = require(path.join(__dirname, '..', 'node_modules', 'playwright-core'));
+} catch (e) {
+    skip('playwright-core is not installed: run `npm ci` at the root of the source tree');
+}
+if (!fs.existsSync(browserPath)) skip('no chromium at ' + browserPath + ' (install Debian\'s chromium)');
+
+let failures = 0;
+function check(ok, what) {
+    console.log((ok ? 'ok   ' : 'FAIL ') + what);
+    if (!ok) failures++;
+}
+
+async function waitFor(page, fn, arg, opts) {
+    try {
+        return await page.waitForFunction(fn, arg, opts);
+    } catch (e) {
+        console.log('status: ' + JSON.stringify(await page.$eval('#mprof-status', (el) => Object.assign({}, el.dataset))));
+        throw e;
+    }
+}
+
+function startServer(capture, indexPath) {
+    return new Promise((resolve, reject) => {
+        const p = spawn(mprof, ['view', '--serve', capture, '--port', '0', '--index', indexPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '', err = '';
+        p.stdout.on('data', (d) => {
+            out += d;
+            const m = /http:\/\/[^\s]+/.exec(out);
+            if (m) resolve({ proc: p, url: m[0] });
+        });
+        p.stderr.on('data', (d) => { err += d; });
+        p.on('exit', (code) => reject(new Error('server exited ' + code + ': ' + err)));
+        setTimeout(() => reject(new Error('server did not start: ' + err)), 60000);
+    });
+}
+
+const get = (url) => fetch(url).then((r) => r.json());
+const hex = (c) => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
+
+async function main() {
+    fs.mkdirSync(outDir, { recursive: true });
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mprof-serve-sys-'));
+    const capture = path.join(tmp, 'sys.mprof');
+    execFileSync(viewDemo, [capture, '60', '40'], { stdio: 'ignore', env: Object.assign({}, process.env, { MPROF_SAMPLE_HZ: '1000' }) });
+    const doc = JSON.parse(execFileSync(mprof, ['view', '--json', '-o', '-', capture], { maxBuffer: 1 << 28 }).toString());
+    if (!doc.system || !doc.system.context_switches)
+        skip('this kernel refuses context switches: ' + (doc.system ? doc.system.why_not : 'no system object'));
+    const srv = await startServer(capture, path.join(tmp, 'sys.vidx'));
+    const info = await get(srv.url + 'api/system');
+    check(info.system && info.context_switches && info.cpu_usage, 'the index has the system records (' +
+        info.threads.length + ' threads, ' + info.cpu_points + ' CPU points, ' + info.samples + ' samples)');
+    /* The same capture, counted by the static page's code path. */
+    check(info.cpu_points === doc.system.cpu.ts.length, 'CPU points: index ' + info.cpu_points + ', document ' + doc.system.cpu.ts.length);
+    check(info.samples === doc.system.samples.ts.length + doc.system.samples.left_out,
+        'samples: index ' + info.samples + ', document ' + doc.system.samples.ts.length);
+    const docOff = doc.system.threads.reduce((a, t) => a + t.off.length / 3, 0), idxOff = info.threads.reduce((a, t) => a + t.off, 0);
+    check(docOff === idxOff, 'off-CPU intervals: index ' + idxOff + ', document ' + docOff);
+
+    const profile = path.join(tmp, 'profile');
+    fs.mkdirSync(profile);
+    const browser = await pw.chromium.launchPersistentContext(profile, {
+        executablePath: browserPath,
+        headless: true,
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+               '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+        viewport: { width: 1600, height: 1000 },
+    });
+    try {
+        const page = browser.pages()[0] || await browser.newPage();
+        const st = (k) => page.$eval('#mprof-status', (e, key) => e.dataset[key], k);
+        const settled = () => waitFor(page, () => {
+            const d = document.getElementById('mprof-status').dataset;
+            if (d.state === 'loading' || !d.loadedView || d.loadedView !== d.view || !d.statesView) return false;
+            const m = /t0=(-?\d+)&t1=(-?\d+)/.exec(d.statesView);
+            return m && m[1] + ':' + m[2] === d.view;
+        }, null, { timeout: 90000 });
+        await page.goto(srv.url);
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.state !== 'loading', null, { timeout: 90000 });
+        check(await st('state') === 'ok', 'the page loads');
+        await settled();
+
+        /* Strips: one per thread track with a traced OS thread. */
+        const traced = info.threads.filter((t) => t.track !== null).length;
+        check(traced >= 2 && +await st('stateStrips') === traced, 'a state strip under each traced thread track (' +
+            await st('stateStrips') + ' of ' + traced + ')');
+        /* The pixels: a run the server sent as blocked (or preempted), wide and whole, is drawn
+         * in its color at its middle; and so is running time between runs. */
+        const probe = await page.evaluate(async () => {
+            const M = window.MPROF_SERVE, S = M.state, d = document.getElementById('mprof-status').dataset;
+            const cv = document.getElementById('timeline'), w = cv.getBoundingClientRect().width;
+            const a = await (await fetch('/api/states?' + d.statesView)).json();
+            const dpr = cv.width / w, ctx = cv.getContext('2d');
+            const px = (x, y) => Array.from(ctx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data).slice(0, 3);
+            const xOf = (t) => ((t - S.view.t0) / (S.view.t1 - S.view.t0)) * w;
+            const out = [];
+            for (const t of a.threads) {
+                if (t.track === null) continue;
+                const row = S.rows.find((r) => r.track === t.track && r.depth === -1);
+                const y = row.y - S.scrollY + 18 - 2;
+                for (let i = 0; i < t.r.length; i += 4) {
+                    const x0 = xOf(t.r[i]), x1 = xOf(t.r[i + 1]);
+                    if (t.r[i + 3] === 1000 && x1 - x0 >= 6 && x0 > 2 && x1 < w - 2) {
+                        out.push({ kind: t.r[i + 2], rgb: px((x0 + x1) / 2, y) });
+                        break;
+                    }
+                }
+                /* Running: the middle of the widest gap between runs inside the traced range. */
+                let best = null;
+                for (let i = 4; i < t.r.length; i += 4) {
+                    const g0 = xOf(t.r[i - 3]), g1 = xOf(t.r[i]);
+                    if (g1 - g0 >= 6 && (!best || g1 - g0 > best[1] - best[0])) best = [g0, g1];
+                }
+                if (best) out.push({ kind: 'run', rgb: px((best[0] + best[1]) / 2, y) });
+            }
+            return out;
+        });
+        const C = { run: '#3f9f5a', 0: '#8a8a8a', 1: '#e0a030', 2: '#5a6b8a' };
+        const near = (a, b) => a.every((v, i) => Math.abs(v - b[i]) <= 8);
+        check(probe.length >= 2 && probe.some((p) => p.kind === 1 || p.kind === 2) && probe.some((p) => p.kind === 'run') && probe.every((p) => near(p.rgb, hex(C[p.kind]))),
+            'strip pixels have the colors of the server\'s runs: ' + JSON.stringify(probe));
+        await page.screenshot({ path: path.join(outDir, 'serve_sys_strips.png') });
+
+        /* The CPU plot: every point inside the view is drawn. */
+        const cpuQ = await st('statesView');
+        const cpu = await get(srv.url + 'api/cpu?' + cpuQ);
+        const v = (await st('view')).split(':').map(Number);
+        let inView = 0;
+        for (let i = 0; i < cpu.p.length; i += 5) if (cpu.p[i] >= v[0] && cpu.p[i] <= v[1]) inView++;
+        const cpuBox = await page.$eval('#cpu-plot', (e) => e.getBoundingClientRect().height);
+        check(inView > 0 && +await st('cpuDrawn') === inView && cpuBox > 30, 'CPU plot: ' + await st('cpuDrawn') + ' of ' + inView +
+            ' points, ' + cpuBox + ' px high');
+
+        /* Samples of the whole view: every sample of the capture. */
+        await page.click('#tabs button[data-tab="samples"]');
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.flameSamples !== undefined, null, { timeout: 60000 });
+        const fs0 = +await st('flameSamples');
+        check(fs0 === info.samples && +await st('flameNodes') > 3, 'flame graph of the view: ' + fs0 + ' of ' + info.samples +
+            ' samples, ' + await st('flameNodes') + ' nodes');
+        const flameH = await page.$eval('#sample-flame', (e) => e.getBoundingClientRect().height);
+        check(flameH > 60, 'the flame graph is drawn (' + flameH + ' px high)');
+        await page.screenshot({ path: path.join(outDir, 'serve_samples.png') });
+        /* ... and of a selected range: fewer, and what the server counts for it. */
+        const box = await page.$eval('#timeline', (e) => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width }; });
+        const range0 = await st('flameRange');
+        await page.keyboard.down('Shift');
+        await page.mouse.move(box.x + box.w * 0.2, box.y + 60);
+        await page.mouse.down();
+        await page.mouse.move(box.x + box.w * 0.5, box.y + 60, { steps: 5 });
+        await page.mouse.up();
+        await page.keyboard.up('Shift');
+        await page.click('#tabs button[data-tab="samples"]');
+        await waitFor(page, (r) => document.getElementById('mprof-status').dataset.flameRange !== r, range0, { timeout: 60000 });
+        const fr = (await st('flameRange')).split(':');
+        const direct = await get(srv.url + 'api/samples?t0=' + fr[0] + '&t1=' + fr[1]);
+        check(+await st('flameSamples') < fs0 && +await st('flameSamples') === direct.samples && direct.samples > 0,
+            'flame graph of a selected range: ' + await st('flameSamples') + ' samples (' + direct.samples + ' from the server)');
+        await page.keyboard.press('Escape');
+
+        /* Locks: the whole view has every contended acquisition as a wait. */
+        await page.evaluate(() => { window.MPROF_SERVE.state.selRange = null; });
+        await page.click('#tabs button[data-tab="locks"]');
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.lockRows !== undefined, null, { timeout: 60000 });
+        const contended = doc.locks.reduce((a, l) => a + l.contended, 0);
+        check(+await st('lockRows') === doc.locks.length && +await st('lockWaits') === contended && contended > 0,
+            'locks: ' + await st('lockRows') + ' locks, ' + await st('lockWaits') + ' waits in the view (' + contended + ' contended in the document)');
+        await page.screenshot({ path: path.join(outDir, 'serve_locks.png') });
+
+        /* Memory: the pools of the capture, and their peak. */
+        await page.click('#tabs button[data-tab="memory"]');
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.memoryPools !== undefined, null, { timeout: 60000 });
+        const cells = await page.$$eval('#panel table.grid tr', (rs) => rs.slice(1).map((r) => Array.from(r.children).map((c) => c.textContent)));
+        const peak = await page.evaluate((b) => U.fmtBytes(b), doc.memory.pools[0].peak_bytes);
+        check(+await st('memoryPools') === doc.memory.pools.length && cells.length === doc.memory.pools.length && cells[0][4] === peak,
+            'memory: ' + await st('memoryPools') + ' pools, peak ' + (cells[0] || [])[4] + ' (document ' + peak + ')');
+        await page.screenshot({ path: path.join(outDir, 'serve_memory.png') });
+        check(+await st('errors') === 0, 'no script errors (' + (await st('lastError') || '') + ')');
+    } finally {
+        await browser.close();
+        srv.proc.kill('SIGTERM');
+    }
+    console.log(failures ? failures + ' checks failed' : 'all checks passed');
+    process.exit(failures ? 1 : 0);
+}
+
+main().catch((e) => { console.log('FAIL: ' + (e.stack || e)); process.exit(1); });
