@@ -677,6 +677,8 @@ static int answer_states(const unsigned char *sec, const mprof_vquery *q, FILE *
                 reason = j - i == 1 ? o[i].reason : blk * 2 >= off ? MPROF_SYS_REASON_BLOCKED : MPROF_SYS_REASON_PREEMPTED;
                 if (e - s < px)
                     e = s + px < th[ti].end ? s + px : e > th[ti].end ? e : th[ti].end; /* its pixel */
+                if (j < n && e > o[j].s)
+                    e = o[j].s > o[j - 1].e ? o[j].s : o[j - 1].e; /* up to the next run */
             }
             fprintf(out, "%s%" PRId64 ",%" PRId64 ",%" PRIu32 ",%" PRId64, first ? "" : ",", s, e, reason, permille);
             first = 0;
