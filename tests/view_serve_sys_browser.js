@@ -4,6 +4,7 @@
  * downloaded. Run by ctest (test_view_serve_sys_browser):
  *
  *   node tests/view_serve_sys_browser.js MPROF VIEW_DEMO OUT_DIR
+ *   node tests/view_serve_sys_browser.js MPROF --engine ENGINE OUT_DIR
  *
  * It records tests/view_demo with system tracing and 1 kHz callstack sampling, serves it with
  * the real `mprof view --serve`, and checks against the server's answers and `mprof view --json`
@@ -11,7 +12,10 @@
  * thread track, whose pixels have the colors of the runs the server sent; the CPU-usage plot with
  * every point of the view; the Samples tab's flame graph of the whole view (every sample of the
  * capture) and of a selected range; the Locks tab (the capture's contended acquisitions, as
- * waits in the view); the Memory tab (the pools of the capture). Screenshots go to OUT_DIR.
+ * waits in the view); the Memory tab (the pools of the capture). With --engine (ctest
+ * test_view_serve_engine_images, registered beside the engine): a capture of the sample engine
+ * run with --frame-images has one image per frame, recorded inside that frame, and hovering the
+ * frame graph shows the hovered frame's thumbnail. Screenshots go to OUT_DIR.
  * Exit status: 0 passed, 1 failed, 77 skipped (no chromium, no playwright-core, or a kernel that
  * refuses context switches; in CI, CI=true, or with MPROF_REQUIRE_BROWSER=1 those fail instead).
  */
@@ -21,7 +25,9 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
-const [mprof, viewDemo, outDir] = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const engineMode = argv[1] === '--engine';
+const [mprof, viewDemo, outDir] = engineMode ? [argv[0], argv[2], argv[3]] : argv;
 const required = process.env.CI === 'true' || process.env.MPROF_REQUIRE_BROWSER === '1';
 const browserPath = process.env.MPROF_CHROMIUM || '/usr/bin/chromium';
 
@@ -71,7 +77,65 @@ function startServer(capture, indexPath) {
 const get = (url) => fetch(url).then((r) => r.json());
 const hex = (c) => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
 
+async function launch(tmp) {
+    const profile = path.join(tmp, 'profile');
+    fs.mkdirSync(profile);
+    return pw.chromium.launchPersistentContext(profile, {
+        executablePath: browserPath,
+        headless: true,
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+               '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+        viewport: { width: 1600, height: 1000 },
+    });
+}
+
+/* The engine with --frame-images: one thumbnail per frame, shown on hover. */
+async function engineImages(engine) {
+    fs.mkdirSync(outDir, { recursive: true });
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mprof-serve-img-'));
+    const capture = path.join(tmp, 'engine.mprof');
+    execFileSync(engine, ['--frames', '40', '--renderer', 'cpu', '--frame-images', '--quiet', '--capture', capture], { stdio: 'ignore' });
+    const srv = await startServer(capture, path.join(tmp, 'engine.vidx'));
+    const browser = await launch(tmp);
+    try {
+        const meta = await get(srv.url + 'api/meta');
+        check(meta.frames.count === 40 && meta.frame_images === meta.frames.count,
+            'the engine sends one image per frame (' + meta.frame_images + ' images, ' + meta.frames.count + ' frames)');
+        const fr = await get(srv.url + 'api/frames?w=' + meta.frames.count);
+        let inside = 0;
+        for (let i = 0; i < fr.f.length; i += 3) {
+            const im = await get(srv.url + 'api/image?frame=' + fr.f[i]);
+            if (im.w === 96 && im.h === 54 && im.ts >= fr.f[i + 1] && im.ts < fr.f[i + 1] + fr.f[i + 2]) inside++;
+        }
+        check(inside === meta.frames.count, 'each frame\'s image was recorded inside it (' + inside + ' of ' + meta.frames.count + ')');
+        const page = browser.pages()[0] || await browser.newPage();
+        const st = (k) => page.$eval('#mprof-status', (e, key) => e.dataset[key], k);
+        await page.goto(srv.url);
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.state !== 'loading', null, { timeout: 90000 });
+        const fg = await page.$eval('#framegraph', (e) => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+        const want = 25;
+        await page.mouse.move(fg.x + fg.w * ((want + 0.5) / meta.frames.count), fg.y + fg.h - 5);
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.imageFrame !== undefined, null, { timeout: 60000 });
+        const shown = await page.$eval('#frame-image', (c) => {
+            const r = c.getBoundingClientRect(), d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            let lit = 0;
+            for (let i = 0; i < d.length; i += 4) if (d[i] + d[i + 1] + d[i + 2] > 30) lit++;
+            return { w: c.width, h: c.height, cssW: r.width, visible: r.width > 0 && r.height > 0, lit: lit };
+        });
+        check(+await st('imageFrame') === want && shown.visible && shown.w === 96 && shown.h === 54 && shown.lit > 96 * 54 / 4,
+            'hovering frame ' + want + ' shows its thumbnail (frame ' + await st('imageFrame') + ', ' + JSON.stringify(shown) + ')');
+        await page.screenshot({ path: path.join(outDir, 'serve_engine_frame_image.png') });
+        check(+await st('errors') === 0, 'no script errors (' + (await st('lastError') || '') + ')');
+    } finally {
+        await browser.close();
+        srv.proc.kill('SIGTERM');
+    }
+    console.log(failures ? failures + ' checks failed' : 'all checks passed');
+    process.exit(failures ? 1 : 0);
+}
+
 async function main() {
+    if (engineMode) return engineImages(viewDemo);
     fs.mkdirSync(outDir, { recursive: true });
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mprof-serve-sys-'));
     const capture = path.join(tmp, 'sys.mprof');
@@ -90,15 +154,7 @@ async function main() {
     const docOff = doc.system.threads.reduce((a, t) => a + t.off.length / 3, 0), idxOff = info.threads.reduce((a, t) => a + t.off, 0);
     check(docOff === idxOff, 'off-CPU intervals: index ' + idxOff + ', document ' + docOff);
 
-    const profile = path.join(tmp, 'profile');
-    fs.mkdirSync(profile);
-    const browser = await pw.chromium.launchPersistentContext(profile, {
-        executablePath: browserPath,
-        headless: true,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-               '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-        viewport: { width: 1600, height: 1000 },
-    });
+    const browser = await launch(tmp);
     try {
         const page = browser.pages()[0] || await browser.newPage();
         const st = (k) => page.$eval('#mprof-status', (e, key) => e.dataset[key], k);
