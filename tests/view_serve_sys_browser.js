@@ -12,7 +12,10 @@
  * thread track, whose pixels have the colors of the runs the server sent; the CPU-usage plot with
  * every point of the view; the Samples tab's flame graph of the whole view (every sample of the
  * capture) and of a selected range; the Locks tab (the capture's contended acquisitions, as
- * waits in the view); the Memory tab (the pools of the capture). With --engine (ctest
+ * waits in the view); the Memory tab (the pools of the capture). Layout, with view_demo's
+ * 30-deep recursion: Main expanded to 32 rows leaves the plots, the memory plot and the CPU plot
+ * on screen, where scrolling the tracks does not move them; a zone's marker folds its
+ * descendants and unfolds them; a track dragged by its header lands where it is dropped. With --engine (ctest
  * test_view_serve_engine_images, registered beside the engine): a capture of the sample engine
  * run with --frame-images has one image per frame, recorded inside that frame, and hovering the
  * frame graph shows the hovered frame's thumbnail. Screenshots go to OUT_DIR.
@@ -139,7 +142,7 @@ async function main() {
     fs.mkdirSync(outDir, { recursive: true });
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mprof-serve-sys-'));
     const capture = path.join(tmp, 'sys.mprof');
-    execFileSync(viewDemo, [capture, '60', '40'], { stdio: 'ignore', env: Object.assign({}, process.env, { MPROF_SAMPLE_HZ: '1000' }) });
+    execFileSync(viewDemo, [capture, '60', '40', 'deep=30'], { stdio: 'ignore', env: Object.assign({}, process.env, { MPROF_SAMPLE_HZ: '1000' }) });
     const doc = JSON.parse(execFileSync(mprof, ['view', '--json', '-o', '-', capture], { maxBuffer: 1 << 28 }).toString());
     if (!doc.system || !doc.system.context_switches)
         skip('this kernel refuses context switches: ' + (doc.system ? doc.system.why_not : 'no system object'));
@@ -263,6 +266,7 @@ async function main() {
         check(+await st('memoryPools') === doc.memory.pools.length && cells.length === doc.memory.pools.length && cells[0][4] === peak,
             'memory: ' + await st('memoryPools') + ' pools, peak ' + (cells[0] || [])[4] + ' (document ' + peak + ')');
         await page.screenshot({ path: path.join(outDir, 'serve_memory.png') });
+        await layout(page, st, settled);
         check(+await st('errors') === 0, 'no script errors (' + (await st('lastError') || '') + ')');
     } finally {
         await browser.close();
@@ -270,6 +274,104 @@ async function main() {
     }
     console.log(failures ? failures + ' checks failed' : 'all checks passed');
     process.exit(failures ? 1 : 0);
+}
+
+async function layout(page, st, settled) {
+    const S = () => page.evaluate(() => { const s = window.MPROF_SERVE.state; return { order: s.order, rows: s.rows, scrollY: s.scrollY, tracks: s.meta.tracks }; });
+    let s = await S();
+    const main = s.tracks.find((t) => t.name === 'Main');
+    check(main && main.depths >= 25, 'Main has ' + (main && main.depths) + ' levels');
+    /* Expand Main past the depth cap by clicking its "deeper levels" row. */
+    const box = await page.$eval('#timeline', (e) => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+    const deeper = s.rows.find((r) => r.track === main.id && r.depth === -2);
+    check(!!deeper, 'Main shows a "deeper levels" row under the cap');
+    if (deeper) await page.mouse.click(box.x + 60, box.y + deeper.y - s.scrollY + 9);
+    await page.waitForTimeout(200);
+    s = await S();
+    const mainRows = s.rows.filter((r) => r.track === main.id && r.depth >= 0).length;
+    check(mainRows === main.depths && mainRows >= 25, 'Main expanded: ' + mainRows + ' rows');
+    const rects = () => page.evaluate(() => ['timeline', 'plots', 'cpu-plot'].map((id) => {
+        const r = document.getElementById(id).getBoundingClientRect();
+        return { id: id, top: r.top, bottom: r.bottom, h: r.height };
+    }));
+    const r0 = await rects();
+    const content = await page.evaluate(() => window.MPROF_SERVE.state.contentH);
+    const tl = r0[0], plots = r0[1], cpu = r0[2];
+    const memIdx = await page.evaluate(() => window.MPROF_SERVE.state.meta.plots.findIndex((p) => p.name.startsWith('Memory:')));
+    check(content > tl.h && plots.top >= tl.bottom - 1 && cpu.top >= plots.bottom - 1 && cpu.bottom <= 1000 && cpu.h > 30 &&
+        memIdx >= 0 && plots.top + 36 * (memIdx + 1) <= 1000,
+        'with ' + mainRows + ' rows of Main (tracks ' + content + ' px in a ' + tl.h + ' px timeline) the plots, memory plot (' + memIdx +
+        ') and CPU plot are on screen: ' + JSON.stringify(r0));
+    await page.mouse.move(box.x + 300, box.y + 200);
+    await page.keyboard.down('Shift');
+    for (let i = 0; i < 5; i++) await page.mouse.wheel(0, 300);
+    await page.keyboard.up('Shift');
+    await page.waitForTimeout(200);
+    const r1 = await rects(), sy = await page.evaluate(() => window.MPROF_SERVE.state.scrollY);
+    check(sy > 0 && r1[1].top === plots.top && r1[2].top === cpu.top, 'scrolling the tracks (to ' + sy + ' px) leaves the plots in place');
+    await page.evaluate(() => { window.MPROF_SERVE.state.scrollY = 0; window.MPROF_SERVE.redraw(); });
+
+    /* Fold the outermost Recurse of one frame: its descendants go, and come back. */
+    const rz = await page.evaluate(() => window.MPROF_SERVE.state.meta.loc_stats.length);
+    void rz;
+    await page.evaluate(() => {
+        const M = window.MPROF_SERVE, S = M.state;
+        const recurse = S.meta.srclocs.findIndex((l) => l[0] === 'Recurse');
+        for (const lv of S.zones.levels) for (let i = 0; i < lv.z.length; i += 4)
+            if (lv.z[i + 2] === recurse && !S.target) S.target = [lv.z[i], lv.z[i + 1]];
+        const pad = (S.target[1] - S.target[0]) * 0.5;
+        M.setView(S.target[0] - pad, S.target[1] + pad);
+    });
+    await page.waitForTimeout(300);
+    await settled();
+    const mk = await page.evaluate(() => {
+        const S = window.MPROF_SERVE.state, recurse = S.meta.srclocs.findIndex((l) => l[0] === 'Recurse');
+        let best = null;
+        for (const m of S.foldMarkers) {
+            const lv = S.zones.levels.find((l) => l.track === m.track && l.depth === m.depth);
+            let loc = -1;
+            for (let i = 0; i < lv.z.length; i += 4) if (lv.z[i] === m.s) loc = lv.z[i + 2];
+            if (loc === recurse && (!best || m.depth < best.depth)) best = m;
+        }
+        return best && Object.assign({ sy: S.scrollY }, best);
+    });
+    check(!!mk, 'the outermost Recurse zone has a fold marker');
+    if (!mk) return;
+    const under = () => page.evaluate((m) => {
+        const S = window.MPROF_SERVE.state;
+        let n = 0;
+        for (const lv of S.zones.levels) {
+            if (lv.track !== m.track || lv.depth <= m.depth) continue;
+            for (let i = 0; i < lv.z.length; i += 4) if (lv.z[i] >= m.s && lv.z[i + 1] <= m.e && !S.hidden(lv.track, lv.depth, lv.z[i], lv.z[i + 1])) n++;
+        }
+        return n;
+    }, mk);
+    const before = await under(), drawn0 = +await st('drawnZones');
+    await page.mouse.click(box.x + mk.x, box.y + mk.y - mk.sy);
+    await page.waitForTimeout(200);
+    const after = await under(), drawn1 = +await st('drawnZones');
+    /* (drawn counts only rows on screen: the deepest of the 30 are below the timeline's edge) */
+    check(before >= 10 && after === 0 && drawn1 < drawn0 && +await st('folds') === 1,
+        'clicking its marker folds ' + before + ' descendants (drawn ' + drawn0 + ' -> ' + drawn1 + ')');
+    await page.screenshot({ path: path.join(outDir, 'serve_folded.png') });
+    await page.mouse.click(box.x + mk.x, box.y + mk.y - mk.sy);
+    await page.waitForTimeout(200);
+    check(await under() === before && +await st('folds') === 0, 'clicking it again unfolds them');
+
+    /* Drag a track by its header onto another: it takes that place. */
+    s = await S();
+    const names = (await st('trackNames')).split('|');
+    const from = s.rows.find((r) => r.track === s.order[0] && r.depth === -1), to = s.rows.find((r) => r.track === s.order[2] && r.depth === -1);
+    await page.mouse.move(box.x + 40, box.y + from.y - s.scrollY + 9);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 40, box.y + (from.y + to.y) / 2 - s.scrollY, { steps: 4 });
+    await page.mouse.move(box.x + 40, box.y + to.y - s.scrollY + 9, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForTimeout(200);
+    const moved = (await st('trackNames')).split('|');
+    const expect = names.slice(1, 3).concat([names[0]], names.slice(3));
+    check(moved.join('|') === expect.join('|'), 'dragging "' + names[0] + '" onto "' + names[2] + '": ' + moved.join('|'));
+    await page.screenshot({ path: path.join(outDir, 'serve_layout.png') });
 }
 
 main().catch((e) => { console.log('FAIL: ' + (e.stack || e)); process.exit(1); });

@@ -129,8 +129,15 @@
         line(U.rgbCss(0x50a050), 3, 4);
         ctx.font = '11px system-ui, sans-serif';
         ctx.fillStyle = '#cfd3da';
-        ctx.fillText('CPU: other processes (red) max ' + mo.toFixed(0) + ' %, this process (green) max ' + ms.toFixed(0) +
-            ' % of the machine', 6, 11);
+        if (!n) {
+            /* No sample inside the view (one per 100 ms): say so, with the ones around it. */
+            for (let i = 0; i < p.length; i += 5) { mo = Math.max(mo, p[i + 2]); ms = Math.max(ms, p[i + 4]); }
+            ctx.fillText('CPU: no sample inside the view (one per 100 ms); the samples around it: other processes (red) ' +
+                (p.length ? mo.toFixed(0) + ' %' : 'none') + ', this process (green) ' + (p.length ? ms.toFixed(0) + ' %' : 'none'), 6, 11);
+        } else {
+            ctx.fillText('CPU: other processes (red) max ' + mo.toFixed(0) + ' %, this process (green) max ' + ms.toFixed(0) +
+                ' % of the machine', 6, 11);
+        }
         set('cpuDrawn', n);
     }
 
