@@ -247,6 +247,15 @@ async function main() {
         const direct = await get(srv.url + 'api/samples?t0=' + fr[0] + '&t1=' + fr[1]);
         check(+await st('flameSamples') < fs0 && +await st('flameSamples') === direct.samples && direct.samples > 0,
             'flame graph of a selected range: ' + await st('flameSamples') + ' samples (' + direct.samples + ' from the server)');
+        /* ... and of one thread: the Main track's samples, fewer again. */
+        const mainId = await page.evaluate(() => String(window.MPROF_SERVE.state.meta.tracks.find((t) => t.name === 'Main').id));
+        const range1 = await st('flameRange'), n1 = +await st('flameSamples');
+        await page.selectOption('#flame-thread', mainId);
+        await waitFor(page, (r) => document.getElementById('mprof-status').dataset.flameRange !== r, range1, { timeout: 60000 });
+        const directMain = await get(srv.url + 'api/samples?t0=' + fr[0] + '&t1=' + fr[1] + '&track=' + mainId);
+        check(await st('flameTrack') === mainId && +await st('flameSamples') === directMain.samples && directMain.samples > 0 &&
+            directMain.samples < n1, 'flame graph of Main in the range: ' + await st('flameSamples') + ' of ' + n1 + ' samples');
+        await page.selectOption('#flame-thread', '');
         await page.keyboard.press('Escape');
 
         /* Locks: the whole view has every contended acquisition as a wait. */

@@ -163,9 +163,20 @@
     M.addPanel('samples', 'Samples', (p) => {
         const rg = rangeOf();
         if (!P.info) { p.textContent = 'loading...'; return; }
+        /* One thread or all of them. */
+        const pick = U.el('select', { id: 'flame-thread' });
+        pick.appendChild(U.el('option', { value: '', text: 'all threads' }));
+        for (const t of P.info.threads) {
+            const tr = t.track !== null && S.meta.tracks.find((k) => k.id === t.track);
+            if (tr) pick.appendChild(U.el('option', { value: String(t.track), text: tr.name }));
+        }
+        pick.value = P.flameTrack || '';
+        pick.addEventListener('change', () => { P.flameTrack = pick.value; M.showTab(); });
+        p.appendChild(pick);
         const fl = new SampleFlame({ system: { samples: null, functions: [] } }, p, document.getElementById('tooltip'));
         fl.head.textContent = 'loading samples of ' + rangeText(rg) + '...';
-        M.api('/api/samples?t0=' + rg.t0 + '&t1=' + rg.t1).then((a) => {
+        const tq = P.flameTrack ? '&track=' + P.flameTrack : '';
+        M.api('/api/samples?t0=' + rg.t0 + '&t1=' + rg.t1 + tq).then((a) => {
             const root = { name: 'all samples', count: a.samples, children: new Map() };
             const nodes = [];
             for (let i = 0; i < a.n.length; i += 3) {
@@ -182,7 +193,8 @@
                 (!info.sampling ? ' \u2014 sampling was off: ' + (info.why_not || 'MPROF_SAMPLE_HZ=N turns it on') : '');
             set('flameSamples', a.samples);
             set('flameNodes', a.shown);
-            set('flameRange', rg.t0 + ':' + rg.t1);
+            set('flameTrack', P.flameTrack || '');
+            set('flameRange', rg.t0 + ':' + rg.t1 + tq);
         }).catch(fail);
     });
 
