@@ -208,11 +208,46 @@ static int cmp_sample(const void *a, const void *b)
 static int cmp_span(const void *a, const void *b)
 {
     const bspan *x = a, *y = b;
-    if (x->lock != y->lock)
-        return x->lock < y->lock ? -1 : 1;
-    if (x->waiting != y->waiting)
-        return x->waiting < y->waiting ? -1 : 1;
     return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* Groups the spans by lock and kind (a counting sort, stable), then sorts each group by start
+ * only when it is out of order: spans arrive when released, which is nearly in start order.
+ * Spans of a lock past n_locks are dropped. Returns 0, or -1 when out of memory. */
+static int group_spans(mprof_vsys *s, uint32_t n_locks)
+{
+    size_t nk = (size_t)n_locks * 2 + 1;
+    size_t *at = calloc(nk + 1, sizeof *at);
+    bspan *out = malloc((s->n_sp + 1) * sizeof *out);
+    if (!at || !out) {
+        free(at);
+        free(out);
+        return -1;
+    }
+    for (size_t i = 0; i < s->n_sp; i++)
+        if (s->sp[i].lock < n_locks)
+            at[(size_t)s->sp[i].lock * 2 + s->sp[i].waiting + 1]++;
+    for (size_t k = 1; k <= nk; k++)
+        at[k] += at[k - 1];
+    size_t n = at[nk - 1];
+    for (size_t i = 0; i < s->n_sp; i++)
+        if (s->sp[i].lock < n_locks)
+            out[at[(size_t)s->sp[i].lock * 2 + s->sp[i].waiting]++] = s->sp[i];
+    /* at[k] is now the end of group k. */
+    for (size_t k = 0, a = 0; k + 1 < nk; a = at[k], k++) {
+        size_t e = at[k];
+        for (size_t i = a + 1; i < e; i++)
+            if (out[i].s < out[i - 1].s) {
+                qsort(out + a, e - a, sizeof *out, cmp_span);
+                break;
+            }
+    }
+    free(s->sp);
+    free(at);
+    s->sp = out;
+    s->n_sp = n;
+    s->cap_sp = n + 1;
+    return 0;
 }
 
 typedef struct names {
@@ -466,8 +501,9 @@ int mprof__vsys_write(mprof_vsys *s, const mprof_reader *r, const mprof_walker *
     for (uint32_t i = 0; i < nm.n; i++)
         bappend(&b, nm.s[i], strlen(nm.s[i]));
     /* Lock spans per lock and kind, prefix sums, block maxima. */
-    qsort(s->sp, s->n_sp, sizeof *s->sp, cmp_span);
     uint32_t nl = mprof__walker_lock_count(w);
+    if (group_spans(s, nl) != 0)
+        goto out;
     slock *lk = calloc((size_t)nl + 1, sizeof *lk);
     if (!lk)
         goto out;
