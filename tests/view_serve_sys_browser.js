@@ -193,7 +193,7 @@ async function main() {
                 for (let i = 0; i < t.r.length; i += 4) {
                     const x0 = xOf(t.r[i]), x1 = xOf(t.r[i + 1]);
                     if (t.r[i + 3] === 1000 && x1 - x0 >= 6 && x0 > 2 && x1 < w - 2) {
-                        out.push({ kind: t.r[i + 2], rgb: px((x0 + x1) / 2, y) });
+                        out.push({ kind: t.r[i + 2], rgb: px((x0 + x1) / 2, y), x: (x0 + x1) / 2, y: y });
                         break;
                     }
                 }
@@ -211,7 +211,15 @@ async function main() {
         const near = (a, b) => a.every((v, i) => Math.abs(v - b[i]) <= 8);
         check(probe.length >= 2 && probe.some((p) => p.kind === 1 || p.kind === 2) && probe.some((p) => p.kind === 'run') && probe.every((p) => near(p.rgb, hex(C[p.kind]))),
             'strip pixels have the colors of the server\'s runs: ' + JSON.stringify(probe));
+        /* Hovering that run's pixel says its state. */
+        const off = probe.find((p) => p.kind === 1 || p.kind === 2);
+        const tlBox = await page.$eval('#timeline', (e) => { const r = e.getBoundingClientRect(); return { x: r.left, y: r.top }; });
+        await page.mouse.move(tlBox.x + off.x, tlBox.y + off.y);
+        await page.waitForTimeout(100);
+        const tipWant = off.kind === 1 ? 'preempted' : 'blocked';
+        check(await st('stateTip') === tipWant, 'hovering the strip says "' + await st('stateTip') + '" (' + tipWant + ')');
         await page.screenshot({ path: path.join(outDir, 'serve_sys_strips.png') });
+        await page.mouse.move(5, 990);
 
         /* The CPU plot: every point inside the view is drawn. */
         const cpuQ = await st('statesView');

@@ -143,6 +143,31 @@
 
     M.addTrackPainter(paintStrips);
 
+    /* Hovering a strip says the thread's state there (after serve.js's own tooltip handler). */
+    const tl = document.getElementById('timeline');
+    tl.addEventListener('mousemove', (e) => {
+        if (!P.states || e.buttons) return;
+        const r = tl.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top + S.scrollY;
+        const row = S.rows.find((q) => q.depth === -1 && y >= q.y + HEAD - STRIP - 1 && y < q.y + HEAD + 1);
+        const t = row && P.states.threads.find((q) => q.track === row.track);
+        if (!t) return;
+        const ts = S.view.t0 + (x / r.width) * (S.view.t1 - S.view.t0);
+        let what = ts < t.start || ts > t.end ? 'not traced' : 'running';
+        for (let i = 0; i < t.r.length; i += 4)
+            if (ts >= t.r[i] && ts < t.r[i + 1]) {
+                const why = t.r[i + 2] === 1 ? 'preempted' : t.r[i + 2] === 2 ? 'blocked' : 'off the CPU';
+                what = t.r[i + 3] >= 1000 ? why + ' for ' + U.fmtNs(t.r[i + 1] - t.r[i])
+                    : 'off the CPU ' + (t.r[i + 3] / 10).toFixed(0) + ' % of this pixel (mostly ' + why + ')';
+                break;
+            }
+        const tip = document.getElementById('tooltip');
+        tip.textContent = 'thread ' + t.tid + ': ' + what + ' at ' + U.fmtTs(ts, 1000);
+        tip.style.display = 'block';
+        tip.style.left = Math.min(e.clientX + 14, window.innerWidth - 420) + 'px';
+        tip.style.top = (e.clientY + 14) + 'px';
+        set('stateTip', what.split(' ')[0]);
+    });
+
     function rangeOf() {
         const rg = S.selRange || [S.view.t0, S.view.t1];
         const t0 = Math.floor(rg[0]);
