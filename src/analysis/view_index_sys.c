@@ -34,7 +34,7 @@
 
 /* ---- 1. Layout ------------------------------------------------------------------------------- */
 
-#define VSYS_MAGIC "MPVSYS01"
+#define VSYS_MAGIC "MPVSYS02"
 #define LOCK_BLOCK 64
 #define FLAME_MAX_NODES 20000u
 
@@ -71,7 +71,9 @@ typedef struct slock {
     uint64_t first[2], n[2]; /* spans: [0] waiting, [1] holding */
     uint64_t block[2];       /* first block of each kind */
 } slock;
-typedef struct sspan { int64_t s, e, pre; } sspan;
+/* A lock span: its start and the duration of the group's spans before it. Each group (lock,
+ * kind) ends with a sentinel {INT64_MAX, total}, so span i lasts x[i + 1].pre - x[i].pre. */
+typedef struct sspan { int64_t s, pre; } sspan;
 
 /* ---- 2. Build -------------------------------------------------------------------------------- */
 
@@ -505,25 +507,40 @@ int mprof__vsys_write(mprof_vsys *s, const mprof_reader *r, const mprof_walker *
     if (group_spans(s, nl) != 0)
         goto out;
     slock *lk = calloc((size_t)nl + 1, sizeof *lk);
-    if (!lk)
+    uint64_t *src = calloc((size_t)nl * 2 + 1, sizeof *src); /* each group's first span in s->sp */
+    if (!lk || !src) {
+        free(lk);
+        free(src);
         goto out;
-    h.n_spans = s->n_sp;
+    }
     h.spans_off = bput(&b, NULL, 0);
     int64_t pre = 0;
+    uint64_t written = 0;
     for (size_t i = 0; i < s->n_sp; i++) {
         const bspan *x = &s->sp[i];
-        if (x->lock >= nl)
-            continue;
         slock *l = &lk[x->lock];
         if (!l->n[x->waiting]) {
-            l->first[x->waiting] = i;
+            if (i) { /* the previous group's sentinel */
+                sspan end = {INT64_MAX, pre};
+                bput(&b, &end, sizeof end);
+                written++;
+            }
+            l->first[x->waiting] = written;
+            src[(size_t)x->lock * 2 + x->waiting] = i;
             pre = 0;
         }
         l->n[x->waiting]++;
-        sspan y = {x->s, x->e, pre};
+        sspan y = {x->s, pre};
         pre += x->e - x->s;
         bput(&b, &y, sizeof y);
+        written++;
     }
+    if (s->n_sp) {
+        sspan end = {INT64_MAX, pre};
+        bput(&b, &end, sizeof end);
+        written++;
+    }
+    h.n_spans = written;
     h.n_blocks = 0;
     h.blocks_off = bput(&b, NULL, 0);
     for (uint32_t i = 0; i < nl; i++) {
@@ -533,7 +550,7 @@ int mprof__vsys_write(mprof_vsys *s, const mprof_reader *r, const mprof_walker *
             for (uint64_t a = 0; a < lk[i].n[k]; a += LOCK_BLOCK) {
                 int64_t mx = 0;
                 for (uint64_t e = a; e < a + LOCK_BLOCK && e < lk[i].n[k]; e++) {
-                    const bspan *x = &s->sp[lk[i].first[k] + e];
+                    const bspan *x = &s->sp[src[(size_t)i * 2 + (size_t)k] + e];
                     if (x->e - x->s > mx)
                         mx = x->e - x->s;
                 }
@@ -545,6 +562,7 @@ int mprof__vsys_write(mprof_vsys *s, const mprof_reader *r, const mprof_walker *
     h.n_locks = nl;
     h.locks_off = bput(&b, lk, (size_t)nl * sizeof *lk);
     free(lk);
+    free(src);
     FILE *mem = open_memstream(&meta, &meta_len);
     if (!mem)
         goto out;
@@ -630,7 +648,7 @@ int mprof__vsys_check(const unsigned char *sec, uint64_t len)
     const slock *lk = (const slock *)(sec + h->locks_off);
     for (uint64_t i = 0; i < h->n_locks; i++)
         for (int k = 0; k < 2; k++)
-            if (lk[i].first[k] > h->n_spans || lk[i].n[k] > h->n_spans - lk[i].first[k] ||
+            if (lk[i].first[k] > h->n_spans || (lk[i].n[k] && lk[i].n[k] >= h->n_spans - lk[i].first[k]) ||
                 lk[i].block[k] > h->n_blocks || (lk[i].n[k] + LOCK_BLOCK - 1) / LOCK_BLOCK > h->n_blocks - lk[i].block[k])
                 return 0;
     return 1;
@@ -905,6 +923,10 @@ static void span_range(const unsigned char *sec, const shead *h, const sspan *x,
     (void)sec;
     (void)h;
     uint64_t a = 0, b = n, lo, hi;
+    *out_n = 0;
+    *out_total = *out_max = 0;
+    if (!n)
+        return; /* a group without spans has no sentinel either */
     for (lo = 0, hi = n; lo < hi;) {
         uint64_t mid = lo + (hi - lo) / 2;
         if (x[mid].s < t0)
@@ -922,7 +944,7 @@ static void span_range(const unsigned char *sec, const shead *h, const sspan *x,
     }
     b = lo;
     *out_n = b - a;
-    *out_total = a < b ? x[b - 1].pre + (x[b - 1].e - x[b - 1].s) - x[a].pre : 0;
+    *out_total = x[b].pre - x[a].pre;
     int64_t mx = 0;
     uint64_t i = a;
     while (i < b) {
@@ -931,8 +953,8 @@ static void span_range(const unsigned char *sec, const shead *h, const sspan *x,
                 mx = blk[i / LOCK_BLOCK];
             i += LOCK_BLOCK;
         } else {
-            if (x[i].e - x[i].s > mx)
-                mx = x[i].e - x[i].s;
+            if (x[i + 1].pre - x[i].pre > mx)
+                mx = x[i + 1].pre - x[i].pre;
             i++;
         }
     }
