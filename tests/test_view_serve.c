@@ -390,7 +390,9 @@ static void test_query_parser(void **state)
         "/api/plots?t0=1&t1=2&w=1", "/api/messages?t0=0&t1=9&limit=10", "/api/frames?w=3",
         "/api/frames?from=0&to=0&w=3", "/api/stats?t0=0&t1=1", "/api/hist?loc=4",
         "/api/instances?loc=1&dmin=0&dmax=100&limit=10000", "/", "/serve/serve.js", "/js/util.js",
-        "/style.css",
+        "/style.css", "/api/system", "/api/states?t0=0&t1=10&w=5", "/api/cpu?t0=0&t1=10&w=5",
+        "/api/samples?t0=0&t1=10", "/api/samples?t0=0&t1=10&track=3", "/api/locks?t0=0&t1=10",
+        "/serve/panels.js", "/js/system.js",
     };
     static const char *const bad[] = {
         "", "api/meta", "/api/meta?x=1", "/api/zones?t0=0&t1=10", "/api/zones?t0=0&t1=10&w=0",
@@ -400,7 +402,9 @@ static void test_query_parser(void **state)
         "/api/hist", "/api/hist?loc=-1", "/api/hist?loc=4294967296", "/api/frames?from=3&w=1",
         "/api/frames?from=3&to=2&w=1", "/api/instances?loc=1&limit=0", "/api/nothing",
         "/../etc/passwd", "/js/../../etc/passwd", "/a//b", "/Serve.js", "/x?y", "/%2e%2e/etc/passwd",
-        "/api/zones?t0=0&t1=10&w=5%00", "/api/meta#frag",
+        "/api/zones?t0=0&t1=10&w=5%00", "/api/meta#frag", "/api/states?t0=0&t1=10",
+        "/api/samples?t0=0&t1=10&track=-1", "/api/samples?t0=0&t1=10&loc=1", "/api/locks?t0=5&t1=5",
+        "/api/system?w=1", "/api/cpu?t0=0&t1=10&w=0",
     };
     mprof_vquery q;
     char err[256];
@@ -425,6 +429,8 @@ static void test_query_parser(void **state)
     assert_non_null(mprof__view_file("serve/serve.js"));
     assert_non_null(mprof__view_file("js/util.js"));
     assert_non_null(mprof__view_file("style.css"));
+    assert_non_null(mprof__view_file("serve/panels.js"));
+    assert_non_null(mprof__view_file("js/system.js"));
     assert_null(mprof__view_file("../CMakeLists.txt"));
 }
 
@@ -622,6 +628,126 @@ static void test_live_end(void **state)
     unlink(fidx);
 }
 
+/* The system and lock section (view_index_sys.c) of a capture with 1 kHz sampling: every off-CPU
+ * interval comes back, alone or in a merged run, at any width; a range's lock waits and samples
+ * add up over its halves to the whole capture's. */
+static void test_system_section(void **state)
+{
+    (void)state;
+    char cap2[512], idx2[512], cmd[1400], err[512];
+    snprintf(cap2, sizeof cap2, "%s", tu_temp_path("serve_sys.mprof"));
+    snprintf(idx2, sizeof idx2, "%s", tu_temp_path("serve_sys.vidx"));
+    const char *demo = getenv("MPROF_VIEW_DEMO");
+    snprintf(cmd, sizeof cmd, "MPROF_SAMPLE_HZ=1000 %s %s 40 40 2>&1", demo ? demo : "tests/view_demo", cap2);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    int built = 0;
+    mprof_vindex *x = mprof__vindex_open(cap2, idx2, &built, err, sizeof err);
+    if (!x)
+        fail_msg("%s", err);
+    cJSON *sys = ask(x, "/api/system");
+    cJSON *meta = ask(x, "/api/meta");
+    long t0 = (long)num(meta, "start_ns"), t1 = (long)num(meta, "end_ns") + 1, mid = (t0 + t1) / 2;
+    char q[256];
+    /* Locks: view_demo's frame_lock is contended; the halves add up to the whole. */
+    const cJSON *lk = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sys, "locks"), 0);
+    assert_non_null(lk);
+    assert_true(num(lk, "contended") > 0);
+    long waits = 0, holds = 0;
+    double wait_ns = 0, max_wait = 0;
+    for (int h = 0; h < 3; h++) {
+        snprintf(q, sizeof q, "/api/locks?t0=%ld&t1=%ld", h == 2 ? mid : t0, h == 1 ? mid : t1);
+        cJSON *a = ask(x, q);
+        const cJSON *l = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(a, "locks"), 0);
+        if (h == 0) {
+            assert_int_equal((long)num(l, "waits"), (long)num(lk, "contended"));
+            assert_int_equal((long)num(l, "holds"), (long)num(lk, "acquisitions"));
+            assert_true(fabs(num(l, "wait_ns") - num(lk, "wait_ns")) < 1);
+            assert_true(fabs(num(l, "max_wait_ns") - num(lk, "max_wait_ns")) < 1);
+        } else {
+            waits += (long)num(l, "waits");
+            holds += (long)num(l, "holds");
+            wait_ns += num(l, "wait_ns");
+            if (num(l, "max_wait_ns") > max_wait)
+                max_wait = num(l, "max_wait_ns");
+        }
+        cJSON_Delete(a);
+    }
+    assert_int_equal(waits, (long)num(lk, "contended"));
+    assert_int_equal(holds, (long)num(lk, "acquisitions"));
+    assert_true(fabs(wait_ns - num(lk, "wait_ns")) < 1);
+    assert_true(fabs(max_wait - num(lk, "max_wait_ns")) < 1);
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sys, "context_switches"))) {
+        cJSON_Delete(sys);
+        cJSON_Delete(meta);
+        mprof__vindex_close(x);
+        skip(); /* the kernel refused perf events: no states, no samples */
+    }
+    /* States: at every width each interval is in exactly one run; runs do not overlap. */
+    long total_off = 0;
+    const cJSON *th;
+    cJSON_ArrayForEach(th, cJSON_GetObjectItemCaseSensitive(sys, "threads")) total_off += (long)num(th, "off");
+    assert_true(total_off > 0);
+    static const int widths[] = {1, 7, 100, 1600, 16384};
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+        snprintf(q, sizeof q, "/api/states?t0=%ld&t1=%ld&w=%d", t0 - 1000000000L, t1 + 1000000000L, widths[wi]);
+        cJSON *a = ask(x, q);
+        assert_int_equal((long)num(a, "intervals"), total_off);
+        cJSON_ArrayForEach(th, cJSON_GetObjectItemCaseSensitive(a, "threads"))
+        {
+            const cJSON *r = cJSON_GetObjectItemCaseSensitive(th, "r");
+            int n = cJSON_GetArraySize(r);
+            assert_int_equal(n % 4, 0);
+            for (int i = 4; i < n; i += 4)
+                assert_true(cJSON_GetArrayItem(r, i)->valuedouble >= cJSON_GetArrayItem(r, i - 3)->valuedouble);
+            for (int i = 3; i < n; i += 4)
+                assert_true(cJSON_GetArrayItem(r, i)->valuedouble >= 0 && cJSON_GetArrayItem(r, i)->valuedouble <= 1000);
+        }
+        cJSON_Delete(a);
+    }
+    /* Samples: the whole range has every sample; the halves add up; a node has at most its
+     * parent's samples. */
+    long n_samples = (long)num(sys, "samples");
+    snprintf(q, sizeof q, "/api/samples?t0=%ld&t1=%ld", t0 - 1000000000L, t1 + 1000000000L);
+    cJSON *all = ask(x, q);
+    assert_int_equal((long)num(all, "samples"), n_samples);
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(all, "n");
+    int nn = cJSON_GetArraySize(nodes);
+    assert_true(n_samples == 0 || nn >= 3);
+    for (int i = 0; i < nn; i += 3) {
+        int parent = (int)cJSON_GetArrayItem(nodes, i)->valuedouble;
+        double c = cJSON_GetArrayItem(nodes, i + 2)->valuedouble;
+        assert_true(parent < i / 3);
+        assert_true(c <= (parent < 0 ? (double)n_samples : cJSON_GetArrayItem(nodes, 3 * parent + 2)->valuedouble));
+    }
+    cJSON_Delete(all);
+    long halves = 0;
+    for (int h = 0; h < 2; h++) {
+        snprintf(q, sizeof q, "/api/samples?t0=%ld&t1=%ld", h ? mid : t0 - 1000000000L, h ? t1 + 1000000000L : mid);
+        cJSON *a = ask(x, q);
+        halves += (long)num(a, "samples");
+        cJSON_Delete(a);
+    }
+    assert_int_equal(halves, n_samples);
+    /* CPU: one pixel over everything holds the largest point. */
+    snprintf(q, sizeof q, "/api/cpu?t0=%ld&t1=%ld&w=1", t0, t1);
+    cJSON *c1 = ask(x, q);
+    snprintf(q, sizeof q, "/api/cpu?t0=%ld&t1=%ld&w=16384", t0, t1);
+    cJSON *cn = ask(x, q);
+    double mx1 = 0, mxn = 0;
+    const cJSON *e;
+    int i = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c1, "p")) if (i++ % 5 == 2 && e->valuedouble > mx1) mx1 = e->valuedouble;
+    i = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(cn, "p")) if (i++ % 5 == 2 && e->valuedouble > mxn) mxn = e->valuedouble;
+    assert_true(fabs(mx1 - mxn) < 1e-9);
+    assert_int_equal((long)num(c1, "points"), (long)num(sys, "cpu_points"));
+    cJSON_Delete(c1);
+    cJSON_Delete(cn);
+    cJSON_Delete(sys);
+    cJSON_Delete(meta);
+    mprof__vindex_close(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -633,6 +759,7 @@ int main(void)
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_server),
         cmocka_unit_test(test_live_end),
+        cmocka_unit_test(test_system_section),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

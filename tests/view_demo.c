@@ -1,7 +1,7 @@
 /*
  * view_demo.c - a small instrumented program whose captures the view, export and diff tests read.
  *
- * usage: view_demo CAPTURE.mprof [frames] [tiny_zones_per_frame] [slow]
+ * usage: view_demo CAPTURE.mprof [frames] [tiny_zones_per_frame] [slow | deep=N]
  *
  * Two threads ("Main" and "Worker") record nested zones in the subsystem colors and one with
  * color 0, zone text, value and a dynamic name, frame marks, messages of every level, two plots,
@@ -9,7 +9,8 @@
  * made-up GPU timestamps). Locks, memory and fibers are written with the library's internal
  * raw-event writer (core.h) so that the test does not depend on which wrapper API each module
  * offers; the records are those of format.h's event table.
- * "slow" makes Physics::step four times as long, for the diff test.
+ * "slow" makes Physics::step four times as long, for the diff test; "deep=N" adds a recursion
+ * N zones deep ("Recurse") under Update, for the served page's layout test.
  */
 #define MPROF_ENABLE 1
 #include "core.h"
@@ -19,7 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int slow;
+static int slow, deep;
+
 static const char *const physics_frames = "Physics"; /* a named, discontinuous frame set */
 
 static void spin_ns(uint64_t ns)
@@ -27,6 +29,14 @@ static void spin_ns(uint64_t ns)
     uint64_t end = mprof_now_ns() + ns;
     while (mprof_now_ns() < end) {
     }
+}
+
+static void recurse(int d)
+{
+    MPROF_ZONE_C("Recurse", MPROF_COLOR_AI);
+    spin_ns(3000);
+    if (d > 1)
+        recurse(d - 1);
 }
 
 /* ---- raw events for the modules without a public wrapper here ------------------------------ */
@@ -153,6 +163,8 @@ static void frame(int f)
             spin_ns(200000);
         }
         locked_work(50000);
+        if (deep)
+            recurse(deep);
     }
     {
         MPROF_ZONE_C("Render", MPROF_COLOR_RENDERER);
@@ -215,6 +227,7 @@ int main(int argc, char **argv)
     if (argc > 3)
         tiny = atoi(argv[3]);
     slow = argc > 4 && strcmp(argv[4], "slow") == 0;
+    deep = argc > 4 && strncmp(argv[4], "deep=", 5) == 0 ? atoi(argv[4] + 5) : 0;
     mprof_config cfg = {0};
     cfg.capture_path = argv[1];
     cfg.app_name = "view_demo";

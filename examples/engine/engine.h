@@ -44,6 +44,7 @@ typedef struct engine_options {
     int threads;              /* --threads: worker threads */
     uint64_t seed;            /* --seed */
     const char *png_path;     /* --png */
+    int frame_images;         /* --frame-images: MPROF_FRAME_IMAGE of every rendered frame */
     eng_renderer_kind renderer; /* --renderer */
     int width, height;        /* --size WxH of the rendered frame */
     uint32_t bodies;          /* --bodies */

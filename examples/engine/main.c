@@ -34,6 +34,10 @@ static void usage(FILE *out)
           "  --threads N       worker threads for the job system (default 2)\n"
           "  --seed N          world seed (default 1); same seed, same frames: same world\n"
           "  --png PATH        write the last rendered frame as a PNG\n"
+          "  --frame-images    send every rendered frame to the capture as a thumbnail\n"
+          "                    (MPROF_FRAME_IMAGE, shown by mprof view --serve); the CPU\n"
+          "                    renderer's pixels are in memory, but Vulkan's are read back,\n"
+          "                    which waits for the GPU every frame and changes the timing\n"
           "  --renderer KIND   auto (default), vulkan or cpu\n"
           "  --size WxH        rendered frame size (default 320x180)\n"
           "  --bodies N        rigid bodies (default 600)\n"
@@ -97,6 +101,8 @@ static int parse_args(int argc, char **argv, engine_options *o)
             return -1;
         } else if (!strcmp(a, "--listen")) {
             o->listen = 1;
+        } else if (!strcmp(a, "--frame-images")) {
+            o->frame_images = 1;
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;
         } else if (!strcmp(a, "--verbose")) {

@@ -23,6 +23,7 @@ static struct {
     soul_view *souls;
     uint32_t max_souls;
     int width, height;
+    int frame_images; /* --frame-images */
     render_stats last;
 } rn;
 
@@ -120,6 +121,7 @@ int renderer_init(const engine_options *opt)
     memset(&rn, 0, sizeof rn);
     rn.width = opt->width;
     rn.height = opt->height;
+    rn.frame_images = opt->frame_images;
     make_meshes();
     rn.max_souls = opt->souls + 16;
     rn.souls = calloc(rn.max_souls, sizeof *rn.souls);
@@ -221,6 +223,16 @@ void renderer_frame(uint64_t frame)
     render_stats st = {0, 0};
     rn.be->frame(&sc, &st);
     rn.last = st;
+    if (rn.frame_images) {
+        /* The frame just drawn, as a thumbnail of this frame (--frame-images). The CPU back end
+         * hands its buffer; Vulkan's pixels() waits for the frames in flight and reads the image
+         * back, so with Vulkan this costs a GPU round trip per frame. */
+        MPROF_ZONE_C("Renderer::frame_image", MPROF_COLOR_RENDERER);
+        int w = 0, h = 0;
+        const uint8_t *px = rn.be->pixels(&w, &h);
+        if (px && w > 0 && h > 0)
+            MPROF_FRAME_IMAGE(px, (uint32_t)w, (uint32_t)h);
+    }
     MPROF_PLOT_INT("draw_calls", st.draw_calls);
     MPROF_PLOT_INT("triangles", (int64_t)st.triangles);
     eng_slowdown(ENG_SYS_RENDERER, t0);

@@ -18,6 +18,7 @@
 
 #include "analysis/json_out.h"
 #include "analysis/timeline.h"
+#include "analysis/view_index_sys.h"
 #include "format/format.h"
 #include "mprof/mprof.h"
 
@@ -36,7 +37,7 @@
 /* ---- 1. File layout -------------------------------------------------------------------------- */
 
 #define VIDX_MAGIC "MPVIDX01"
-#define VIDX_VERSION 4u
+#define VIDX_VERSION 5u
 #define HIST_BUCKETS 336 /* 8 per octave from 1 ns to 2^42 ns (73 min) */
 #define MAX_LOC_SLOTS (1u << 20)
 #define PYR_FANOUT 16
@@ -56,6 +57,7 @@ typedef struct vhead {
     int64_t end_ns;
     uint64_t n_images, images_off, image_bytes_off, image_bytes_len;
     uint64_t n_tiers, tiers_off;
+    uint64_t sys_off, sys_len; /* the system and lock section (view_index_sys.c) */
     uint64_t file_bytes;
 } vhead;
 
@@ -224,6 +226,7 @@ typedef struct builder {
     stream msgs, text, images, image_bytes;
     uint64_t n_zones;
     int64_t min_s, max_e; /* over every zone and span (GPU zones may start before the CPU's first) */
+    mprof_vsys *sys;
     int oom;
 } builder;
 
@@ -362,6 +365,8 @@ static void h_lock(void *user, const mprof_tl_lockspan *s)
     const mprof_tl_lock *l = mprof__walker_lock(b->w, s->lock);
     if (l)
         add_zone(b, l->track, s->row, s->waiting ? 0 : 1, s->start_ns, s->end_ns, s->end_ns - s->start_ns);
+    if (mprof__vsys_lock(b->sys, b->w, s) != 0)
+        b->oom = 1;
 }
 
 static bplot *plot_of(builder *b, int pool, uint32_t id)
@@ -852,6 +857,7 @@ static void builder_free(builder *b)
     free(b->levels);
     free(b->locs);
     free(b->plots);
+    mprof__vsys_free(b->sys);
     if (b->sp.f)
         fclose(b->sp.f);
 }
@@ -989,6 +995,8 @@ static int write_index(builder *b, mprof_reader *r, const char *cap_path, FILE *
         if (put(f, &v, sizeof v, &pos) != 0)
             goto io;
     }
+    if (mprof__vsys_write(b->sys, r, b->w, f, &pos, &h.sys_off, &h.sys_len) != 0)
+        goto io;
     h.meta_off = pos;
     long before = ftell(f);
     write_meta(b, r, cap_path, f);
@@ -1036,7 +1044,8 @@ int mprof__vindex_build(const char *capture_path, const char *index_path, char *
     mprof_tl_hooks hooks = {.user = &b, .zone = h_zone, .lock_span = h_lock, .memory = h_memory};
     b.w = mprof__walker_new(r, &hooks, 1);
     b.sp.f = tmpfile();
-    if (!b.w || !b.sp.f) {
+    b.sys = mprof__vsys_new();
+    if (!b.w || !b.sp.f || !b.sys) {
         snprintf(err, errlen, "%s", b.w ? "cannot create a temporary file for the index" : "out of memory");
         mprof__walker_free(b.w);
         builder_free(&b);
@@ -1047,6 +1056,8 @@ int mprof__vindex_build(const char *capture_path, const char *index_path, char *
     int rc;
     while ((rc = mprof_reader_next(r, &ev)) == 1) {
         on_event(&b, &ev);
+        if (mprof__vsys_event(b.sys, r, &ev) != 0)
+            b.oom = 1;
         if (mprof__walker_event(b.w, &ev) != 0 || b.oom || b.sp.failed) {
             rc = -2;
             break;
@@ -1163,7 +1174,8 @@ static mprof_vindex *try_open(const char *cap_path, const char *index_path, char
              !in_file(x, h->frames_off, h->n_frames, sizeof(vframe)) || !in_file(x, h->meta_off, h->meta_len, 1) ||
              !in_file(x, h->images_off, h->n_images, sizeof(vimage)) ||
              !in_file(x, h->image_bytes_off, h->image_bytes_len, 1) ||
-             !in_file(x, h->tiers_off, h->n_tiers, sizeof(vtier)))
+             !in_file(x, h->tiers_off, h->n_tiers, sizeof(vtier)) || !in_file(x, h->sys_off, h->sys_len, 1) ||
+             (h->sys_len && h->sys_off % 8) || !mprof__vsys_check(x->map + h->sys_off, h->sys_len))
         why = "damaged index";
     if (!why) {
         x->levels = (const vlevel *)(x->map + h->levels_off);
@@ -1919,8 +1931,10 @@ int mprof__vindex_answer(const mprof_vindex *x, const mprof_vquery *q, FILE *out
     case MPROF_VQ_IMAGE:
         return answer_image(x, q, out, err, errlen);
     default:
-        snprintf(err, errlen, "not a query");
-        return -1;
+        rc = mprof__vsys_answer(x->map + x->h->sys_off, x->h->sys_len, q, out, err, errlen);
+        if (rc == 1)
+            snprintf(err, errlen, "not a query");
+        return rc ? -1 : 0;
     }
     if (rc != 0)
         snprintf(err, errlen, "out of memory or write error");

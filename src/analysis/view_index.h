@@ -64,6 +64,11 @@ enum {
     MPROF_VQ_INSTANCES, /* /api/instances?loc[&dmin&dmax&limit]: its zones, longest first */
     MPROF_VQ_IMAGE,     /* /api/image?frame: the thumbnail of a frame (MPROF_FRAME_IMAGE), RGB base64 */
     MPROF_VQ_LIVE,      /* /api/live: whether the server follows a live capture (the server answers) */
+    MPROF_VQ_SYSTEM,    /* /api/system: system tracing, locks and pools of the capture (view_index_sys.c) */
+    MPROF_VQ_STATES,    /* /api/states?t0&t1&w: thread states, off-CPU runs merged per pixel */
+    MPROF_VQ_CPU,       /* /api/cpu?t0&t1&w: CPU usage, min/max per pixel */
+    MPROF_VQ_SAMPLES,   /* /api/samples?t0&t1[&track]: the flame graph of the samples of a range */
+    MPROF_VQ_LOCKS,     /* /api/locks?t0&t1: waits and holds per lock in a range */
     MPROF_VQ_ASSET      /* any other path: a file of the page (name in asset) */
 };
 
@@ -72,7 +77,7 @@ typedef struct mprof_vquery {
     int64_t t0, t1;     /* ns since the capture's start */
     int64_t from, to;   /* frame indices [from, to) */
     uint32_t w;         /* pixels (1..16384) */
-    uint32_t loc;
+    uint32_t loc;       /* /api/samples: its track= filter */
     int64_t dmin, dmax; /* duration filter, ns */
     uint32_t limit;
     int has_t, has_frames, has_loc;

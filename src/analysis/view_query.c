@@ -30,6 +30,11 @@ static const api_path paths[] = {
     {"/api/stats", MPROF_VQ_STATS, "!t0 !t1"},
     {"/api/hist", MPROF_VQ_HIST, "!loc"},
     {"/api/instances", MPROF_VQ_INSTANCES, "!loc dmin dmax limit"},
+    {"/api/system", MPROF_VQ_SYSTEM, ""},
+    {"/api/states", MPROF_VQ_STATES, "!t0 !t1 !w"},
+    {"/api/cpu", MPROF_VQ_CPU, "!t0 !t1 !w"},
+    {"/api/samples", MPROF_VQ_SAMPLES, "!t0 !t1 track"},
+    {"/api/locks", MPROF_VQ_LOCKS, "!t0 !t1"},
 };
 
 #define MAX_NS (INT64_C(1) << 62)
@@ -82,7 +87,7 @@ static int key_allowed(const char *list, const char *k, size_t kn, int *required
     return 0;
 }
 
-static const char *const key_names[] = {"t0", "t1", "w", "loc", "dmin", "dmax", "limit", "from", "to", "frame", "lod"};
+static const char *const key_names[] = {"t0", "t1", "w", "loc", "dmin", "dmax", "limit", "from", "to", "frame", "lod", "track"};
 #define N_KEYS (sizeof key_names / sizeof key_names[0])
 
 static int key_index(const char *k, size_t kn)
@@ -155,7 +160,7 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
         if (ki == 2) { /* w */
             lo = 1;
             hi = 16384;
-        } else if (ki == 3) { /* loc */
+        } else if (ki == 3 || ki == 11) { /* loc, track */
             hi = UINT32_MAX;
         } else if (ki == 6) { /* limit */
             lo = 1;
@@ -194,6 +199,10 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
         out->w = (uint32_t)vals[2];
     if (seen[3]) {
         out->loc = (uint32_t)vals[3];
+        out->has_loc = 1;
+    }
+    if (seen[11]) { /* the track filter of /api/samples, kept in loc */
+        out->loc = (uint32_t)vals[11];
         out->has_loc = 1;
     }
     if (seen[4])

@@ -120,6 +120,7 @@ function drawTimeline() {
             for (let i = 0; i < a.length; i += 4) {
                 const x0 = xOf(a[i], w), x1 = xOf(a[i + 1], w);
                 if (x1 < 0 || x0 > w) continue;
+                if (S.hidden && S.hidden(lv.track, lv.depth, a[i], a[i + 1])) continue; /* folded (layout.js) */
                 const rgb = locRgb(a[i + 2]);
                 const dim = S.hilite >= 0 && a[i + 2] !== S.hilite;
                 ctx.fillStyle = U.rgbCss(dim ? U.shade(rgb, 0.45) : rgb);
@@ -140,6 +141,7 @@ function drawTimeline() {
             for (let i = 0; i < m.length; i += 3) {
                 const x0 = xOf(m[i], w), x1 = Math.max(xOf(m[i + 1], w), x0 + 1);
                 if (x1 < 0 || x0 > w) continue;
+                if (S.hidden && S.hidden(lv.track, lv.depth, m[i], m[i + 1])) continue;
                 ctx.fillStyle = '#5b606b';
                 ctx.fillRect(x0, r.y + 3, x1 - x0, ROW - 6);
                 if (x1 - x0 > 40) {
@@ -151,6 +153,8 @@ function drawTimeline() {
         }
     }
     for (const p of S.painters) p(ctx, { w: w, h: h, xOf: (t) => xOf(t, w), rows: S.rows, view: S.view });
+    const drop = S.dropOn !== null && S.dropOn !== undefined ? rowOf(S.dropOn, -1) : null;
+    if (drop) { ctx.fillStyle = '#9fb9ff'; ctx.fillRect(0, drop.y - 1, w, 3); }
     ctx.restore();
     /* Ruler, messages and the selected range on top. */
     ctx.fillStyle = '#222327';
@@ -325,11 +329,12 @@ function zoneAt(x, y) {
     const lv = S.zones.levels.find((l) => l.track === r.track && l.depth === r.depth);
     if (!lv) return { row: r };
     const t = tOf(x, w), tol = (S.view.t1 - S.view.t0) / w * 2;
+    const shown = (a, b) => !(S.hidden && S.hidden(r.track, r.depth, a, b));
     for (let i = 0; i < lv.z.length; i += 4)
-        if (t >= lv.z[i] - tol && t <= lv.z[i + 1] + tol)
+        if (t >= lv.z[i] - tol && t <= lv.z[i + 1] + tol && shown(lv.z[i], lv.z[i + 1]))
             return { row: r, zone: { s: lv.z[i], e: lv.z[i + 1], loc: lv.z[i + 2], self: lv.z[i + 3], track: r.track, depth: r.depth } };
     for (let i = 0; i < lv.m.length; i += 3)
-        if (t >= lv.m[i] - tol && t <= lv.m[i + 1] + tol)
+        if (t >= lv.m[i] - tol && t <= lv.m[i + 1] + tol && shown(lv.m[i], lv.m[i + 1]))
             return { row: r, merged: { s: lv.m[i], e: lv.m[i + 1], n: lv.m[i + 2] } };
     return { row: r };
 }
@@ -369,6 +374,9 @@ function initInput() {
         const r = tl.getBoundingClientRect();
         drag = { x: e.clientX, y: e.clientY, v: S.view, sy: S.scrollY, sel: e.shiftKey || e.button === 2,
                  t: tOf(e.clientX - r.left, tlSize().w), moved: false };
+        /* A drag that starts on a track header moves the track (dropped where it is let go). */
+        const h0 = drag.sel ? null : zoneAt(e.clientX - r.left, e.clientY - r.top);
+        if (h0 && h0.row.depth === -1) drag.track = h0.row.track;
     });
     tl.addEventListener('contextmenu', (e) => e.preventDefault());
     window.addEventListener('mousemove', (e) => {
@@ -377,7 +385,11 @@ function initInput() {
         if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
         if (!drag.moved) return;
         const w = tlSize().w, r = tl.getBoundingClientRect();
-        if (drag.sel) {
+        if (drag.track !== undefined) {
+            const over = zoneAt(e.clientX - r.left, e.clientY - r.top);
+            S.dropOn = over ? over.row.track : null;
+            drawTimeline();
+        } else if (drag.sel) {
             const t = tOf(e.clientX - r.left, w);
             S.selRange = [Math.min(t, drag.t), Math.max(t, drag.t)];
             drawTimeline();
@@ -392,6 +404,17 @@ function initInput() {
         const d = drag;
         drag = null;
         if (d.moved) {
+            if (d.track !== undefined) {
+                S.dropOn = null;
+                const r0 = tl.getBoundingClientRect(), over = zoneAt(e.clientX - r0.left, e.clientY - r0.top);
+                if (over && over.row.track !== d.track) {
+                    const to = S.order.indexOf(over.row.track);
+                    S.order.splice(S.order.indexOf(d.track), 1);
+                    S.order.splice(to, 0, d.track);
+                    setStatus('trackNames', S.order.map((k) => trackById(k).name).join('|'));
+                }
+                drawTimeline();
+            }
             if (d.sel && S.selRange) { S.tab = 'stats'; showTab(); }
             return;
         }
@@ -410,7 +433,8 @@ function initInput() {
         } else if (hit.row.depth === -2) {
             S.expanded[hit.row.track] = true;
             drawTimeline();
-        } else if (hit.zone) selectZone(hit.zone);
+        } else if (hit.zone && S.onZoneClick && S.onZoneClick(hit.zone, e.clientX - r.left)) drawTimeline();
+        else if (hit.zone) selectZone(hit.zone);
         else if (hit.merged) setView(hit.merged.s, hit.merged.e + (hit.merged.e - hit.merged.s) * 0.05);
         else selectZone(null);
     });
@@ -682,6 +706,11 @@ window.MPROF_SERVE = {
     findZone: findZone,
     histBarRect: histBarRect,
     addTrackPainter: (fn) => S.painters.push(fn),
+    /* For scripts that ask their own queries (panels.js): the counted fetch, a redraw of the
+     * timeline from what is loaded, the tabs again. */
+    api: api,
+    redraw: () => drawTimeline(),
+    showTab: () => showTab(),
     addPanel: (key, title, fn) => { S.panels[key] = [title, fn]; if (S.meta) showTab(); },
     /* Center of a drawn zone in page coordinates, for tests and scripts. */
     zoneRect: (name) => {
