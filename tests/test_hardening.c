@@ -798,6 +798,61 @@ static void test_cli_small_items(void **state)
     assert_non_null(strstr(out, bad));
 }
 
+/* '--' ends the options of every command that takes files: a capture named -x.mprof (or
+ * --json) is read, not taken for an option; without '--' it is an unknown option. */
+static void test_double_dash_ends_options(void **state)
+{
+    (void)state;
+    char dir[512], cmd[2048];
+    snprintf(dir, sizeof dir, "%s", tu_temp_path("dashdir"));
+    assert_int_equal(mkdir(dir, 0755), 0);
+    unsigned char *d;
+    size_t n = slurp(good, &d);
+    char p[600];
+    snprintf(p, sizeof p, "%s/-x.mprof", dir);
+    spit(p, d, n);
+    snprintf(p, sizeof p, "%s/--json", dir);
+    spit(p, d, n);
+    free(d);
+#define IN_DIR(...)                                                                               \
+    (snprintf(cmd, sizeof cmd, "cd '%s' && '%s' ", dir, tu_mprof_bin()),                         \
+     snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), __VA_ARGS__),                          \
+     snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " 2>&1"), tu_run(cmd, out, sizeof out))
+    assert_int_equal(IN_DIR("report -x.mprof"), 2);
+    assert_non_null(strstr(out, "unknown option '-x.mprof'"));
+    assert_int_equal(IN_DIR("report -- -x.mprof"), 0);
+    assert_non_null(strstr(out, "Capture   -x.mprof"));
+    assert_int_equal(IN_DIR("report --top 1 -- -x.mprof"), 0);
+    assert_non_null(strstr(out, "Zones (1 of 2"));
+    /* After '--' even an option's name is a file; before it, options still count. */
+    assert_int_equal(IN_DIR("report --json -- --json"), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "capture"), "file")->valuestring,
+                        "--json");
+    cJSON_Delete(j);
+    assert_int_equal(IN_DIR("report -- -x.mprof --json"), 2);
+    assert_non_null(strstr(out, "one capture at a time"));
+    assert_int_equal(IN_DIR("export -f csv -o out.csv -- -x.mprof"), 0);
+    snprintf(p, sizeof p, "%s/out.csv", dir);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_true(st.st_size > 0);
+    assert_int_equal(IN_DIR("export -f frames -o ./-frames.json -- -x.mprof"), 0);
+    assert_int_equal(IN_DIR("view -o v.html -- -x.mprof --json"), 0);
+    snprintf(p, sizeof p, "%s/v.html", dir);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(IN_DIR("diff -- -x.mprof --json"), 0);
+    assert_non_null(strstr(out, "A: -x.mprof"));
+    assert_non_null(strstr(out, "B: --json"));
+    assert_int_equal(IN_DIR("store add --store sqlite:runs.db -- -frames.json"), 0);
+    assert_int_equal(IN_DIR("history --store sqlite:runs.db --json"), 0);
+    assert_non_null(strstr(out, "no-baseline"));
+    /* gate's files are option values, which may start with '-' as they are. */
+    assert_int_equal(IN_DIR("gate --baseline -frames.json --current -frames.json"), 0);
+#undef IN_DIR
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -815,6 +870,7 @@ int main(void)
         cmocka_unit_test(test_listener_flood_rate_limited),
         cmocka_unit_test(test_env_numbers_checked),
         cmocka_unit_test(test_cli_small_items),
+        cmocka_unit_test(test_double_dash_ends_options),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
