@@ -293,6 +293,8 @@ static void test_missing_chunk_reported(void **state)
     const char *p = edited_copy("hole.mprof", cut_middle_chunk);
     assert_int_equal(run("report %s", p), 0);
     assert_non_null(strstr(out, "Missing   1 chunks"));
+    assert_non_null(strstr(out, "incomplete: chunks are missing"));
+    assert_null(strstr(out, "complete (the process closed"));
     assert_int_equal(run("report --json %s", p), 0);
     j = cJSON_Parse(out);
     assert_non_null(j);
@@ -718,6 +720,68 @@ static void test_listener_flood_rate_limited(void **state)
     assert_true(answered <= 16 + (int)(50 * el) + 8);
 }
 
+/* A live capture's END, relayed from the process by the real mprof capture, carries the chunk
+ * and event counts the reader checks: the capture reads whole, and with a middle chunk cut out
+ * it reads as missing one chunk and its events. (The live END carried no counts, so a hole in a
+ * live capture read as complete.) */
+static void test_live_end_counts_checked(void **state)
+{
+    (void)state;
+    int port = free_port();
+    unsetenv("MPROF_LISTEN");
+    mprof_config cfg = {.listen = MPROF_TOGGLE_ON, .listen_address = "127.0.0.1",
+                        .listen_port = (uint16_t)port, .chunk_bytes = 16384};
+    assert_int_equal(mprof_startup(&cfg), MPROF_OK);
+    atomic_store(&producing, 1);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, producer, NULL), 0);
+    const char *p = tu_temp_path("liveend.mprof");
+    int rc = run("capture -p %d -o %s -s 1 --wait 30", port, p);
+    atomic_store(&producing, 0);
+    pthread_join(th, NULL);
+    listen_off();
+    assert_int_equal(rc, 0);
+    /* The END is the process's own, and it counts every chunk before it. */
+    unsigned char *d;
+    size_t n = slurp(p, &d);
+    size_t at[8192];
+    int k = chunk_offsets(d, n, at, 8192);
+    assert_true(k > 6);
+    assert_int_equal(d[at[k - 1] + 4], MPROF_CHUNK_END);
+    const unsigned char *end = d + at[k - 1] + MPROF_FMT_CHUNK_HEADER_BYTES;
+    char v[64];
+    mprof_wire_kv_get(end, mprof_rd_u32(d + at[k - 1] + 8), "chunks", v, sizeof v);
+    assert_int_equal(strtoull(v, NULL, 10), (unsigned long long)(k - 1));
+    mprof_wire_kv_get(end, mprof_rd_u32(d + at[k - 1] + 8), "end_written_by", v, sizeof v);
+    assert_string_equal(v, "");
+    assert_int_equal(run("report --json %s", p), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    cJSON *cap = cJSON_GetObjectItem(j, "capture");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cap, "complete")));
+    assert_string_equal(cJSON_GetObjectItem(cap, "ending")->valuestring, "clean");
+    assert_int_equal(cJSON_GetObjectItem(cap, "chunks_missing")->valuedouble, 0);
+    assert_int_equal(cJSON_GetObjectItem(cap, "events_missing")->valuedouble, 0);
+    cJSON_Delete(j);
+    /* The same file with a middle chunk cut out. */
+    size_t a = at[k / 2], b = at[k / 2 + 1];
+    memmove(d + a, d + b, n - b);
+    n -= b - a;
+    const char *hole = tu_temp_path("liveend_hole.mprof");
+    spit(hole, d, n);
+    free(d);
+    assert_int_equal(run("report %s", hole), 0);
+    assert_non_null(strstr(out, "Missing   1 chunks"));
+    assert_int_equal(run("report --json %s", hole), 0);
+    j = cJSON_Parse(out);
+    assert_non_null(j);
+    cap = cJSON_GetObjectItem(j, "capture");
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cap, "complete")));
+    assert_int_equal(cJSON_GetObjectItem(cap, "chunks_missing")->valuedouble, 1);
+    assert_true(cJSON_GetObjectItem(cap, "events_missing")->valuedouble > 0);
+    cJSON_Delete(j);
+}
+
 /* Numeric environment variables are checked by one parser: a bad value is ignored with one
  * warning naming it (MPROF_PORT=70000 listened on 4464, abc on 8086, silently). */
 static void test_env_numbers_checked(void **state)
@@ -868,6 +932,7 @@ int main(void)
         cmocka_unit_test(test_listener_idle_clients),
         cmocka_unit_test(test_listener_non_reading_session),
         cmocka_unit_test(test_listener_flood_rate_limited),
+        cmocka_unit_test(test_live_end_counts_checked),
         cmocka_unit_test(test_env_numbers_checked),
         cmocka_unit_test(test_cli_small_items),
         cmocka_unit_test(test_double_dash_ends_options),
