@@ -610,10 +610,50 @@ static int send_all(session *s, const unsigned char *p, size_t len, uint64_t giv
     return 0;
 }
 
-static blob *end_blob(session *s, const char *why)
+/* What the sender delivered, counted as the reader counts a capture, so that END can carry the
+ * counts the reader checks the file against: a chunk lost between here and the file (or cut
+ * out of the file later) is then reported missing, as for an in-process capture. */
+typedef struct sent_counts {
+    uint64_t chunks, events;
+    int events_unknown; /* a delivered chunk could not be counted (out of memory) */
+    mprof_buf raw;      /* scratch: the last payload */
+    void *dctx;         /* ZSTD_DCtx, made on first use */
+} sent_counts;
+
+/* Adds a chunk that was sent whole. Decompressing and walking it costs the sender thread about
+ * what the tool spends on the same chunk; the collector and the game threads pay nothing. */
+static void count_sent(sent_counts *sc, const blob *b)
+{
+    mprof_wire_chunk ch;
+    size_t used;
+    sc->chunks++;
+    if (mprof_wire_next_chunk(b->data, b->len, &ch, &used, NULL, 0) != MPROF_WIRE_DONE) {
+        sc->events_unknown = 1;
+        return;
+    }
+    if (ch.kind != MPROF_CHUNK_EVENTS)
+        return;
+    if (!sc->dctx)
+        sc->dctx = ZSTD_createDCtx(); /* NULL: a context per call, slower but the same */
+    mprof_wire_counts c = {0};
+    if (mprof_wire_chunk_payload(&ch, &sc->raw, sc->dctx, NULL, 0) != 0 ||
+        mprof_wire_scan_events(sc->raw.data, sc->raw.len, &c, NULL, 0) != 0)
+        sc->events_unknown = 1;
+    sc->events += c.events;
+}
+
+static blob *end_blob(session *s, const char *why, const sent_counts *sc)
 {
     mprof_buf kv = {0}, fr = {0};
     char v[64];
+    /* The chunks before END in the tool's file: its INFO chunk (made from the handshake reply)
+     * and every chunk delivered; the events in them, as mprof_event_counted counts. */
+    snprintf(v, sizeof v, "%" PRIu64, sc->chunks + 1);
+    mprof_fmt_kv(&kv, "chunks", v);
+    if (!sc->events_unknown) {
+        snprintf(v, sizeof v, "%" PRIu64, sc->events);
+        mprof_fmt_kv(&kv, "events", v);
+    }
     pthread_mutex_lock(&L.m);
     uint64_t dropped = s->dropped_events, dchunks = s->dropped_chunks;
     pthread_mutex_unlock(&L.m);
@@ -641,6 +681,7 @@ static void *sender_main(void *arg)
     mprof__set_os_thread_name("mprof-sender");
     int stop = 0, gone = 0;
     uint64_t deadline = 0;
+    sent_counts sc = {0};
     for (;;) {
         pthread_mutex_lock(&L.m);
         if (stop && !s->closing)
@@ -674,6 +715,8 @@ static void *sender_main(void *arg)
             continue;
         }
         int rc = send_all(s, q->b->data, q->b->len, deadline, &stop);
+        if (rc == 0)
+            count_sent(&sc, q->b);
         pthread_mutex_lock(&L.m);
         s->queued_bytes -= q->b->len;
         pthread_mutex_unlock(&L.m);
@@ -689,7 +732,7 @@ static void *sender_main(void *arg)
     queue_clear_locked(s);
     pthread_mutex_unlock(&L.m);
     if (!gone) {
-        blob *e = end_blob(s, atomic_load(&s->shutdown) ? "process-exit" : "tool-stop");
+        blob *e = end_blob(s, atomic_load(&s->shutdown) ? "process-exit" : "tool-stop", &sc);
         if (e && send_all(s, e->data, e->len,
                           mprof__mono_ns() + (uint64_t)SHUTDOWN_FLUSH_MS * 1000000u, &stop) != 0)
             gone = 1;
@@ -712,6 +755,8 @@ static void *sender_main(void *arg)
         if (mprof__g.cfg.verbose == MPROF_TOGGLE_ON)
             mprof__log("the capture tool went away; the session is closed");
     }
+    mprof_buf_free(&sc.raw);
+    ZSTD_freeDCtx(sc.dctx);
     close(s->fd);
     s->fd = -1;
     pthread_mutex_lock(&L.m);

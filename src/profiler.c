@@ -12,6 +12,7 @@
  * environment overrides) and registers an atexit handler that flushes and closes the capture.
  */
 #include "core.h"
+#include "env_number.h"
 #include "system/system.h"
 
 #include <errno.h>
@@ -80,23 +81,11 @@ static int env_number(const char *name, double lo, double hi, int integer, doubl
     const char *v = env(name);
     if (!v)
         return 0;
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    while (*end == ' ' || *end == '\t')
-        end++;
-    int ok = end != v && !*end && errno == 0 && d >= lo && d <= hi && (!integer || d == (double)(long long)d);
-    /* strtod takes "inf", "nan" and hex: only plain decimal numbers are meant here. */
-    for (const char *q = v; ok && *q; q++)
-        if (!((*q >= '0' && *q <= '9') || *q == '.' || *q == '-' || *q == '+' || *q == ' ' ||
-              (!integer && (*q == 'e' || *q == 'E'))))
-            ok = 0;
-    if (!ok) {
+    if (mprof__parse_number(v, lo, hi, integer, out) != 0) {
         mprof__log("%s='%s' is not %s from %g to %g; ignored", name, v,
                    integer ? "a whole number" : "a number", lo, hi);
         return -1;
     }
-    *out = d;
     return 1;
 }
 

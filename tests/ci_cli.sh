@@ -182,6 +182,8 @@ got=$?
 if grep -q '"valid":	true' "$W/killed9/ci-report.json"; then
     has "$W/killed9/ci-report.json" 'did not end cleanly'
     has "$W/killed9/ci-report.json" '"complete":	false'
+    # The capture object says how it ended (it was "" after several runs were added).
+    has "$W/killed9/ci-report.json" '"ending":	"peer-lost"'
     run 0 killed9ok --output-dir "$W/killed9ok" --port "$PORT" --allow-incomplete -- sh -c "\"$MPROF\" ci --self-test-workload --frames 10000000 & sleep 2; kill -9 \$!; wait; exit 0"
 fi
 

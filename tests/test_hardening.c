@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -293,6 +294,8 @@ static void test_missing_chunk_reported(void **state)
     const char *p = edited_copy("hole.mprof", cut_middle_chunk);
     assert_int_equal(run("report %s", p), 0);
     assert_non_null(strstr(out, "Missing   1 chunks"));
+    assert_non_null(strstr(out, "incomplete: chunks are missing"));
+    assert_null(strstr(out, "complete (the process closed"));
     assert_int_equal(run("report --json %s", p), 0);
     j = cJSON_Parse(out);
     assert_non_null(j);
@@ -557,6 +560,225 @@ static void test_capture_write_failure(void **state)
     cJSON_Delete(j);
 }
 
+/* ---- a real full disk: a small tmpfs (root only; skipped with the reason otherwise) --------- */
+
+static char tmpfs_dir[512];
+static int tmpfs_mounted;
+
+/* Mounts a tmpfs of opts ("size=2m") at a fresh folder; -1 (after saying why) when mounting is
+ * not permitted here (not root, no CAP_SYS_ADMIN, a container without mounts). */
+static int tmpfs_mount(const char *stem, const char *opts)
+{
+    snprintf(tmpfs_dir, sizeof tmpfs_dir, "%s", tu_temp_path(stem));
+    assert_int_equal(mkdir(tmpfs_dir, 0755), 0);
+    if (mount("tmpfs", tmpfs_dir, "tmpfs", 0, opts) != 0) {
+        print_message("skipped: cannot mount a tmpfs (%s) at %s: %s; the full-disk path is "
+                      "tested with a file size limit only\n", opts, tmpfs_dir, strerror(errno));
+        rmdir(tmpfs_dir);
+        return -1;
+    }
+    tmpfs_mounted = 1;
+    return 0;
+}
+
+static int tmpfs_teardown(void **state)
+{
+    (void)state;
+    if (tmpfs_mounted) {
+        umount2(tmpfs_dir, MNT_DETACH);
+        rmdir(tmpfs_dir);
+        tmpfs_mounted = 0;
+    }
+    return 0;
+}
+
+/* What a capture file holds, counted here without the reader: chunks (header to END, INFO and
+ * END included), the events in its EVENTS chunks as mprof_event_counted counts, and END's
+ * payload (decompressed into end). */
+static void scan_capture(const char *path, int *chunks, uint64_t *events, mprof_buf *end)
+{
+    unsigned char *d;
+    size_t n = slurp(path, &d), pos = MPROF_FMT_HEADER_BYTES;
+    mprof_buf raw = {0};
+    *chunks = 0;
+    *events = 0;
+    end->len = 0;
+    while (pos < n) {
+        mprof_wire_chunk ch;
+        size_t used;
+        char err[256];
+        assert_int_equal(mprof_wire_next_chunk(d + pos, n - pos, &ch, &used, err, sizeof err),
+                         MPROF_WIRE_DONE);
+        (*chunks)++;
+        if (ch.kind == MPROF_CHUNK_EVENTS || ch.kind == MPROF_CHUNK_END) {
+            assert_int_equal(mprof_wire_chunk_payload(&ch, &raw, NULL, err, sizeof err), 0);
+            if (ch.kind == MPROF_CHUNK_EVENTS) {
+                mprof_wire_counts c = {0};
+                assert_int_equal(mprof_wire_scan_events(raw.data, raw.len, &c, err, sizeof err), 0);
+                *events += c.events;
+            } else {
+                assert_int_equal(mprof_buf_reserve(end, raw.len), 0);
+                memcpy(end->data, raw.data, raw.len);
+                end->len = raw.len;
+            }
+        }
+        pos += used;
+    }
+    mprof_buf_free(&raw);
+    free(d);
+}
+
+static uint64_t end_u64(const mprof_buf *end, const char *key)
+{
+    char v[64];
+    mprof_wire_kv_get(end->data, end->len, key, v, sizeof v);
+    assert_true(v[0] != 0);
+    return strtoull(v, NULL, 10);
+}
+
+/* The report's account of a capture cut short by a full disk, checked against what the file
+ * holds: the ending, the text's wording, and the exact missing counts. */
+static void check_disk_full_report(const char *p, uint64_t want_chunks, uint64_t want_events)
+{
+    assert_int_equal(run("report --json %s", p), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    cJSON *cap = cJSON_GetObjectItem(j, "capture");
+    assert_string_equal(cJSON_GetObjectItem(cap, "ending")->valuestring, "disk-full");
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cap, "complete")));
+    assert_int_equal((uint64_t)cJSON_GetObjectItem(cap, "chunks_missing")->valuedouble, want_chunks);
+    assert_int_equal((uint64_t)cJSON_GetObjectItem(cap, "events_missing")->valuedouble, want_events);
+    cJSON_Delete(j);
+    assert_int_equal(run("report %s", p), 0);
+    assert_non_null(strstr(out, "cut short: the disk was full"));
+    assert_null(strstr(out, "killed"));
+    char line[256];
+    snprintf(line, sizeof line, "Lost      %llu chunks, %llu events were not written (%s)",
+             (unsigned long long)want_chunks, (unsigned long long)want_events, strerror(ENOSPC));
+    if (!strstr(out, line))
+        print_error("no '%s' in:\n%s\n", line, out);
+    assert_non_null(strstr(out, line));
+}
+
+/* The library capturing into a 2 MiB tmpfs until it is full: END says disk-full and counts the
+ * chunks not written; the report's missing chunks and events equal what END counts beyond what
+ * the file holds (counted here without the reader). */
+static void test_real_disk_full_library(void **state)
+{
+    (void)state;
+    if (tmpfs_mount("fulltmpfs", "size=2m") != 0)
+        skip();
+    char p[600];
+    snprintf(p, sizeof p, "%s/cap.mprof", tmpfs_dir);
+    mprof_config cfg = {.capture_path = p, .listen = MPROF_TOGGLE_OFF, .chunk_bytes = 65536};
+    assert_int_equal(mprof_startup(&cfg), MPROF_OK);
+    /* Random text does not compress away: about 8 MB of messages for a 2 MiB disk. */
+    unsigned x = 99;
+    for (int f = 0; f < 2000; f++) {
+        for (int i = 0; i < 200; i++) {
+            x = x * 1103515245u + 12345u;
+            unsigned y = x * 2654435761u;
+            MPROF_MESSAGEF(MPROF_LOG_INFO, "%08x%08x%08x%08x", x, y, x ^ y, x + y);
+        }
+        MPROF_FRAME_MARK();
+        if (f % 50 == 0) {
+            struct timespec ts = {0, 2000000}; /* let the collector keep up */
+            nanosleep(&ts, NULL);
+        }
+    }
+    mprof_shutdown();
+    int chunks;
+    uint64_t events;
+    mprof_buf end = {0};
+    scan_capture(p, &chunks, &events, &end);
+    char v[64];
+    mprof_wire_kv_get(end.data, end.len, "ended_by", v, sizeof v);
+    assert_string_equal(v, "disk-full");
+    uint64_t end_chunks = end_u64(&end, "chunks"), end_events = end_u64(&end, "events");
+    uint64_t not_written = end_u64(&end, "chunks_not_written");
+    print_message("library on a full tmpfs: %d chunks in the file, END counts %llu (%llu not "
+                  "written), %llu of %llu events in the file\n", chunks,
+                  (unsigned long long)end_chunks, (unsigned long long)not_written,
+                  (unsigned long long)events, (unsigned long long)end_events);
+    assert_true(not_written > 0);
+    /* The sink's own count of refused chunks and the collector's count of chunks made agree
+     * with the file: chunks before END = made - not written. */
+    assert_int_equal(end_chunks - not_written, (uint64_t)(chunks - 1));
+    assert_true(end_events > events);
+    assert_true(end_events >= 2000 * 201); /* every message and frame mark made was counted */
+    mprof_buf_free(&end);
+    check_disk_full_report(p, not_written, end_events - events);
+}
+
+/* mprof capture writing into a full tmpfs: a peer sends 40 chunks of 60 messages; exit 3 naming
+ * the full disk and the one chunk that failed, and the file ends at its last whole chunk with
+ * the tool's END (disk-full) counting that chunk and its 60 events. */
+static void test_real_disk_full_capture(void **state)
+{
+    (void)state;
+    if (tmpfs_mount("captmpfs", "size=128k") != 0)
+        skip();
+    fake_peer f = {0};
+    mprof_buf info = {0}, ev = {0};
+    info_payload(&info);
+    assert_int_equal(mprof_wire_encode_reply(&f.send, MPROF_WIRE_OK, info.data, info.len), 0);
+    unsigned x = 4242;
+    uint64_t per_chunk = 0;
+    size_t chunk_size = 0;
+    for (int k = 0; k < 40; k++) {
+        ev.len = 0;
+        assert_int_equal(mprof_buf_reserve(&ev, 8192), 0);
+        unsigned char *o = ev.data;
+        *o++ = MPROF_EV_THREAD;
+        *o++ = 1;
+        for (int m = 0; m < 60; m++) {
+            *o++ = MPROF_EV_MESSAGE;
+            *o++ = (unsigned char)(2 * m);
+            *o++ = 1;
+            *o++ = 100;
+            for (int i = 0; i < 100; i++) {
+                x = x * 1103515245u + 12345u;
+                *o++ = (unsigned char)('a' + (x >> 16) % 26);
+            }
+        }
+        ev.len = (size_t)(o - ev.data);
+        mprof_wire_counts c = {0};
+        assert_int_equal(mprof_wire_scan_events(ev.data, ev.len, &c, NULL, 0), 0);
+        per_chunk = c.events;
+        size_t before = f.send.len;
+        assert_int_equal(mprof_fmt_chunk(&f.send, MPROF_CHUNK_EVENTS, ev.data, ev.len, 0, NULL), 0);
+        chunk_size = f.send.len - before;
+    }
+    mprof_buf_free(&info);
+    mprof_buf_free(&ev);
+    assert_int_equal(per_chunk, 60);
+    fake_peer_start(&f);
+    char p[600];
+    snprintf(p, sizeof p, "%s/tool.mprof", tmpfs_dir);
+    int rc = run("capture -p %d -o %s --wait 10", f.port, p);
+    fake_peer_stop(&f);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "the disk is full"));
+    char said[128];
+    snprintf(said, sizeof said, "1 chunk(s) (%zu bytes)", chunk_size);
+    assert_non_null(strstr(out, said));
+    int chunks;
+    uint64_t events;
+    mprof_buf end = {0};
+    scan_capture(p, &chunks, &events, &end);
+    char v[64];
+    mprof_wire_kv_get(end.data, end.len, "ended_by", v, sizeof v);
+    assert_string_equal(v, "disk-full");
+    mprof_wire_kv_get(end.data, end.len, "end_written_by", v, sizeof v);
+    assert_string_equal(v, "mprof capture");
+    assert_int_equal(end_u64(&end, "chunks_not_written"), 1);
+    assert_int_equal(end_u64(&end, "bytes_not_written"), chunk_size);
+    assert_true(chunks > 2 && chunks < 42); /* INFO, some chunks, END: the disk filled */
+    assert_int_equal(events, (uint64_t)(chunks - 2) * per_chunk);
+    mprof_buf_free(&end);
+    check_disk_full_report(p, 1, per_chunk);
+}
+
 /* ---- the in-process listener against hostile local clients ---------------------------------- */
 
 static double mono_s(void)
@@ -718,6 +940,68 @@ static void test_listener_flood_rate_limited(void **state)
     assert_true(answered <= 16 + (int)(50 * el) + 8);
 }
 
+/* A live capture's END, relayed from the process by the real mprof capture, carries the chunk
+ * and event counts the reader checks: the capture reads whole, and with a middle chunk cut out
+ * it reads as missing one chunk and its events. (The live END carried no counts, so a hole in a
+ * live capture read as complete.) */
+static void test_live_end_counts_checked(void **state)
+{
+    (void)state;
+    int port = free_port();
+    unsetenv("MPROF_LISTEN");
+    mprof_config cfg = {.listen = MPROF_TOGGLE_ON, .listen_address = "127.0.0.1",
+                        .listen_port = (uint16_t)port, .chunk_bytes = 16384};
+    assert_int_equal(mprof_startup(&cfg), MPROF_OK);
+    atomic_store(&producing, 1);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, producer, NULL), 0);
+    const char *p = tu_temp_path("liveend.mprof");
+    int rc = run("capture -p %d -o %s -s 1 --wait 30", port, p);
+    atomic_store(&producing, 0);
+    pthread_join(th, NULL);
+    listen_off();
+    assert_int_equal(rc, 0);
+    /* The END is the process's own, and it counts every chunk before it. */
+    unsigned char *d;
+    size_t n = slurp(p, &d);
+    size_t at[8192];
+    int k = chunk_offsets(d, n, at, 8192);
+    assert_true(k > 6);
+    assert_int_equal(d[at[k - 1] + 4], MPROF_CHUNK_END);
+    const unsigned char *end = d + at[k - 1] + MPROF_FMT_CHUNK_HEADER_BYTES;
+    char v[64];
+    mprof_wire_kv_get(end, mprof_rd_u32(d + at[k - 1] + 8), "chunks", v, sizeof v);
+    assert_int_equal(strtoull(v, NULL, 10), (unsigned long long)(k - 1));
+    mprof_wire_kv_get(end, mprof_rd_u32(d + at[k - 1] + 8), "end_written_by", v, sizeof v);
+    assert_string_equal(v, "");
+    assert_int_equal(run("report --json %s", p), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    cJSON *cap = cJSON_GetObjectItem(j, "capture");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cap, "complete")));
+    assert_string_equal(cJSON_GetObjectItem(cap, "ending")->valuestring, "clean");
+    assert_int_equal(cJSON_GetObjectItem(cap, "chunks_missing")->valuedouble, 0);
+    assert_int_equal(cJSON_GetObjectItem(cap, "events_missing")->valuedouble, 0);
+    cJSON_Delete(j);
+    /* The same file with a middle chunk cut out. */
+    size_t a = at[k / 2], b = at[k / 2 + 1];
+    memmove(d + a, d + b, n - b);
+    n -= b - a;
+    const char *hole = tu_temp_path("liveend_hole.mprof");
+    spit(hole, d, n);
+    free(d);
+    assert_int_equal(run("report %s", hole), 0);
+    assert_non_null(strstr(out, "Missing   1 chunks"));
+    assert_int_equal(run("report --json %s", hole), 0);
+    j = cJSON_Parse(out);
+    assert_non_null(j);
+    cap = cJSON_GetObjectItem(j, "capture");
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cap, "complete")));
+    assert_int_equal(cJSON_GetObjectItem(cap, "chunks_missing")->valuedouble, 1);
+    assert_true(cJSON_GetObjectItem(cap, "events_missing")->valuedouble > 0);
+    cJSON_Delete(j);
+}
+
 /* Numeric environment variables are checked by one parser: a bad value is ignored with one
  * warning naming it (MPROF_PORT=70000 listened on 4464, abc on 8086, silently). */
 static void test_env_numbers_checked(void **state)
@@ -798,6 +1082,61 @@ static void test_cli_small_items(void **state)
     assert_non_null(strstr(out, bad));
 }
 
+/* '--' ends the options of every command that takes files: a capture named -x.mprof (or
+ * --json) is read, not taken for an option; without '--' it is an unknown option. */
+static void test_double_dash_ends_options(void **state)
+{
+    (void)state;
+    char dir[512], cmd[2048];
+    snprintf(dir, sizeof dir, "%s", tu_temp_path("dashdir"));
+    assert_int_equal(mkdir(dir, 0755), 0);
+    unsigned char *d;
+    size_t n = slurp(good, &d);
+    char p[600];
+    snprintf(p, sizeof p, "%s/-x.mprof", dir);
+    spit(p, d, n);
+    snprintf(p, sizeof p, "%s/--json", dir);
+    spit(p, d, n);
+    free(d);
+#define IN_DIR(...)                                                                               \
+    (snprintf(cmd, sizeof cmd, "cd '%s' && '%s' ", dir, tu_mprof_bin()),                         \
+     snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), __VA_ARGS__),                          \
+     snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " 2>&1"), tu_run(cmd, out, sizeof out))
+    assert_int_equal(IN_DIR("report -x.mprof"), 2);
+    assert_non_null(strstr(out, "unknown option '-x.mprof'"));
+    assert_int_equal(IN_DIR("report -- -x.mprof"), 0);
+    assert_non_null(strstr(out, "Capture   -x.mprof"));
+    assert_int_equal(IN_DIR("report --top 1 -- -x.mprof"), 0);
+    assert_non_null(strstr(out, "Zones (1 of 2"));
+    /* After '--' even an option's name is a file; before it, options still count. */
+    assert_int_equal(IN_DIR("report --json -- --json"), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "capture"), "file")->valuestring,
+                        "--json");
+    cJSON_Delete(j);
+    assert_int_equal(IN_DIR("report -- -x.mprof --json"), 2);
+    assert_non_null(strstr(out, "one capture at a time"));
+    assert_int_equal(IN_DIR("export -f csv -o out.csv -- -x.mprof"), 0);
+    snprintf(p, sizeof p, "%s/out.csv", dir);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_true(st.st_size > 0);
+    assert_int_equal(IN_DIR("export -f frames -o ./-frames.json -- -x.mprof"), 0);
+    assert_int_equal(IN_DIR("view -o v.html -- -x.mprof --json"), 0);
+    snprintf(p, sizeof p, "%s/v.html", dir);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(IN_DIR("diff -- -x.mprof --json"), 0);
+    assert_non_null(strstr(out, "A: -x.mprof"));
+    assert_non_null(strstr(out, "B: --json"));
+    assert_int_equal(IN_DIR("store add --store sqlite:runs.db -- -frames.json"), 0);
+    assert_int_equal(IN_DIR("history --store sqlite:runs.db --json"), 0);
+    assert_non_null(strstr(out, "no-baseline"));
+    /* gate's files are option values, which may start with '-' as they are. */
+    assert_int_equal(IN_DIR("gate --baseline -frames.json --current -frames.json"), 0);
+#undef IN_DIR
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -810,11 +1149,15 @@ int main(void)
         cmocka_unit_test(test_capture_unreadable_stream_not_ok),
         cmocka_unit_test(test_capture_peer_strings_escaped),
         cmocka_unit_test(test_capture_write_failure),
+        cmocka_unit_test_teardown(test_real_disk_full_library, tmpfs_teardown),
+        cmocka_unit_test_teardown(test_real_disk_full_capture, tmpfs_teardown),
         cmocka_unit_test(test_listener_idle_clients),
         cmocka_unit_test(test_listener_non_reading_session),
         cmocka_unit_test(test_listener_flood_rate_limited),
+        cmocka_unit_test(test_live_end_counts_checked),
         cmocka_unit_test(test_env_numbers_checked),
         cmocka_unit_test(test_cli_small_items),
+        cmocka_unit_test(test_double_dash_ends_options),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -248,21 +248,6 @@ static int verify_file(const char *path, char *err, size_t errlen)
     return rc < 0 ? -1 : 0;
 }
 
-/* True when p..p+n is a well-formed key/value list (INFO's payload). */
-static int kv_well_formed(const unsigned char *p, size_t n)
-{
-    const unsigned char *end = p + n;
-    while (p < end) {
-        uint64_t l;
-        for (int i = 0; i < 2; i++) {
-            if (mprof_get_varint(&p, end, &l) || l > (uint64_t)(end - p))
-                return 0;
-            p += l;
-        }
-    }
-    return 1;
-}
-
 /* Writes an END chunk made by the tool (the process did not send one). */
 static int write_own_end(capture *c, const char *why)
 {
@@ -497,7 +482,7 @@ retry:
         mprof_buf_free(&in);
         return code;
     }
-    if (!kv_well_formed(rep.payload, rep.payload_len)) {
+    if (!mprof_wire_kv_well_formed(rep.payload, rep.payload_len)) {
         close(c.sock);
         mprof_buf_free(&in);
         return tool_error("capture", EXIT_PROTOCOL, "the process at %s:%u answered with a "

@@ -969,6 +969,7 @@ static int ci_run(const ci_opts *o, ci_result *r)
                 r->artifact_bytes = one.artifact_bytes;
                 r->artifact_valid = one.artifact_valid;
                 r->artifact_complete = one.artifact_complete;
+                memcpy(r->artifact_ending, one.artifact_ending, sizeof r->artifact_ending);
                 r->events_lost = one.events_lost;
                 r->artifact_pid = one.artifact_pid;
                 memcpy(r->source, one.source, sizeof r->source);

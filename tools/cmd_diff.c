@@ -28,9 +28,16 @@ int cmd_diff(int argc, char **argv)
     const char *paths[2] = {NULL, NULL};
     int n = 0, json = 0;
     unsigned long long top = 30;
+    int files_only = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (tool_is_help(a)) {
+        if (!files_only && strcmp(a, "--") == 0) {
+            files_only = 1; /* every later argument is a file, even one that starts with '-' */
+        } else if (files_only || a[0] != '-' || !a[1]) {
+            if (n == 2)
+                return tool_error("diff", EXIT_USAGE, "two captures only ('%s' is a third)", a);
+            paths[n++] = a;
+        } else if (tool_is_help(a)) {
             fputs(help, stdout);
             return tool_finish("diff", EXIT_OK);
         } else if (strcmp(a, "--json") == 0) {
@@ -38,12 +45,8 @@ int cmd_diff(int argc, char **argv)
         } else if (strcmp(a, "--top") == 0) {
             if (tool_parse_uint("diff", "--top", i + 1 < argc ? argv[++i] : NULL, 1000000, &top))
                 return EXIT_USAGE;
-        } else if (a[0] == '-' && a[1]) {
-            return tool_error("diff", EXIT_USAGE, "unknown option '%s' (see --help)", a);
-        } else if (n == 2) {
-            return tool_error("diff", EXIT_USAGE, "two captures only ('%s' is a third)", a);
         } else {
-            paths[n++] = a;
+            return tool_error("diff", EXIT_USAGE, "unknown option '%s' (see --help)", a);
         }
     }
     if (n != 2)

@@ -45,9 +45,16 @@ int cmd_export(int argc, char **argv)
     int per_zone = 0;
     mprof_export_range range = {.first_frame = -1};
     char rerr[512];
+    int files_only = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (tool_is_help(a)) {
+        if (!files_only && strcmp(a, "--") == 0) {
+            files_only = 1; /* every later argument is a file, even one that starts with '-' */
+        } else if (files_only || a[0] != '-' || !a[1]) {
+            if (path)
+                return tool_error("export", EXIT_USAGE, "one capture at a time ('%s' and '%s')", path, a);
+            path = a;
+        } else if (tool_is_help(a)) {
             fputs(help, stdout);
             return tool_finish("export", EXIT_OK);
         } else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
@@ -71,12 +78,8 @@ int cmd_export(int argc, char **argv)
                                   : mprof__export_range_parse_time(argv[++i], &range, rerr, sizeof rerr);
             if (bad)
                 return tool_error("export", EXIT_USAGE, "%s", rerr);
-        } else if (a[0] == '-' && a[1]) {
-            return tool_error("export", EXIT_USAGE, "unknown option '%s' (see --help)", a);
-        } else if (path) {
-            return tool_error("export", EXIT_USAGE, "one capture at a time ('%s' and '%s')", path, a);
         } else {
-            path = a;
+            return tool_error("export", EXIT_USAGE, "unknown option '%s' (see --help)", a);
         }
     }
     if (!path)

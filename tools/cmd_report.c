@@ -41,9 +41,16 @@ int cmd_report(int argc, char **argv)
     int json = 0;
     unsigned long long top = 20;
     char passes[256] = "";
+    int files_only = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (tool_is_help(a)) {
+        if (!files_only && strcmp(a, "--") == 0) {
+            files_only = 1; /* every later argument is a file, even one that starts with '-' */
+        } else if (files_only || a[0] != '-' || !a[1]) {
+            if (path)
+                return tool_error("report", EXIT_USAGE, "one capture at a time ('%s' and '%s')", path, a);
+            path = a;
+        } else if (tool_is_help(a)) {
             fputs(help, stdout);
             return tool_finish("report", EXIT_OK);
         } else if (strcmp(a, "--json") == 0) {
@@ -60,12 +67,8 @@ int cmd_report(int argc, char **argv)
                 size_t l = strlen(passes);
                 snprintf(passes + l, sizeof passes - l, "%s%s", l ? "," : "", a + 2);
             }
-        } else if (a[0] == '-' && a[1]) {
-            return tool_error("report", EXIT_USAGE, "unknown option '%s' (see --help)", a);
-        } else if (path) {
-            return tool_error("report", EXIT_USAGE, "one capture at a time ('%s' and '%s')", path, a);
         } else {
-            path = a;
+            return tool_error("report", EXIT_USAGE, "unknown option '%s' (see --help)", a);
         }
     }
     if (!path)

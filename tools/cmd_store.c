@@ -68,10 +68,14 @@ int cmd_store(int argc, char **argv)
     const char **files = calloc((size_t)argc, sizeof *files);
     if (!files)
         return tool_error("store", EXIT_IO, "out of memory");
-    int n_files = 0;
+    int n_files = 0, files_only = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (tool_is_help(a)) {
+        if (!files_only && strcmp(a, "--") == 0) {
+            files_only = 1; /* every later argument is a file, even one that starts with '-' */
+        } else if (files_only || a[0] != '-' || !a[1]) {
+            files[n_files++] = a;
+        } else if (tool_is_help(a)) {
             free(files);
             fputs(help, stdout);
             return tool_finish("store", EXIT_OK);
@@ -88,11 +92,9 @@ int cmd_store(int argc, char **argv)
             else
                 branch = v;
             i++;
-        } else if (a[0] == '-' && a[1]) {
+        } else {
             free(files);
             return tool_error("store", EXIT_USAGE, "unknown option '%s' (see --help)", a);
-        } else {
-            files[n_files++] = a;
         }
     }
     if (!url || !*url) {

@@ -93,9 +93,16 @@ int cmd_view(int argc, char **argv)
     unsigned long long port = 8717, proc_port = 8086;
     const char *out_path = NULL;
     mprof_view_opts opts = {.first_frame = -1, .last_frame = -1};
+    int files_only = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (tool_is_help(a)) {
+        if (!files_only && strcmp(a, "--") == 0) {
+            files_only = 1; /* every later argument is a file, even one that starts with '-' */
+        } else if (files_only || a[0] != '-' || !a[1]) {
+            if (n_paths == 2)
+                return tool_error("view", EXIT_USAGE, "at most two captures ('%s' is a third)", a);
+            paths[n_paths++] = a;
+        } else if (tool_is_help(a)) {
             fputs(help, stdout);
             return tool_finish("view", EXIT_OK);
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
@@ -147,12 +154,8 @@ int cmd_view(int argc, char **argv)
             if (i + 1 >= argc || !argv[i + 1][0])
                 return tool_error("view", EXIT_USAGE, "--index needs a file name");
             index_path = argv[++i];
-        } else if (a[0] == '-' && a[1]) {
-            return tool_error("view", EXIT_USAGE, "unknown option '%s' (see --help)", a);
-        } else if (n_paths == 2) {
-            return tool_error("view", EXIT_USAGE, "at most two captures ('%s' is a third)", a);
         } else {
-            paths[n_paths++] = a;
+            return tool_error("view", EXIT_USAGE, "unknown option '%s' (see --help)", a);
         }
     }
     if (live) {

@@ -26,8 +26,8 @@ static void usage(FILE *out)
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
     fprintf(out, "\n'mprof <command> --help' describes a command; 'mprof --version' prints the "
-                 "version.\nOptions take their value as '--opt value' or '--opt=value'.\nExit "
-                 "codes: 0 ok, 1 verdict failed, 2 usage error, 3 I/O or format error (a closed "
+                 "version.\nOptions take their value as '--opt value' or '--opt=value';\n'--' ends the "
+                 "options (what follows is a file, even one named -x.mprof).\nExit codes: 0 ok, 1 verdict failed, 2 usage error, 3 I/O or format error (a closed "
                  "output pipe included).\n");
 }
 

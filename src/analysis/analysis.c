@@ -694,8 +694,12 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
     fprintf(out, "Duration  %.3f s, %u threads, %s events, %s lost%s%s\n",
             duration_s(a), nthreads, b1, b2, b3,
             a->lost ? "  <-- events were dropped: raise the memory cap (MPROF_MEMORY_MIB)" : "");
-    fprintf(out, "File      %.2f MB, %s", (double)a->rst.file_bytes / 1e6,
-            mprof_ending_text(a->rst.complete ? a->rst.ending : MPROF_ENDING_CUT));
+    const char *ending = mprof_ending_text(a->rst.complete ? a->rst.ending : MPROF_ENDING_CUT);
+    /* Not "complete" when the end record counts chunks the file does not hold. */
+    if (a->rst.complete && a->rst.ending == MPROF_ENDING_CLEAN &&
+        (a->rst.chunks_missing || a->rst.events_missing))
+        ending = "incomplete: chunks are missing (the process closed the capture)";
+    fprintf(out, "File      %.2f MB, %s", (double)a->rst.file_bytes / 1e6, ending);
     if (a->rst.truncated_bytes)
         fprintf(out, ", %" PRIu64 " bytes of a cut-off chunk ignored", a->rst.truncated_bytes);
     fprintf(out, "\n");

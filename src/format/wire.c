@@ -244,6 +244,20 @@ void mprof_wire_kv_get(const unsigned char *p, size_t n, const char *key, char *
     }
 }
 
+int mprof_wire_kv_well_formed(const unsigned char *p, size_t n)
+{
+    const unsigned char *end = p + n;
+    while (p < end) {
+        uint64_t l;
+        for (int i = 0; i < 2; i++) {
+            if (mprof_get_varint(&p, end, &l) || l > (uint64_t)(end - p))
+                return 0;
+            p += l;
+        }
+    }
+    return 1;
+}
+
 int mprof_wire_feed(mprof_wire_stream *s, const unsigned char *p, size_t n, size_t *consumed,
                     mprof_wire_chunk_fn fn, void *user)
 {

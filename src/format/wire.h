@@ -132,6 +132,10 @@ void mprof_wire_stream_free(mprof_wire_stream *s);
 
 /* Value of key in a key/value (INFO/END) payload, copied into out ("" when absent). */
 void mprof_wire_kv_get(const unsigned char *p, size_t n, const char *key, char *out, size_t outn);
+/* 1 when p..p+n is a whole key/value list (INFO's payload: pairs of varint-prefixed strings,
+ * nothing left over), 0 otherwise. `mprof capture` refuses a handshake whose info block is not
+ * (fuzz/fuzz_kv.c). */
+int mprof_wire_kv_well_formed(const unsigned char *p, size_t n);
 
 /* Name of a reply status ("OK", "BUSY", ...). */
 const char *mprof_wire_status_name(int status);
