@@ -7,8 +7,12 @@
 #   unchanged: record RUNS (3) baseline runs and RUNS current runs of the same workload,
 #              interleaved (A B A B ..., the first side alternating between trials), export all,
 #              gate current against baseline: the verdict must never be "regression";
-#   slowed:    the same with the current runs' Physics zone doing 15 % more work (--slow 15): the
-#              verdict must be "regression" and name Physics as the zone where the time went.
+#   slowed:    the same with the current runs' Physics zone doing 30 % more work (--slow 30, about
+#              +27 % of the frame): the verdict must be "regression" and name Physics as the zone
+#              where the time went. (It was 15 %, about +13.5 % of the frame: so close to the 10 %
+#              threshold that noise alone put the p95 on either side of it, a coin toss and not a
+#              proof. The sample engine's proof keeps a small change, physics +15 %, as the case
+#              that must not fail.)
 # Prints one line per gate run and a summary.
 set -u
 WORKLOAD=$1
@@ -36,7 +40,7 @@ unchanged_regressions=0; unchanged_pass=0; unchanged_inconclusive=0
 slowed_named=0; slowed_other=0
 for kind in unchanged slowed; do
     slow=0
-    [ "$kind" = slowed ] && slow=15
+    [ "$kind" = slowed ] && slow=30
     i=1
     while [ "$i" -le "$TRIALS" ]; do
         # Interleave the runs, alternating which side runs first, so that a drift in time favours
@@ -76,5 +80,5 @@ for kind in unchanged slowed; do
     done
 done
 echo "gate_noise: unchanged, $TRIALS gate runs ($RUNS runs per side): $unchanged_pass pass, $unchanged_inconclusive inconclusive, $unchanged_regressions regression"
-echo "gate_noise: Physics 15 % slower, $TRIALS gate runs: $slowed_named regression naming Physics, $slowed_other other"
+echo "gate_noise: Physics 30 % slower, $TRIALS gate runs: $slowed_named regression naming Physics, $slowed_other other"
 [ "$unchanged_regressions" -eq 0 ] && [ "$slowed_named" -eq "$TRIALS" ]

@@ -738,6 +738,44 @@ static void test_zone_run_offset_not_blamed(void **state)
     mprof__gate_result_free(r);
 }
 
+/* Runs whose tails differ from run to run (8 % of each run's frames slower by X ms, X drawn per
+ * run), the current build 25 % slower on every frame: the runs' p95s scatter with X, so their
+ * interval does not clear 1, while the runs' means (X moves them by 0.08 X) do; a regression.
+ * The same runs without the slowdown are none. */
+static void scatter_side(const char *dir, const double *x, double base_ms)
+{
+    double v[400];
+    char name[64];
+    mkdir(tpath(dir), 0755);
+    for (int r = 0; r < 3; r++) {
+        uint64_t s = 77 + (uint64_t)r;
+        for (int i = 0; i < 400; i++)
+            v[i] = base_ms * unif(&s, 0.98, 1.02) + (i % 25 < 2 ? x[r] : 0.0);
+        snprintf(name, sizeof name, "%s/r%d.json", dir, r + 1);
+        write_frames(name, v, 400);
+    }
+}
+
+static void test_scattered_run_p95s(void **state)
+{
+    (void)state;
+    const double xb[3] = {4.0, 6.0, 5.0}, xc[3] = {5.0, 3.5, 4.5}, xs[3] = {5.0, 4.0, 5.5};
+    scatter_side("sc_base", xb, 10.0);
+    scatter_side("sc_cur", xc, 12.5);
+    scatter_side("sc_same", xs, 10.0);
+    mprof_gate_result *r = compare("sc_base", "sc_cur", NULL);
+    assert_true(r->run_ci);
+    assert_true(r->run_ci_lo < 1.0);      /* the p95s alone would leave it inconclusive */
+    assert_true(r->run_mean_ci_lo > 1.0); /* the means see the slowdown */
+    if (r->verdict != MPROF_GATE_REGRESSION)
+        fail_msg("verdict %d: %s", (int)r->verdict, r->reason);
+    mprof__gate_result_free(r);
+    r = compare("sc_base", "sc_same", NULL);
+    assert_true(r->verdict != MPROF_GATE_REGRESSION);
+    assert_true(r->run_mean_ci_lo < 1.0);
+    mprof__gate_result_free(r);
+}
+
 /* Most frames 2 ms slower, the slowest ones not: the p95 stays within 10 % but the median moved
  * by 20 %: a pass with a warning (like DOOM's doubled blit), not a silent pass. */
 static void test_shift_below_threshold_warns(void **state)
@@ -834,6 +872,7 @@ int main(void)
         cmocka_unit_test(test_attribution_on_cpu),
         cmocka_unit_test(test_attribution_zone_without_per_frame_data),
         cmocka_unit_test(test_zone_run_offset_not_blamed),
+        cmocka_unit_test(test_scattered_run_p95s),
         cmocka_unit_test(test_shift_below_threshold_warns),
         cmocka_unit_test(test_bad_system_input),
     };

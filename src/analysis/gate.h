@@ -166,6 +166,8 @@ typedef struct mprof_gate_result {
     double rank_design_effect; /* variance inflation for correlated frames (1 = none) */
     int rank_exact;
     int run_ci;               /* 1 when the run-level interval was made (>= 2 runs per side) */
+    double run_mean_ci_lo, run_mean_ci_hi; /* the same interval of the ratio of the runs' mean
+                                              decision frame times (with run_ci) */
     double run_ci_lo, run_ci_hi, run_ci_df; /* Student t interval of the ratio of the runs' p95s
                                                (geometric means) at level 1 - alpha */
     int run_test;             /* 1 when the per-run p95 test was made (>= 2 runs per side) */
