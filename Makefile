@@ -1,7 +1,8 @@
 # Short commands for mprof. CMake does the building; see README.md.
 #   make demo   - install what is needed, build with profiling on, profile the sample engine
 #   make test   - install what is needed, build, run every test
-#   make asan / make tsan - the tests under AddressSanitizer+UBSan / ThreadSanitizer
+#   make asan / make tsan - the tests under AddressSanitizer+UBSan / ThreadSanitizer (clang; the
+#                 asan build also compiles bench/, so every target is built -Werror with clang too)
 #   make bench  - the benchmarks (figures on stdout, one JSON object per line)
 #   make proof  - the checks whose outcome depends on timing and load (the gate's proof on noise
 #                 with the sample engine under a CPU hog, mprof ci --self-test): bench/proof.sh
@@ -36,7 +37,7 @@ demo: build
 	sh scripts/demo.sh $(BUILD)
 
 asan: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_SANITIZE=address,undefined -DMPROF_BUILD_BENCH=OFF
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_SANITIZE=address,undefined
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && MPROF_TEST_SCALE=0.1 ctest --output-on-failure -j $(JOBS) --repeat until-pass:2
 
