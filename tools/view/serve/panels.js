@@ -2,8 +2,8 @@
  * panels.js - system tracing, locks and memory on the served page (docs/VIEW.md), through the
  * hooks serve.js exposes (MPROF_SERVE.addTrackPainter, addPanel):
  *   - a thread-state strip along the bottom of every thread track's header, from /api/states
- *     (off-CPU runs merged per pixel by the server): green running, orange preempted, blue-grey
- *     blocked, grey outside the traced range; a run that stands for several short switches is
+ *     (off-CPU runs merged per pixel by the server): green running, orange preempted, violet
+ *     yielded (sched tracepoints only), blue-grey blocked, grey outside the traced range; a run that stands for several short switches is
  *     drawn as strong as its share of off time;
  *   - the CPU-usage plot (other processes and this one, percent of the machine) in its own strip
  *     under the plots, from /api/cpu (min/max per pixel);
@@ -91,7 +91,7 @@
             for (let i = 0; i < rr.length; i += 4) {
                 const x0 = cx(rr[i]), x1 = cx(rr[i + 1]);
                 ctx.globalAlpha = rr[i + 3] >= 1000 ? 1 : Math.max(0.3, rr[i + 3] / 1000);
-                ctx.fillStyle = rr[i + 2] === 1 ? C.preempted : rr[i + 2] === 2 ? C.blocked : C.unknown;
+                ctx.fillStyle = rr[i + 2] === 1 ? C.preempted : rr[i + 2] === 2 ? C.blocked : rr[i + 2] === 3 ? (C.yielded || C.unknown) : C.unknown;
                 ctx.fillRect(x0, y, Math.max(1, x1 - x0), STRIP);
             }
             ctx.globalAlpha = 1;
@@ -155,7 +155,7 @@
         let what = ts < t.start || ts > t.end ? 'not traced' : 'running';
         for (let i = 0; i < t.r.length; i += 4)
             if (ts >= t.r[i] && ts < t.r[i + 1]) {
-                const why = t.r[i + 2] === 1 ? 'preempted' : t.r[i + 2] === 2 ? 'blocked' : 'off the CPU';
+                const why = t.r[i + 2] === 1 ? 'preempted' : t.r[i + 2] === 2 ? 'blocked' : t.r[i + 2] === 3 ? 'yielded' : 'off the CPU';
                 what = t.r[i + 3] >= 1000 ? why + ' for ' + U.fmtNs(t.r[i + 1] - t.r[i])
                     : 'off the CPU ' + (t.r[i + 3] / 10).toFixed(0) + ' % of this pixel (mostly ' + why + ')';
                 break;
