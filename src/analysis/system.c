@@ -887,7 +887,8 @@ void mprof__system_zone_json(const mprof_analysis *a, mprof_json *j, uint32_t lo
         return;
     sys_pass *mp = (sys_pass *)p; /* sorted once, on first use */
     if (!mp->zw_sorted) {
-        qsort(mp->zw, mp->n_zw, sizeof *mp->zw, cmp_zw);
+        if (mp->n_zw > 1) /* qsort's array must not be NULL, even for no elements */
+            qsort(mp->zw, mp->n_zw, sizeof *mp->zw, cmp_zw);
         mprof_umap_free(&mp->zw_by_key);
         mp->zw_sorted = 1;
     }

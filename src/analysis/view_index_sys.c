@@ -483,7 +483,8 @@ int mprof__vsys_write(mprof_vsys *s, const mprof_reader *r, const mprof_walker *
         }
         s->smp[i].stack = n_stacks++;
     }
-    qsort(s->smp, s->n_smp, sizeof *s->smp, cmp_sample);
+    if (s->n_smp > 1) /* qsort's array must not be NULL, even for no samples */
+        qsort(s->smp, s->n_smp, sizeof *s->smp, cmp_sample);
     h.n_samples = s->n_smp;
     h.samples_off = bput(&b, s->smp, s->n_smp * sizeof *s->smp);
     h.n_stacks = n_stacks;
