@@ -317,6 +317,21 @@ const char *mprof_symbolizer_format(mprof_symbolizer *s, uint64_t addr, char *bu
     return buf;
 }
 
+const char *mprof_symbolizer_frame_name(mprof_symbolizer *s, uint64_t addr, char *buf, size_t len)
+{
+    mprof_symbol sy = {0};
+    if (s && mprof_symbolizer_lookup(s, addr, &sy) && sy.function)
+        return sy.function;
+    if (sy.module) {
+        const char *slash = strrchr(sy.module, '/');
+        snprintf(buf, len, "%s+0x%llx", slash ? slash + 1 : sy.module,
+                 (unsigned long long)sy.module_offset);
+    } else {
+        snprintf(buf, len, "0x%llx", (unsigned long long)(addr ? addr - 1 : 0));
+    }
+    return buf;
+}
+
 const char *mprof_symbolizer_warning(const mprof_symbolizer *s)
 {
     return s && s->warning[0] ? s->warning : NULL;

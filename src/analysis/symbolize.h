@@ -41,6 +41,9 @@ int mprof_symbolizer_lookup(mprof_symbolizer *s, uint64_t addr, mprof_symbol *ou
 /* Formats "function (file:line)" or "module+0xoff" or "0xaddr" into buf; returns buf. Paths
  * are shortened to their last two components. */
 const char *mprof_symbolizer_format(mprof_symbolizer *s, uint64_t addr, char *buf, size_t len);
+/* A sampled frame's short name: the function, else "module+0xoff" (the module's file name), else
+ * "0xaddr" of the call (addr - 1); returns the function's string or buf. */
+const char *mprof_symbolizer_frame_name(mprof_symbolizer *s, uint64_t addr, char *buf, size_t len);
 /* A message when modules were refused or missing ("2 modules not found: ..."), else NULL. */
 const char *mprof_symbolizer_warning(const mprof_symbolizer *s);
 

@@ -51,58 +51,6 @@ static void jnum(FILE *o, double v)
         fputc('0', o);
 }
 
-typedef struct names {
-    char **s;
-    uint32_t n, cap;
-    mprof_umap by_hash;
-} names;
-
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h | 1;
-}
-
-/* Index of s in the table (added when new); UINT32_MAX when out of memory. */
-static uint32_t name_id(names *t, const char *s)
-{
-    uint64_t h = hash(s);
-    for (;; h = (h * 31 + 7) | 1) {
-        uint32_t *v = mprof_umap_get(&t->by_hash, h);
-        if (!v)
-            break;
-        if (strcmp(t->s[*v], s) == 0)
-            return *v;
-    }
-    if (mprof_array_reserve((void **)&t->s, &t->cap, t->n + 1, sizeof *t->s) != 0)
-        return UINT32_MAX;
-    size_t len = strlen(s) + 1;
-    char *c = malloc(len);
-    if (!c || mprof_umap_put(&t->by_hash, h, t->n) != 0) {
-        free(c);
-        return UINT32_MAX;
-    }
-    memcpy(c, s, len);
-    t->s[t->n] = c;
-    return t->n++;
-}
-
-static const char *frame_name(mprof_symbolizer *sym, uint64_t addr, char *buf, size_t n)
-{
-    mprof_symbol sy = {0};
-    if (sym && mprof_symbolizer_lookup(sym, addr, &sy) && sy.function)
-        return sy.function;
-    if (sy.module) {
-        const char *slash = strrchr(sy.module, '/');
-        snprintf(buf, n, "%s+0x%" PRIx64, slash ? slash + 1 : sy.module, sy.module_offset);
-    } else {
-        snprintf(buf, n, "0x%" PRIx64, addr ? addr - 1 : 0);
-    }
-    return buf;
-}
-
 static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
 {
     char err[256];
@@ -116,7 +64,7 @@ static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
     vsample *vs = NULL;
     uint32_t n_vs = 0, cap_vs = 0;
     uint64_t samples_left_out = 0;
-    names nm = {0};
+    mprof_strtab nm = {0};
     int rc = -1;
     if (!m)
         goto out;
@@ -261,7 +209,8 @@ static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
         fputs(i ? ",[" : "[", out);
         for (uint32_t d = depth; fr && d-- > 0;) {
             char buf[128];
-            uint32_t id = name_id(&nm, frame_name(sym, fr[d], buf, sizeof buf));
+            uint32_t id =
+                mprof_strtab_id(&nm, mprof_symbolizer_frame_name(sym, fr[d], buf, sizeof buf));
             if (id == UINT32_MAX)
                 goto out;
             fprintf(out, "%s%" PRIu32, d + 1 == depth ? "" : ",", id);
@@ -277,10 +226,7 @@ static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
     fputs("]}", out);
     rc = ferror(out) ? -1 : 0;
 out:
-    for (uint32_t i = 0; i < nm.n; i++)
-        free(nm.s[i]);
-    free(nm.s);
-    mprof_umap_free(&nm.by_hash);
+    mprof_strtab_free(&nm);
     free(vs);
     mprof_symbolizer_free(sym);
     mprof__sys_free(m);

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct mprof_umap {
     uint64_t *keys; /* 0 = empty */
@@ -133,6 +134,49 @@ static inline int mprof_array_reserve(void **arr, uint32_t *cap, uint32_t n, siz
     *arr = p;
     *cap = nc;
     return 0;
+}
+
+/* Distinct strings, each with a small index in the order first met (function names of samples,
+ * say). Zero-initialised is empty. */
+typedef struct mprof_strtab {
+    char **s;
+    uint32_t n, cap;
+    mprof_umap by_hash;
+} mprof_strtab;
+
+/* The index of str in t, added (copied) when new; UINT32_MAX when out of memory. */
+static inline uint32_t mprof_strtab_id(mprof_strtab *t, const char *str)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *c = str; *c; c++)
+        h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+    for (h |= 1;; h = (h * 31 + 7) | 1) {
+        uint32_t *v = mprof_umap_get(&t->by_hash, h);
+        if (!v)
+            break;
+        if (strcmp(t->s[*v], str) == 0)
+            return *v;
+    }
+    if (mprof_array_reserve((void **)&t->s, &t->cap, t->n + 1, sizeof *t->s) != 0)
+        return UINT32_MAX;
+    size_t len = strlen(str) + 1;
+    char *c = malloc(len);
+    if (!c || mprof_umap_put(&t->by_hash, h, t->n) != 0) {
+        free(c);
+        return UINT32_MAX;
+    }
+    memcpy(c, str, len);
+    t->s[t->n] = c;
+    return t->n++;
+}
+
+static inline void mprof_strtab_free(mprof_strtab *t)
+{
+    for (uint32_t i = 0; i < t->n; i++)
+        free(t->s[i]);
+    free(t->s);
+    mprof_umap_free(&t->by_hash);
+    memset(t, 0, sizeof *t);
 }
 
 #endif

@@ -252,56 +252,6 @@ static int group_spans(mprof_vsys *s, uint32_t n_locks)
     return 0;
 }
 
-typedef struct names {
-    char **s;
-    uint32_t n, cap;
-    mprof_umap by_hash;
-} names;
-
-static uint64_t hash(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h | 1;
-}
-
-/* Index of s in the table (added when new); UINT32_MAX when out of memory. */
-static uint32_t name_id(names *t, const char *s)
-{
-    uint64_t h = hash(s);
-    for (;; h = (h * 31 + 7) | 1) {
-        uint32_t *v = mprof_umap_get(&t->by_hash, h);
-        if (!v)
-            break;
-        if (strcmp(t->s[*v], s) == 0)
-            return *v;
-    }
-    if (mprof_array_reserve((void **)&t->s, &t->cap, t->n + 1, sizeof *t->s) != 0)
-        return UINT32_MAX;
-    char *c = strdup(s);
-    if (!c || mprof_umap_put(&t->by_hash, h, t->n) != 0) {
-        free(c);
-        return UINT32_MAX;
-    }
-    t->s[t->n] = c;
-    return t->n++;
-}
-
-static const char *frame_name(mprof_symbolizer *sym, uint64_t addr, char *b, size_t n)
-{
-    mprof_symbol sy = {0};
-    if (sym && mprof_symbolizer_lookup(sym, addr, &sy) && sy.function)
-        return sy.function;
-    if (sy.module) {
-        const char *slash = strrchr(sy.module, '/');
-        snprintf(b, n, "%s+0x%" PRIx64, slash ? slash + 1 : sy.module, sy.module_offset);
-    } else {
-        snprintf(b, n, "0x%" PRIx64, addr ? addr - 1 : 0);
-    }
-    return b;
-}
-
 /* The /api/system document: what the capture traced, the threads with their tracks, the
  * whole-capture figures of every lock and memory pool. */
 static void write_meta(mprof_vsys *s, const mprof_reader *r, const mprof_walker *w, const sthread *th,
@@ -386,7 +336,7 @@ int mprof__vsys_write(mprof_vsys *s, const mprof_reader *r, const mprof_walker *
     memcpy(h.magic, VSYS_MAGIC, 8);
     buf b = {0};
     bput(&b, &h, sizeof h);
-    names nm = {0};
+    mprof_strtab nm = {0};
     mprof_umap track_of = {0}, stack_of = {0}, addr_name = {0};
     uint32_t *frames = NULL, n_frames = 0, cap_frames = 0;
     sstack *stacks = NULL;
@@ -475,7 +425,8 @@ int mprof__vsys_write(mprof_vsys *s, const mprof_reader *r, const mprof_walker *
                 id = *nv;
             } else {
                 char tmp[128];
-                id = name_id(&nm, frame_name(s->sym, fr[d], tmp, sizeof tmp));
+                id = mprof_strtab_id(&nm,
+                                     mprof_symbolizer_frame_name(s->sym, fr[d], tmp, sizeof tmp));
                 if (id == UINT32_MAX || mprof_umap_put(&addr_name, fr[d] + 1, id) != 0)
                     goto out;
             }
@@ -588,10 +539,7 @@ int mprof__vsys_write(mprof_vsys *s, const mprof_reader *r, const mprof_walker *
     *pos += b.n;
     rc = 0;
 out:
-    for (uint32_t i = 0; i < nm.n; i++)
-        free(nm.s[i]);
-    free(nm.s);
-    mprof_umap_free(&nm.by_hash);
+    mprof_strtab_free(&nm);
     mprof_umap_free(&track_of);
     mprof_umap_free(&stack_of);
     mprof_umap_free(&addr_name);
