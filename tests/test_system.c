@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -599,11 +600,11 @@ typedef struct sched_out {
     double spin_cpu_ms;
 } sched_out;
 
-static volatile int hog_stop;
+static atomic_int hog_stop; /* set by the workload, read by its hog thread */
 static void *hog(void *arg)
 {
     pin_to(*(int *)arg);
-    while (!hog_stop) {
+    while (!atomic_load_explicit(&hog_stop, memory_order_relaxed)) {
     }
     return NULL;
 }
@@ -643,7 +644,7 @@ static void sched_workload(int fd)
     /* beside a CPU hog pinned to the same CPU: yielding, then spinning (preempted) */
     int cpu = sched_getcpu();
     pin_to(cpu);
-    hog_stop = 0;
+    atomic_store(&hog_stop, 0);
     pthread_t th;
     pthread_create(&th, NULL, hog, &cpu);
     sleep_ms(20);
@@ -657,7 +658,7 @@ static void sched_workload(int fd)
     spin_compute(60);
     o.spin_cpu_ms = thread_cpu_ms() - c0;
     MPROF_ZONE_END();
-    hog_stop = 1;
+    atomic_store(&hog_stop, 1);
     pthread_join(th, NULL);
     MPROF_FRAME_MARK();
 
@@ -736,14 +737,16 @@ static void test_sched_tracepoints(void **state)
     /* blocked, woken by signaller */
     cJSON *z = zone_named(rep, "wait_cv");
     double off = num(z, "self_off_cpu_ns"), blocked = num(z, "self_blocked_ns");
-    print_message("wait_cv: %.1f ms off CPU, %.1f ms blocked\n", off / 1e6, blocked / 1e6);
+    print_message("wait_cv: %.1f ms off CPU, %.1f ms blocked, %.1f yielded, %.1f preempted\n",
+                  off / 1e6, blocked / 1e6, num(z, "self_yielded_ns") / 1e6,
+                  num(z, "self_preempted_ns") / 1e6);
     assert_true(blocked >= 0.5 * off && off > 0); /* the rest: preempted after it woke */
     cJSON *wb = cJSON_GetArrayItem(cJSON_GetObjectItem(z, "woken_by"), 0);
     assert_non_null(wb);
     assert_string_equal(cJSON_GetObjectItem(wb, "name")->valuestring, "signaller");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(wb, "same_process")));
     assert_int_equal((uint64_t)num(wb, "tid"), o.signaller_tid);
-    assert_true(num(wb, "wakeups") >= 5);
+    assert_true(num(wb, "wakeups") >= 3); /* of 6 waits: under TSan some find the ticket taken */
 
     /* yielded beside a hog on the same CPU */
     z = zone_named(rep, "yielding");

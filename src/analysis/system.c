@@ -33,6 +33,7 @@ typedef struct zthread {
     uint32_t s_next, s_end; /* this thread's samples not yet attributed: p->s[s_next, s_end) */
     int64_t tx;             /* its timeline in the system model; -1 none */
     uint32_t o_next, o_n;   /* its off-CPU intervals not yet given to a zone: [o_next, o_n) */
+    int64_t mark;           /* its last zone event (flush_waits) */
 } zthread;
 
 typedef struct sample {
@@ -139,43 +140,62 @@ static void flush_samples(sys_pass *p, zthread *t, int64_t ts)
     }
 }
 
-/* Gives thread t's off-CPU intervals begun before ts to the zone on top of its stack (the
- * innermost zone open when each began; cut at ts, the thread's next event, which it can only
- * record once it runs again): by reason, and by waker when the tracepoints said who. */
+static void give_wait(sys_pass *p, uint32_t loc, uint32_t tx, uint32_t k, int reason, int64_t ns,
+                      int first)
+{
+    p->zone_reason[loc][reason >= 0 && reason <= MPROF_SYS_REASON_MAX ? reason : 0] += ns;
+    uint32_t w = mprof__sys_tid_waker(p->m, tx, k);
+    if (w == UINT32_MAX)
+        return;
+    uint64_t key = ((uint64_t)loc << 32 | w) + 1;
+    uint32_t *v = mprof_umap_get(&p->zw_by_key, key);
+    if (!v) {
+        if (mprof_array_reserve((void **)&p->zw, &p->cap_zw, p->n_zw + 1, sizeof *p->zw) ||
+            mprof_umap_put(&p->zw_by_key, key, p->n_zw) != 0) {
+            p->incomplete = 1;
+            return;
+        }
+        p->zw[p->n_zw] = (zwake){loc, w, 0, 0};
+        v = mprof_umap_get(&p->zw_by_key, key);
+        p->n_zw++;
+        if (!v)
+            return;
+    }
+    p->zw[*v].count += first ? 1 : 0;
+    p->zw[*v].ns += ns;
+}
+
+/* Gives the zone on top of thread t's stack the part of each off-CPU interval of the thread that
+ * falls in [t->mark, ts), the time since the thread's last zone event, during which that zone
+ * was the innermost open one (its self time): by reason, and by waker when the tracepoints said
+ * who. An interval that spans zone events is split among the zones, as self_off is; its wake-up
+ * is counted once, to the zone it began in. */
 static void flush_waits(sys_pass *p, zthread *t, int64_t ts)
 {
     if (!p->zone_reason || t->tx < 0)
         return;
+    int64_t a = t->mark;
+    t->mark = ts;
+    uint32_t loc = t->depth ? t->stack[t->depth - 1].loc : 0;
     while (t->o_next < t->o_n) {
         int64_t os, oe;
         int reason;
-        mprof__sys_tid_off(p->m, (uint32_t)t->tx, t->o_next, &os, &oe, &reason);
-        if (os >= ts && ts != INT64_MAX)
-            break;
-        uint32_t k = t->o_next++;
-        uint32_t loc = t->depth ? t->stack[t->depth - 1].loc : 0;
-        if (!loc || loc >= p->n_loc)
-            continue;
-        int64_t e = oe < ts ? oe : ts;
-        int64_t ns = e > os ? e - os : 0;
-        p->zone_reason[loc][reason >= 0 && reason <= MPROF_SYS_REASON_MAX ? reason : 0] += ns;
-        uint32_t w = mprof__sys_tid_waker(p->m, (uint32_t)t->tx, k);
-        if (w == UINT32_MAX)
-            continue;
-        uint64_t key = ((uint64_t)loc << 32 | w) + 1;
-        uint32_t *v = mprof_umap_get(&p->zw_by_key, key);
-        if (!v) {
-            if (mprof_array_reserve((void **)&p->zw, &p->cap_zw, p->n_zw + 1, sizeof *p->zw) ||
-                mprof_umap_put(&p->zw_by_key, key, p->n_zw) != 0) {
-                p->incomplete = 1;
-                continue;
-            }
-            p->zw[p->n_zw] = (zwake){loc, w, 1, ns};
-            p->n_zw++;
+        uint32_t k = t->o_next;
+        mprof__sys_tid_off(p->m, (uint32_t)t->tx, k, &os, &oe, &reason);
+        if (oe <= a) { /* wholly before this stretch */
+            t->o_next++;
             continue;
         }
-        p->zw[*v].count++;
-        p->zw[*v].ns += ns;
+        if (os >= ts)
+            break;
+        int ended = oe <= ts;
+        if (ended)
+            t->o_next++;
+        int64_t s0 = os > a ? os : a, e0 = oe < ts ? oe : ts;
+        if (loc && loc < p->n_loc && e0 > s0)
+            give_wait(p, loc, (uint32_t)t->tx, k, reason, e0 - s0, os >= a);
+        if (!ended)
+            break; /* it goes on past ts: the rest belongs to the next stretch */
     }
 }
 
@@ -472,6 +492,7 @@ static void sys_prescan_end(void *state, const mprof_reader *r)
         t->tx = tx;
         t->o_next = 0;
         t->o_n = n_off;
+        t->mark = INT64_MIN;
     }
 }
 
