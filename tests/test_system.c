@@ -741,6 +741,13 @@ static void test_sched_tracepoints(void **state)
                   off / 1e6, blocked / 1e6, num(z, "self_yielded_ns") / 1e6,
                   num(z, "self_preempted_ns") / 1e6);
     assert_true(blocked >= 0.5 * off && off > 0); /* the rest: preempted after it woke */
+    /* The reasons split the zone's self off-CPU time exactly. */
+    const char *zn[3] = {"wait_cv", "yielding", "spinning"};
+    for (int i = 0; i < 3; i++) {
+        cJSON *zz = zone_named(rep, zn[i]);
+        assert_true(num(zz, "self_preempted_ns") + num(zz, "self_blocked_ns") +
+                        num(zz, "self_yielded_ns") == num(zz, "self_off_cpu_ns"));
+    }
     cJSON *wb = cJSON_GetArrayItem(cJSON_GetObjectItem(z, "woken_by"), 0);
     assert_non_null(wb);
     assert_string_equal(cJSON_GetObjectItem(wb, "name")->valuestring, "signaller");
