@@ -24,37 +24,7 @@ const path = require('path');
 const [mprof, viewDemo, outDir, liveGame] = process.argv.slice(2);
 const net = require('net');
 let capture = null, zonesArg = null;
-const required = process.env.CI === 'true' || process.env.MPROF_REQUIRE_BROWSER === '1';
-const browserPath = process.env.MPROF_CHROMIUM || '/usr/bin/chromium';
-
-function skip(why) {
-    console.log((required ? 'FAIL: ' : 'SKIP: ') + why);
-    process.exit(required ? 1 : 77);
-}
-
-let pw;
-try {
-    pw = require(path.join(__dirname, '..', 'node_modules', 'playwright-core'));
-} catch (e) {
-    skip('playwright-core is not installed: run `npm ci` at the root of the source tree');
-}
-if (!fs.existsSync(browserPath)) skip('no chromium at ' + browserPath + ' (install Debian\'s chromium)');
-
-let failures = 0;
-function check(ok, what) {
-    console.log((ok ? 'ok   ' : 'FAIL ') + what);
-    if (!ok) failures++;
-}
-
-/* page.waitForFunction that prints the page's status when it times out. */
-async function waitFor(page, fn, arg, opts) {
-    try {
-        return await page.waitForFunction(fn, arg, opts);
-    } catch (e) {
-        console.log('status: ' + JSON.stringify(await page.$eval('#mprof-status', (el) => Object.assign({}, el.dataset))));
-        throw e;
-    }
-}
+const { pw, browserPath, skip, check, finish, waitFor } = require('./browser_harness');
 
 function freePort() {
     return new Promise((resolve) => {
@@ -251,8 +221,7 @@ async function main() {
         srv.proc.kill('SIGTERM');
         fs.rmSync(tmp, { recursive: true, force: true });
     }
-    console.log(failures ? failures + ' check(s) failed' : 'all checks passed');
-    process.exit(failures ? 1 : 0);
+    finish();
 }
 
 /* mprof view --live on a running game: the page grows, then shows the finished capture. */

@@ -31,36 +31,7 @@ const path = require('path');
 const argv = process.argv.slice(2);
 const engineMode = argv[1] === '--engine';
 const [mprof, viewDemo, outDir] = engineMode ? [argv[0], argv[2], argv[3]] : argv;
-const required = process.env.CI === 'true' || process.env.MPROF_REQUIRE_BROWSER === '1';
-const browserPath = process.env.MPROF_CHROMIUM || '/usr/bin/chromium';
-
-function skip(why) {
-    console.log((required ? 'FAIL: ' : 'SKIP: ') + why);
-    process.exit(required ? 1 : 77);
-}
-
-let pw;
-try {
-    pw = require(path.join(__dirname, '..', 'node_modules', 'playwright-core'));
-} catch (e) {
-    skip('playwright-core is not installed: run `npm ci` at the root of the source tree');
-}
-if (!fs.existsSync(browserPath)) skip('no chromium at ' + browserPath + ' (install Debian\'s chromium)');
-
-let failures = 0;
-function check(ok, what) {
-    console.log((ok ? 'ok   ' : 'FAIL ') + what);
-    if (!ok) failures++;
-}
-
-async function waitFor(page, fn, arg, opts) {
-    try {
-        return await page.waitForFunction(fn, arg, opts);
-    } catch (e) {
-        console.log('status: ' + JSON.stringify(await page.$eval('#mprof-status', (el) => Object.assign({}, el.dataset))));
-        throw e;
-    }
-}
+const { pw, browserPath, skip, check, finish, waitFor } = require('./browser_harness');
 
 function startServer(capture, indexPath) {
     return new Promise((resolve, reject) => {
@@ -133,8 +104,7 @@ async function engineImages(engine) {
         await browser.close();
         srv.proc.kill('SIGTERM');
     }
-    console.log(failures ? failures + ' checks failed' : 'all checks passed');
-    process.exit(failures ? 1 : 0);
+    finish();
 }
 
 async function main() {
@@ -294,8 +264,7 @@ async function main() {
         await browser.close();
         srv.proc.kill('SIGTERM');
     }
-    console.log(failures ? failures + ' checks failed' : 'all checks passed');
-    process.exit(failures ? 1 : 0);
+    finish();
 }
 
 async function layout(page, st, settled) {
