@@ -108,6 +108,8 @@ static struct {
     /* TS_SCALE: timestamp deltas in the current chunk are divided by scale (1 = none). */
     int preamble_done;     /* the chunk's TS_SCALE record, if any, is written */
     uint64_t scale;        /* in effect in the current chunk */
+    int scale_dropped;     /* a delta did not fit: scale is 1 until one fits the step again */
+    unsigned rescales;     /* times the scale was restored in the current chunk */
     uint64_t q_lowmask, q_inv, q_max; /* divisibility by mprof__g.tick_quantum, see ts_fits */
     unsigned q_shift;
     uint64_t chunk_started_ns;
@@ -185,6 +187,8 @@ static void emit_chunk(void)
     C.cur_thread = 0;
     C.preamble_done = 0;
     C.scale = 1;
+    C.scale_dropped = 0;
+    C.rescales = 0;
     C.chunk_started_ns = mprof__mono_ns();
 }
 
@@ -298,9 +302,19 @@ static uint32_t intern_stack(const unsigned char *frames, unsigned depth)
 
 /* The clock of some virtual machines advances in steps (this project's VM: 21 ticks), so every
  * timestamp delta is a multiple of the step. A chunk whose first record is TS_SCALE q stores
- * deltas divided by q, which is exact and makes them small; the first delta that is not a
- * multiple ends the scaling for the rest of the chunk (a TS_SCALE 1 record), so the encoding
- * never loses a tick. mprof__g.tick_quantum is measured at start-up (timer.c). */
+ * deltas divided by q, which is exact and makes them small; a delta that is not a multiple
+ * (a system record's timestamp, converted from the kernel's nanoseconds, is anywhere between
+ * two steps) is written after a TS_SCALE 1 record, so the encoding never loses a tick, and the
+ * next delta that is a multiple again restores the scale with TS_SCALE q. Without the restore
+ * one context switch record left the rest of its chunk unscaled, and a capture's size doubled
+ * with the number of chunks that had one. At most one restore per 64 bytes of chunk: a clock
+ * that keeps breaking its step then stays unscaled for the rest of the chunk, so the round
+ * trips (4 bytes each) cost at most ~6 % of it. mprof__g.tick_quantum is measured at start-up
+ * (timer.c). */
+static inline unsigned max_rescales(void)
+{
+    return (unsigned)(mprof__g.cfg.chunk_bytes / 64) + 16;
+}
 static void scale_setup(void)
 {
     uint64_t q = mprof__g.tick_quantum > 1 ? mprof__g.tick_quantum : 1;
@@ -343,6 +357,14 @@ static inline void chunk_preamble(void)
         write_scale(mprof__g.tick_quantum);
 }
 
+/* Whether the delta d (two's complement) is a whole number of clock steps (its magnitude within
+ * UINT64_MAX / step). */
+static inline int step_multiple(uint64_t d)
+{
+    uint64_t u = (int64_t)d < 0 ? (uint64_t)0 - d : d;
+    return !(u & C.q_lowmask) && (u >> C.q_shift) * C.q_inv <= C.q_max;
+}
+
 /* The code of a TS: the absolute ticks for a thread's first TS in the chunk, else the zigzag of
  * the delta from its previous TS divided by the chunk's scale. Returns 0 when the delta is not
  * a multiple of the scale. */
@@ -368,8 +390,18 @@ static inline int ts_code(int first, uint64_t last, uint64_t ticks, uint64_t *ou
 static inline void ts_fit(int first, uint64_t last, uint64_t ticks)
 {
     uint64_t v;
-    if (!ts_code(first, last, ticks, &v))
+    if (C.scale_dropped) {
+        if (!first && step_multiple(ticks - last)) {
+            write_scale(mprof__g.tick_quantum);
+            C.scale_dropped = 0;
+            C.rescales++;
+        }
+        return;
+    }
+    if (!ts_code(first, last, ticks, &v)) {
         write_scale(1);
+        C.scale_dropped = C.rescales < max_rescales();
+    }
 }
 
 static void thread_context(mprof__thread *th)
@@ -650,6 +682,7 @@ static void translate(mprof__thread *th, const unsigned char *p, const unsigned 
             const uint64_t scale = C.scale, lowmask = C.q_lowmask, inv = C.q_inv,
                            qmax = C.q_max;
             const unsigned shift = C.q_shift;
+            const int dropped = C.scale_dropped;
             uint64_t last = th->col_last_ticks;
             int first = th->col_ts_first;
             while (!first && o < stop && p < end) {
@@ -670,6 +703,8 @@ static void translate(mprof__thread *th, const unsigned char *p, const unsigned 
                 int64_t d = (int64_t)(ticks - last);
                 uint64_t v;
                 if (scale == 1) {
+                    if (dropped && step_multiple((uint64_t)d))
+                        break; /* translate_one restores the chunk's scale */
                     v = mprof_zigzag(d);
                 } else {
                     uint64_t u = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
@@ -990,6 +1025,8 @@ int mprof__collector_start(void)
     scale_setup();
     C.preamble_done = 0;
     C.scale = 1;
+    C.scale_dropped = 0;
+    C.rescales = 0;
     C.next_loc = C.next_name = C.next_stack = 0;
     C.proc.idx = 0;
     C.proc.col_named = 1; /* thread 0 is never defined */

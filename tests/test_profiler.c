@@ -6,6 +6,7 @@
 #define MPROF_ENABLE 1
 #include "mprof/mprof.h"
 #include "test_util.h"
+#include "core.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -319,6 +320,89 @@ static void test_scaled_timestamps_exact(void **state)
     check_scaled_timestamps("4");
 }
 
+/* A zone record with chosen timestamps, in the raw form the hot path writes. */
+static void raw_zone(const mprof_srcloc *loc, uint64_t begin, uint64_t end)
+{
+    unsigned char *p = mprof__reserve(MPROF__ZONE_BEGIN_BYTES);
+    assert_non_null(p);
+    p[0] = MPROF__EV_ZONE_BEGIN;
+    memcpy(p + 1, &begin, 8);
+    memcpy(p + 9, &loc, 8);
+    mprof__commit(p + MPROF__ZONE_BEGIN_BYTES);
+    p = mprof__reserve(MPROF__ZONE_END_BYTES);
+    assert_non_null(p);
+    p[0] = MPROF__EV_ZONE_END;
+    memcpy(p + 1, &end, 8);
+    mprof__commit(p + MPROF__ZONE_END_BYTES);
+}
+
+/* One delta that is not a multiple of the step (a context switch record's timestamp is
+ * anywhere between two steps) costs a TS_SCALE 1 and a TS_SCALE back, not the scale for the rest
+ * of the chunk: 20,000 zones 400 ticks apart in steps of 8, one in 100 off the step by 3 ticks,
+ * in 1 MiB chunks. Scaled, a zone is 5 bytes (tag, delta, location; tag, delta); unscaled 7
+ * (each delta of 400 ticks needs two bytes), which the rest of the chunk paid before. Every
+ * timestamp comes back exact. */
+static void test_scale_restored_after_odd_delta(void **state)
+{
+    (void)state;
+    static const mprof_srcloc loc = {"stepped", "test", "test_profiler.c", 1, 0};
+    setenv("MPROF_TIMER_STEP", "8", 1);
+    const char *path = tu_temp_path("rescale.mprof");
+    mprof_config cfg = {0};
+    cfg.capture_path = path;
+    cfg.listen = MPROF_TOGGLE_OFF;
+    assert_int_equal(mprof_startup(&cfg), MPROF_OK);
+    unsetenv("MPROF_TIMER_STEP");
+    enum { N = 20000, ODD_EVERY = 100, GAP = 400 };
+    {
+        MPROF_ZONE("first"); /* registers the thread */
+    }
+    uint64_t t0 = (mprof__ticks() + 1000000) & ~(uint64_t)7, t = t0;
+    for (int i = 0; i < N; i++, t += 2 * GAP) {
+        uint64_t b = i % ODD_EVERY == ODD_EVERY / 2 ? t + 3 : t;
+        raw_zone(&loc, b, b + GAP);
+    }
+    mprof_shutdown();
+
+    char err[256];
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    assert_non_null(r);
+    double ns_per_tick = strtod(mprof_reader_info(r, "ns_per_tick"), NULL);
+    uint64_t tick0 = strtoull(mprof_reader_info(r, "tick0"), NULL, 10);
+    mprof_event ev;
+    int i = -1, bad = 0;
+    uint64_t expect_begin = 0;
+    while (mprof_reader_next(r, &ev) == 1) {
+        if (ev.type != MPROF_EV_ZONE_BEGIN && ev.type != MPROF_EV_ZONE_END)
+            continue;
+        if (ev.type == MPROF_EV_ZONE_BEGIN) {
+            if (++i == 0)
+                continue; /* "first" */
+            int k = i - 1;
+            expect_begin = t0 + (uint64_t)k * 2 * GAP + (k % ODD_EVERY == ODD_EVERY / 2 ? 3 : 0);
+        } else if (i == 0) {
+            continue;
+        }
+        uint64_t ticks = ev.type == MPROF_EV_ZONE_BEGIN ? expect_begin : expect_begin + GAP;
+        int64_t ns = (int64_t)((double)(int64_t)(ticks - tick0) * ns_per_tick);
+        if (ev.ts_ns != ns)
+            bad++;
+    }
+    assert_string_equal(mprof_reader_error(r), "");
+    const char *raw = mprof_reader_end_info(r, "bytes_raw");
+    assert_non_null(raw);
+    uint64_t bytes_raw = strtoull(raw, NULL, 10);
+    mprof_reader_close(r);
+    assert_int_equal(i, N);
+    assert_int_equal(bad, 0);
+    /* 5 bytes a zone, 8 more for each odd one (two TS_SCALE pairs), and the definitions. */
+    uint64_t bound = (uint64_t)N * 5 + (uint64_t)N / ODD_EVERY * 8 + 2048;
+    if (bytes_raw > bound)
+        print_message("bytes_raw %llu, expected at most %llu\n", (unsigned long long)bytes_raw,
+                      (unsigned long long)bound);
+    assert_true(bytes_raw <= bound);
+}
+
 /* ---- threads -------------------------------------------------------------------------------- */
 
 typedef struct worker_arg {
@@ -473,6 +557,7 @@ int main(void)
         cmocka_unit_test(test_clock_measures_time),
         cmocka_unit_test(test_os_clock_fallback),
         cmocka_unit_test(test_scaled_timestamps_exact),
+        cmocka_unit_test(test_scale_restored_after_odd_delta),
         cmocka_unit_test(test_threads_exact_counts),
         cmocka_unit_test(test_tiny_cap_counts_drops),
         cmocka_unit_test(test_startup_twice_and_restart),
