@@ -753,7 +753,7 @@ static void give_back(mprof__thread *th, mprof__block *b)
 {
     if (atomic_load_explicit(&th->n_returned, memory_order_relaxed) >= 8 ||
         atomic_load_explicit(&th->exited, memory_order_relaxed)) {
-        free(b);
+        mprof__block_recycle(b);
         return;
     }
     atomic_fetch_add_explicit(&th->n_returned, 1, memory_order_relaxed);
@@ -799,16 +799,16 @@ static void free_thread(mprof__thread *th)
 {
     for (mprof__block *f = atomic_load(&th->returned), *nx; f; f = nx) {
         nx = f->free_next;
-        free(f);
+        mprof__block_recycle(f);
     }
     for (mprof__block *f = th->spare, *nx; f; f = nx) {
         nx = f->free_next;
-        free(f);
+        mprof__block_recycle(f);
     }
     mprof__block *b = atomic_load(&th->head);
     while (b) {
         mprof__block *n = atomic_load(&b->next);
-        free(b);
+        mprof__block_recycle(b);
         atomic_fetch_sub(&mprof__g.buffered_bytes, sizeof(mprof__block) + MPROF__BLOCK_BYTES);
         b = n;
     }

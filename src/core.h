@@ -78,6 +78,7 @@ typedef struct mprof__globals {
     _Atomic uint64_t chunks_written;
     _Atomic uint32_t sessions_dropped;
     _Atomic uint64_t gpu_queries_lost;
+    _Atomic uint64_t blocks_allocated; /* thread blocks malloc'd (not recycled), for tests */
     _Atomic uint64_t frames_marked; /* MPROF_FRAME_MARK() calls, recording or not (automation) */
     _Atomic uint32_t session;      /* bumps on every startup */
     int atexit_registered;
@@ -107,6 +108,9 @@ mprof__thread *mprof__thread_get(void); /* registers the calling thread when nee
 /* Reserves n raw bytes in the calling thread's buffer. NULL when not recording or when the
  * memory cap is reached (then the event is counted as lost). n <= MPROF__BLOCK_BYTES / 2. */
 unsigned char *mprof__reserve(size_t n);
+/* Gives a drained block (not counted as buffered any more) to any thread's next refill, or frees
+ * it when 256 are waiting already. Lock-free; called by the collector. */
+void mprof__block_recycle(mprof__block *b);
 /* Publishes the bytes up to end (end = reserved pointer + bytes written). */
 static inline void mprof__commit(unsigned char *end)
 {
