@@ -51,6 +51,9 @@
 #define SESSION_STALL_MS 10000
 #define PREEMPT_STALL_MS 1000
 
+/* Raw history blobs kept for reuse when the ring drops them (see raw_blob_new). */
+#define RAW_SPARES 4
+
 /* A framed chunk shared by the history ring and session queues. */
 typedef struct blob {
     _Atomic int refs;
@@ -58,6 +61,7 @@ typedef struct blob {
     uint64_t ticks;   /* the same moment in timer ticks */
     int raw;          /* data is an unframed EVENTS payload (history nobody has asked for) */
     size_t len;
+    size_t cap;       /* bytes data can hold (raw blobs are recycled, see raw_blob_new) */
     unsigned char data[];
 } blob;
 
@@ -110,6 +114,8 @@ static struct {
     mprof_buf sticky; /* [u32 thread][u64 ticks][u8 has_ts][u32 len][len bytes: tag + fields] */
     mprof_buf build, framed;
     void *cctx; /* zstd context for history framed on demand (ZSTD_CCtx) */
+    blob *raw_spare[RAW_SPARES]; /* raw blobs the ring dropped, for the next chunks */
+    int n_raw_spare;
     uint8_t *ts_done;
     uint32_t ts_done_cap;
 } L = {.m = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1,
@@ -126,6 +132,37 @@ static blob *blob_new(const void *data, size_t len)
     b->mono_ns = mprof__mono_ns();
     b->ticks = mprof__ticks();
     b->raw = 0;
+    b->len = b->cap = len;
+    memcpy(b->data, data, len);
+    return b;
+}
+
+/* A raw history blob holding a copy of an EVENTS payload. The ring keeps ~1 MiB chunks for
+ * MPROF_HISTORY_SECONDS and then drops the oldest for each new one, so the dropped blob's
+ * memory takes the next chunk: pages already faulted in (a fault costs ~11 us on this project's
+ * VM, ~4 ns an event for fresh memory; docs/OVERHEAD.md). Collector thread only. */
+static blob *raw_blob_new(const void *data, size_t len)
+{
+    blob *b = NULL;
+    for (int i = L.n_raw_spare - 1; i >= 0; i--)
+        if (L.raw_spare[i]->cap >= len) {
+            b = L.raw_spare[i];
+            L.raw_spare[i] = L.raw_spare[--L.n_raw_spare];
+            break;
+        }
+    if (!b) {
+        /* Room for any chunk: the collector ends one past chunk_bytes by at most a record. */
+        size_t cap = mprof__g.cfg.chunk_bytes + MPROF__BLOCK_BYTES;
+        if (cap < len)
+            cap = len;
+        if (!(b = malloc(sizeof *b + cap)))
+            return NULL;
+        b->cap = cap;
+    }
+    atomic_init(&b->refs, 1);
+    b->mono_ns = mprof__mono_ns();
+    b->ticks = mprof__ticks();
+    b->raw = 1;
     b->len = len;
     memcpy(b->data, data, len);
     return b;
@@ -155,6 +192,24 @@ static void blob_unref(blob *b)
         free(b);
 }
 
+/* Drops the ring's reference to b; a raw blob nobody else holds (none ever reaches a queue)
+ * becomes a spare. Collector thread only. */
+static void hist_unref(blob *b)
+{
+    if (atomic_fetch_sub(&b->refs, 1) != 1)
+        return;
+    if (b->raw && L.n_raw_spare < RAW_SPARES)
+        L.raw_spare[L.n_raw_spare++] = b;
+    else
+        free(b);
+}
+
+static void raw_spares_free(void)
+{
+    while (L.n_raw_spare)
+        free(L.raw_spare[--L.n_raw_spare]);
+}
+
 static void hist_drop_head(void)
 {
     hnode *h = L.hist_head;
@@ -163,7 +218,7 @@ static void hist_drop_head(void)
         L.hist_tail = NULL;
     L.hist_start_ticks = h->b->ticks;
     L.hist_bytes -= h->b->len;
-    blob_unref(h->b);
+    hist_unref(h->b);
     free(h);
 }
 
@@ -436,7 +491,7 @@ static void live_attach(void)
                 continue;
             }
             L.hist_bytes = L.hist_bytes - h->b->len + f->len;
-            blob_unref(h->b);
+            hist_unref(h->b);
             h->b = f;
         }
         size_t total = 0, count = 0;
@@ -492,10 +547,9 @@ static void live_chunk(const mprof_buf *raw, const mprof_buf *framed, int lazy)
 {
     if (!L.enabled)
         return;
-    blob *b = lazy ? blob_new(raw->data, raw->len) : framed ? blob_new(framed->data, framed->len)
-                                                          : NULL;
-    if (b && lazy)
-        b->raw = 1;
+    blob *b = lazy     ? raw_blob_new(raw->data, raw->len)
+              : framed ? blob_new(framed->data, framed->len)
+                       : NULL;
     if (!b) {
         /* Out of memory: a connected tool misses this chunk, which is counted as a drop. */
         mprof_wire_counts c = {0};
@@ -1122,6 +1176,7 @@ static void live_stop(void)
     reap_locked_join();
     L.enabled = 0;
     hist_clear();
+    raw_spares_free();
     mprof_buf_free(&L.defs);
     mprof_buf_free(&L.sticky);
     mprof_buf_free(&L.build);

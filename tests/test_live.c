@@ -403,6 +403,80 @@ static void late_connection_and_history(void **state)
     assert_true(c.st.complete);
 }
 
+/* The frame_index plot values of a capture: count, smallest, largest, and whether each value
+ * between them is there exactly once. */
+static int frame_indices_contiguous(const char *path, uint64_t *count, int64_t *lo, int64_t *hi)
+{
+    char err[256];
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    assert_non_null(r);
+    size_t n = 0, cap = 1024;
+    int64_t *v = malloc(cap * sizeof *v);
+    assert_non_null(v);
+    mprof_event ev;
+    int rc;
+    while ((rc = mprof_reader_next(r, &ev)) == 1) {
+        if (ev.type != MPROF_EV_PLOT_I64)
+            continue;
+        const char *pn = mprof_reader_string(r, (uint32_t)ev.u[0]);
+        if (!pn || strcmp(pn, "frame_index") != 0)
+            continue;
+        if (n == cap) {
+            cap *= 2;
+            v = realloc(v, cap * sizeof *v);
+            assert_non_null(v);
+        }
+        v[n++] = (int64_t)ev.u[1];
+    }
+    assert_int_equal(rc, 0);
+    mprof_reader_close(r);
+    int ok = n > 0;
+    for (size_t i = 1; i < n; i++)
+        if (v[i] != v[i - 1] + 1)
+            ok = 0; /* one thread plots them in order: a gap or a repeat is a broken chunk */
+    *count = n;
+    *lo = n ? v[0] : -1;
+    *hi = n ? v[n - 1] : -1;
+    free(v);
+    return ok;
+}
+
+/* The history ring once it is full: every chunk is kept in the memory of one the ring dropped
+ * (live.c's raw spares). A ring of 0.2 s, overwritten for ~1.5 s by a game writing ~50 KiB a
+ * frame, then a tool asks for its history: what it gets decodes, every name resolves and the
+ * frames run on without a gap or a repeat from the oldest frame kept to the end. */
+static void full_history_ring_reuses_its_memory(void **state)
+{
+    (void)state;
+    game g;
+    game_start(&g, "MPROF_HISTORY_SECONDS=0.2",
+               (char *[]){"--frames", "0", "--frame-ms", "1", "--noise", "200", NULL});
+    assert_int_equal(wait_for(g.ready, 0, 10000), 0);
+    sleep_ms(1500);
+    const char *out = tmp("ring.mprof"), *log = tmp("tool.log");
+    assert_int_equal(
+        wait_exit(tool_start(g.port, out, log, (char *[]){"-s", "0.3", "--history", "1", NULL}),
+                  15000),
+        0);
+    assert_int_equal(game_finish(&g), 0);
+    uint64_t n = 0;
+    int64_t lo = 0, hi = 0;
+    int contiguous = frame_indices_contiguous(out, &n, &lo, &hi);
+    print_message("frames %lld..%lld (%llu)\n", (long long)lo, (long long)hi,
+                  (unsigned long long)n);
+    assert_true(contiguous);
+    assert_true(lo > 20); /* the ring had dropped the first frames */
+    assert_true(n > 20);
+    int unresolved, named;
+    int64_t min_idx;
+    assert_true(zone_count(out, "noise", &unresolved, &named, &min_idx) > 0);
+    assert_int_equal(unresolved, 0);
+    tu_counts c;
+    assert_int_equal(tu_count_capture(out, &c), 0);
+    assert_true(c.st.complete);
+    assert_int_equal(c.by_type[MPROF_EV_LOST], 0);
+}
+
 static void killed_tool_leaves_game_running_and_file_readable(void **state)
 {
     (void)state;
@@ -805,6 +879,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(live_counts_equal_in_process, cleanup),
         cmocka_unit_test_teardown(late_connection_and_history, cleanup),
+        cmocka_unit_test_teardown(full_history_ring_reuses_its_memory, cleanup),
         cmocka_unit_test_teardown(tool_first_gets_everything_from_start, cleanup),
         cmocka_unit_test_teardown(killed_tool_leaves_game_running_and_file_readable, cleanup),
         cmocka_unit_test_teardown(killed_game_leaves_file_readable, cleanup),
