@@ -239,9 +239,9 @@ static void collector_workload(uint64_t n)
 /* Collector CPU per event for one sink: "file", "history" (listening, nothing connected) or
  * "live" (`mprof capture` connected); "history_steady" is history once the ring is full (it
  * keeps 0.05 s, and n events go by before the measurement): each new chunk then reuses the
- * memory of the one the ring drops, as in a program running longer than
+ * memory of the ones the ring dropped, as in a program running longer than
  * MPROF_HISTORY_SECONDS, while "history" measures the ring's first seconds, when every chunk
- * is fresh memory (page faults). Returns ns per event, or -1. */
+ * takes new memory. Returns ns per event, or -1. */
 static double collector_cost(const char *sink_kind, uint64_t n, double *out_events)
 {
     mprof_config cfg = {0};

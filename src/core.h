@@ -156,6 +156,11 @@ uint64_t mprof__os_tid(void);
 uint64_t mprof__mono_ns(void);
 uint64_t mprof__real_ns(void);
 int mprof__mkdirs_for(const char *path); /* creates the parent directories of path */
+/* Page-aligned memory populated up front (huge pages where the kernel allows): for large
+ * buffers written right away and kept, whose page faults would cost more than the data. NULL
+ * when out of memory. Free with the same size. */
+void *mprof__pages_alloc(size_t bytes);
+void mprof__pages_free(void *p, size_t bytes);
 const char *mprof__program_name(void);
 void mprof__set_os_thread_name(const char *name);
 

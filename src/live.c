@@ -51,8 +51,15 @@
 #define SESSION_STALL_MS 10000
 #define PREEMPT_STALL_MS 1000
 
-/* Raw history blobs kept for reuse when the ring drops them (see raw_blob_new). */
-#define RAW_SPARES 4
+/* Raw history lives in slabs of page-backed memory (see raw_blob_new). */
+#define RAW_SLAB_BYTES ((size_t)4 << 20)
+
+typedef struct raw_slab {
+    unsigned char *mem;
+    size_t bytes, used;
+    uint32_t live; /* blobs in it not yet freed */
+    struct raw_slab *next;
+} raw_slab;
 
 /* A framed chunk shared by the history ring and session queues. */
 typedef struct blob {
@@ -61,7 +68,7 @@ typedef struct blob {
     uint64_t ticks;   /* the same moment in timer ticks */
     int raw;          /* data is an unframed EVENTS payload (history nobody has asked for) */
     size_t len;
-    size_t cap;       /* bytes data can hold (raw blobs are recycled, see raw_blob_new) */
+    raw_slab *slab;   /* a raw blob's slab (collector thread only) */
     unsigned char data[];
 } blob;
 
@@ -114,8 +121,8 @@ static struct {
     mprof_buf sticky; /* [u32 thread][u64 ticks][u8 has_ts][u32 len][len bytes: tag + fields] */
     mprof_buf build, framed;
     void *cctx; /* zstd context for history framed on demand (ZSTD_CCtx) */
-    blob *raw_spare[RAW_SPARES]; /* raw blobs the ring dropped, for the next chunks */
-    int n_raw_spare;
+    raw_slab *slab_cur;   /* raw blobs are cut from here */
+    raw_slab *slab_spare; /* an emptied slab, kept for the next */
     uint8_t *ts_done;
     uint32_t ts_done_cap;
 } L = {.m = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1,
@@ -132,40 +139,97 @@ static blob *blob_new(const void *data, size_t len)
     b->mono_ns = mprof__mono_ns();
     b->ticks = mprof__ticks();
     b->raw = 0;
-    b->len = b->cap = len;
+    b->len = len;
+    b->slab = NULL;
     memcpy(b->data, data, len);
     return b;
 }
 
-/* A raw history blob holding a copy of an EVENTS payload. The ring keeps ~1 MiB chunks for
- * MPROF_HISTORY_SECONDS and then drops the oldest for each new one, so the dropped blob's
- * memory takes the next chunk: pages already faulted in (a fault costs ~11 us on this project's
- * VM, ~4 ns an event for fresh memory; docs/OVERHEAD.md). Collector thread only. */
+/* Raw history blobs, cut one after another from 4 MiB slabs of page-backed memory
+ * (mprof__pages_alloc: populated at once, in huge pages where the kernel allows). Kept unframed,
+ * a chunk is 10-30x the bytes of its compressed form, and while the ring fills (its first
+ * MPROF_HISTORY_SECONDS) every one of them is fresh memory: faulted in one 4 KiB page at a time
+ * that cost ~11-20 us a page on this project's VM, 10-14 ns an event, more than compressing.
+ * A slab whose blobs are all freed (the ring drops the oldest first) is kept for the next one,
+ * so a full ring reuses its memory. Collector thread only. */
+static raw_slab *slab_new(size_t need)
+{
+    raw_slab *sl = L.slab_spare;
+    if (sl && sl->bytes >= need) {
+        L.slab_spare = NULL;
+    } else {
+        sl = malloc(sizeof *sl);
+        if (!sl)
+            return NULL;
+        sl->bytes = need > RAW_SLAB_BYTES ? need : RAW_SLAB_BYTES;
+        if (!(sl->mem = mprof__pages_alloc(sl->bytes))) {
+            free(sl);
+            return NULL;
+        }
+    }
+    sl->used = 0;
+    sl->live = 0;
+    sl->next = NULL;
+    return sl;
+}
+
+static void slab_free(raw_slab *sl)
+{
+    mprof__pages_free(sl->mem, sl->bytes);
+    free(sl);
+}
+
+/* A slab nothing is cut from any more and nothing lives in: the spare, or gone. */
+static void slab_retire(raw_slab *sl)
+{
+    if (!L.slab_spare || L.slab_spare->bytes < sl->bytes) {
+        if (L.slab_spare)
+            slab_free(L.slab_spare);
+        L.slab_spare = sl;
+    } else {
+        slab_free(sl);
+    }
+}
+
 static blob *raw_blob_new(const void *data, size_t len)
 {
-    blob *b = NULL;
-    for (int i = L.n_raw_spare - 1; i >= 0; i--)
-        if (L.raw_spare[i]->cap >= len) {
-            b = L.raw_spare[i];
-            L.raw_spare[i] = L.raw_spare[--L.n_raw_spare];
-            break;
-        }
-    if (!b) {
-        /* Room for any chunk: the collector ends one past chunk_bytes by at most a record. */
-        size_t cap = mprof__g.cfg.chunk_bytes + MPROF__BLOCK_BYTES;
-        if (cap < len)
-            cap = len;
-        if (!(b = malloc(sizeof *b + cap)))
+    size_t need = (sizeof(blob) + len + 63) & ~(size_t)63;
+    raw_slab *sl = L.slab_cur;
+    if (!sl || sl->bytes - sl->used < need) {
+        raw_slab *n = slab_new(need);
+        if (!n)
             return NULL;
-        b->cap = cap;
+        if (sl && !sl->live)
+            slab_retire(sl);
+        L.slab_cur = sl = n;
     }
+    blob *b = (blob *)(sl->mem + sl->used);
+    sl->used += need;
+    sl->live++;
     atomic_init(&b->refs, 1);
     b->mono_ns = mprof__mono_ns();
     b->ticks = mprof__ticks();
     b->raw = 1;
     b->len = len;
+    b->slab = sl;
     memcpy(b->data, data, len);
     return b;
+}
+
+static void raw_blob_free(blob *b)
+{
+    raw_slab *sl = b->slab;
+    if (--sl->live == 0 && sl != L.slab_cur)
+        slab_retire(sl);
+}
+
+static void raw_slabs_free(void)
+{
+    if (L.slab_cur && !L.slab_cur->live)
+        slab_free(L.slab_cur);
+    if (L.slab_spare)
+        slab_free(L.slab_spare);
+    L.slab_cur = L.slab_spare = NULL;
 }
 
 /* The framed form of a raw history blob, produced when a tool asks for it; NULL when out of
@@ -186,28 +250,16 @@ static blob *blob_frame(const blob *r)
     return b;
 }
 
+/* A raw blob never reaches a session queue, so its last reference is dropped on the collector
+ * thread, which owns the slabs. */
 static void blob_unref(blob *b)
 {
-    if (b && atomic_fetch_sub(&b->refs, 1) == 1)
-        free(b);
-}
-
-/* Drops the ring's reference to b; a raw blob nobody else holds (none ever reaches a queue)
- * becomes a spare. Collector thread only. */
-static void hist_unref(blob *b)
-{
-    if (atomic_fetch_sub(&b->refs, 1) != 1)
+    if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
         return;
-    if (b->raw && L.n_raw_spare < RAW_SPARES)
-        L.raw_spare[L.n_raw_spare++] = b;
+    if (b->raw)
+        raw_blob_free(b);
     else
         free(b);
-}
-
-static void raw_spares_free(void)
-{
-    while (L.n_raw_spare)
-        free(L.raw_spare[--L.n_raw_spare]);
 }
 
 static void hist_drop_head(void)
@@ -218,7 +270,7 @@ static void hist_drop_head(void)
         L.hist_tail = NULL;
     L.hist_start_ticks = h->b->ticks;
     L.hist_bytes -= h->b->len;
-    hist_unref(h->b);
+    blob_unref(h->b);
     free(h);
 }
 
@@ -491,7 +543,7 @@ static void live_attach(void)
                 continue;
             }
             L.hist_bytes = L.hist_bytes - h->b->len + f->len;
-            hist_unref(h->b);
+            blob_unref(h->b);
             h->b = f;
         }
         size_t total = 0, count = 0;
@@ -1176,7 +1228,7 @@ static void live_stop(void)
     reap_locked_join();
     L.enabled = 0;
     hist_clear();
-    raw_spares_free();
+    raw_slabs_free();
     mprof_buf_free(&L.defs);
     mprof_buf_free(&L.sticky);
     mprof_buf_free(&L.build);
