@@ -428,6 +428,7 @@ static void thread_context(mprof__thread *th)
         th->col_chunk_seq = C.chunk_seq;
         th->col_last_ticks = 0;
         th->col_ts_first = 1;
+        th->col_leaf_loc = 0;
     }
 }
 
@@ -684,11 +685,41 @@ static void translate(mprof__thread *th, const unsigned char *p, const unsigned 
             const unsigned shift = C.q_shift;
             const int dropped = C.scale_dropped;
             uint64_t last = th->col_last_ticks;
+            uint32_t leaf = th->col_leaf_loc;
             int first = th->col_ts_first;
+            const unsigned char *pe_leaf = end - (MPROF__ZONE_BEGIN_BYTES + MPROF__ZONE_END_BYTES);
             while (!first && o < stop && p < end) {
                 uint64_t ticks;
                 int tag = *p;
                 uint32_t id = 0;
+                /* A zone without children whose begin and length are a few clock units is one
+                 * byte (ZONE_LEAF, format.h), after a ZONE_LEAF_LOC when its location is not
+                 * the thread's previous leaf's. Short repeated zones are where events are
+                 * densest: this is most of what zstd then has to read. */
+                if (tag == MPROF__EV_ZONE_BEGIN && p <= pe_leaf &&
+                    p[MPROF__ZONE_BEGIN_BYTES] == MPROF__EV_ZONE_END && scale > 1) {
+                    const mprof_srcloc *loc;
+                    uint64_t te;
+                    memcpy(&ticks, p + 1, 8);
+                    memcpy(&loc, p + 9, 8);
+                    memcpy(&te, p + MPROF__ZONE_BEGIN_BYTES + 1, 8);
+                    uint64_t db = ticks - last, de = te - ticks;
+                    uint64_t qb = (db >> shift) * inv, qe = (de >> shift) * inv;
+                    if (!(db & lowmask) && !(de & lowmask) && qb <= MPROF_LEAF_BEGIN_MAX &&
+                        qe <= MPROF_LEAF_DUR_MAX && (id = loc_id(loc)) != 0) {
+                        if (id != leaf) {
+                            *o++ = MPROF_EV_ZONE_LEAF_LOC;
+                            o = mprof_put_varint(o, id);
+                            leaf = id;
+                        }
+                        *o++ = (unsigned char)(MPROF_EV_ZONE_LEAF | qb << 4 | qe);
+                        p += MPROF__ZONE_BEGIN_BYTES + MPROF__ZONE_END_BYTES;
+                        last = te;
+                        n += 2;
+                        continue;
+                    }
+                    id = 0;
+                }
                 if (tag == MPROF__EV_ZONE_BEGIN && p <= pe_begin) {
                     const mprof_srcloc *loc;
                     memcpy(&ticks, p + 1, 8);
@@ -731,6 +762,7 @@ static void translate(mprof__thread *th, const unsigned char *p, const unsigned 
                 n++;
             }
             th->col_last_ticks = last;
+            th->col_leaf_loc = leaf;
             th->col_ts_first = first;
             out_commit(o);
             if (p >= end || C.chunk.len >= chunk_bytes)

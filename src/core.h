@@ -53,6 +53,7 @@ typedef struct mprof__thread {
     uint32_t col_chunk_seq;        /* collector: chunk in which last_ticks is valid */
     int col_named;                 /* collector: DEF_THREAD sent in this session */
     int col_ts_first;              /* collector: the next TS is the thread's first in the chunk */
+    uint32_t col_leaf_loc;         /* collector: the chunk's ZONE_LEAF_LOC for it, 0 = none */
     struct mprof__thread *next;    /* registry list, under mprof__g.threads_lock */
     /* Shared line, written rarely: drained blocks go back to their thread (already paged in, so
      * refilling costs no page faults): the collector pushes onto returned, the owner takes the

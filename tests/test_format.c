@@ -5,6 +5,7 @@
  * what is wrong.
  */
 #include "test_util.h"
+#include "format/wire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -234,7 +235,7 @@ static void test_bad_events(void **state)
     /* Events that lie about ids or lengths are refused, not trusted. */
     const unsigned char cases[][8] = {
         {MPROF_EV_ZONE_BEGIN, 0, 1},          /* zone before any THREAD record */
-        {MPROF_EV_THREAD, 1, 0xee},           /* unknown tag */
+        {MPROF_EV_THREAD, 1, 0x5f},           /* unknown tag */
         {MPROF_EV_DEF_STRING, 1, 50, 'a'},    /* string longer than the chunk */
         {MPROF_EV_THREAD, 0xff, 0xff, 0xff},  /* varint runs off the end */
         {MPROF_EV_DEF_SRCLOC, 0},             /* id 0 */
@@ -326,6 +327,102 @@ static void test_ts_scale(void **state)
     mprof_buf_free(&p);
 }
 
+/* ZONE_LEAF (format 1.2): one byte for a zone begun b and ended b + d steps after the thread's
+ * previous timestamp, at the location the chunk's last ZONE_LEAF_LOC for the thread set; read
+ * back as a ZONE_BEGIN and its ZONE_END, exact, each counted; the wire scan counts the same. A
+ * leaf without a location in its chunk, or as the thread's first timestamp, or a location of 0,
+ * is refused by name. */
+static void test_zone_leaf(void **state)
+{
+    (void)state;
+    mprof_buf f = {0}, p = {0};
+    assert_int_equal(mprof_buf_reserve(&f, 16), 0);
+    mprof_fmt_file_header(f.data);
+    f.len = 16;
+    mprof_fmt_kv(&p, "ns_per_tick", "1");
+    mprof_fmt_kv(&p, "tick0", "0");
+    assert_int_equal(mprof_fmt_chunk(&f, MPROF_CHUNK_INFO, p.data, p.len, 0, NULL), 0);
+    unsigned char ev[64], *o = ev;
+    *o++ = MPROF_EV_TS_SCALE;
+    o = mprof_put_varint(o, 21);
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    *o++ = MPROF_EV_ZONE_BEGIN; /* a parent, absolute: 1000, location 1 */
+    o = mprof_put_varint(o, mprof_zigzag(1000));
+    o = mprof_put_varint(o, 1);
+    *o++ = MPROF_EV_ZONE_LEAF_LOC;
+    o = mprof_put_varint(o, 2);
+    *o++ = (unsigned char)(MPROF_EV_ZONE_LEAF | 1 << 4 | 3); /* 1021 .. 1084, location 2 */
+    *o++ = (unsigned char)(MPROF_EV_ZONE_LEAF | 0 << 4 | 15); /* 1084 .. 1399 */
+    *o++ = (unsigned char)(MPROF_EV_ZONE_LEAF | 7 << 4 | 0);  /* 1546 .. 1546 */
+    *o++ = MPROF_EV_ZONE_END; /* +1 step: 1567 */
+    o = mprof_put_varint(o, mprof_zigzag(1));
+    size_t len = (size_t)(o - ev);
+    assert_int_equal(mprof_fmt_chunk(&f, MPROF_CHUNK_EVENTS, ev, len, 1, NULL), 0);
+    mprof_wire_counts wc = {0};
+    assert_int_equal(mprof_wire_scan_events(ev, len, &wc, NULL, 0), 0);
+    assert_int_equal(wc.events, 8);
+    assert_int_equal(wc.zones, 4);
+
+    mprof_reader *r = mprof_reader_open_mem(f.data, f.len, NULL, 0);
+    assert_non_null(r);
+    const int64_t want[] = {1000, 1021, 1084, 1084, 1399, 1546, 1546, 1567};
+    const int types[] = {MPROF_EV_ZONE_BEGIN, MPROF_EV_ZONE_BEGIN, MPROF_EV_ZONE_END,
+                         MPROF_EV_ZONE_BEGIN, MPROF_EV_ZONE_END, MPROF_EV_ZONE_BEGIN,
+                         MPROF_EV_ZONE_END, MPROF_EV_ZONE_END};
+    size_t n = 0;
+    mprof_event e;
+    while (mprof_reader_next(r, &e) == 1) {
+        assert_int_not_equal(e.type, MPROF_EV_ZONE_LEAF_LOC);
+        if (e.type != MPROF_EV_ZONE_BEGIN && e.type != MPROF_EV_ZONE_END)
+            continue;
+        assert_true(n < 8);
+        assert_int_equal(e.type, types[n]);
+        assert_int_equal(e.ts_ns, want[n]);
+        assert_int_equal(e.thread, 1);
+        if (e.type == MPROF_EV_ZONE_BEGIN)
+            assert_int_equal(e.u[0], n == 0 ? 1 : 2);
+        n++;
+    }
+    assert_int_equal(n, 8);
+    assert_string_equal(mprof_reader_error(r), "");
+    mprof_reader_stats st;
+    mprof_reader_get_stats(r, &st);
+    assert_int_equal(st.events, 9); /* the THREAD record too */
+    mprof_reader_close(r);
+
+    const struct {
+        unsigned char rec[8];
+        size_t len;
+        const char *err;
+    } bad[] = {
+        /* no ZONE_LEAF_LOC in the chunk */
+        {{MPROF_EV_THREAD, 1, MPROF_EV_ZONE_END, 2, MPROF_EV_ZONE_LEAF | 0x11}, 5,
+         "without a ZONE_LEAF_LOC"},
+        /* the thread's first timestamp in the chunk */
+        {{MPROF_EV_THREAD, 1, MPROF_EV_ZONE_LEAF_LOC, 1, MPROF_EV_ZONE_LEAF}, 5,
+         "first timestamp"},
+        {{MPROF_EV_THREAD, 1, MPROF_EV_ZONE_LEAF_LOC, 0}, 4, "location 0"},
+        {{MPROF_EV_ZONE_LEAF}, 1, "before any THREAD"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        mprof_buf z = {0};
+        mprof_buf_reserve(&z, 16);
+        mprof_fmt_file_header(z.data);
+        z.len = 16;
+        assert_int_equal(mprof_fmt_chunk(&z, MPROF_CHUNK_EVENTS, bad[k].rec, bad[k].len, 0, NULL),
+                         0);
+        result res = read_mem(z.data, z.len);
+        assert_int_equal(res.rc, -1);
+        if (!strstr(res.err, bad[k].err))
+            print_message("case %zu: %s\n", k, res.err);
+        assert_non_null(strstr(res.err, bad[k].err));
+        mprof_buf_free(&z);
+    }
+    mprof_buf_free(&f);
+    mprof_buf_free(&p);
+}
+
 static void test_varint(void **state)
 {
     (void)state;
@@ -355,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_unknown_chunks),
         cmocka_unit_test(test_bad_events),
         cmocka_unit_test(test_ts_scale),
+        cmocka_unit_test(test_zone_leaf),
         cmocka_unit_test(test_varint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

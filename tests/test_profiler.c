@@ -403,6 +403,113 @@ static void test_scale_restored_after_odd_delta(void **state)
     assert_true(bytes_raw <= bound);
 }
 
+/* Zones without children a few clock steps long are one byte each (ZONE_LEAF, format 1.2) and
+ * come back exact: 30,000 zones in steps of 8 ticks, their begin 0..8 steps after the previous
+ * timestamp and their length 0..16 steps (the ends of both ranges do not fit a ZONE_LEAF), at
+ * three locations taken in turns of different lengths, every fifth one a parent with one child;
+ * a record that does not fit is written in full. */
+static void test_leaf_zones_exact(void **state)
+{
+    (void)state;
+    static const mprof_srcloc locs[3] = {{"leaf_a", "test", "test_profiler.c", 1, 0},
+                                         {"leaf_b", "test", "test_profiler.c", 2, 0},
+                                         {"parent", "test", "test_profiler.c", 3, 0}};
+    setenv("MPROF_TIMER_STEP", "8", 1);
+    const char *path = tu_temp_path("leaf.mprof");
+    mprof_config cfg = {0};
+    cfg.capture_path = path;
+    cfg.listen = MPROF_TOGGLE_OFF;
+    cfg.chunk_bytes = 16384; /* many chunks: the leaf location is per chunk */
+    assert_int_equal(mprof_startup(&cfg), MPROF_OK);
+    unsetenv("MPROF_TIMER_STEP");
+    {
+        MPROF_ZONE("first"); /* registers the thread */
+    }
+    enum { N = 30000 };
+    static uint64_t want[4 * N];
+    static uint32_t want_loc[2 * N];
+    size_t nw = 0, nl = 0;
+    uint64_t t = (mprof__ticks() + 1000000) & ~(uint64_t)7;
+    for (int i = 0; i < N; i++) {
+        uint64_t b = t + 8 * (uint64_t)(i % 9), e = b + 8 * (uint64_t)((i * 7) % 17);
+        const mprof_srcloc *loc = &locs[(i / (1 + i % 3)) % 2];
+        if (i % 5 == 0) {
+            /* A parent (its begin then its child's): neither is a leaf by itself. */
+            unsigned char *p = mprof__reserve(MPROF__ZONE_BEGIN_BYTES);
+            assert_non_null(p);
+            const mprof_srcloc *pl = &locs[2];
+            p[0] = MPROF__EV_ZONE_BEGIN;
+            memcpy(p + 1, &b, 8);
+            memcpy(p + 9, &pl, 8);
+            mprof__commit(p + MPROF__ZONE_BEGIN_BYTES);
+            want[nw++] = b;
+            want_loc[nl++] = 3;
+            raw_zone(loc, b + 8, e + 8);
+            want[nw++] = b + 8;
+            want[nw++] = e + 8;
+            want_loc[nl++] = loc == &locs[0] ? 1 : 2;
+            p = mprof__reserve(MPROF__ZONE_END_BYTES);
+            assert_non_null(p);
+            uint64_t pe = e + 16;
+            p[0] = MPROF__EV_ZONE_END;
+            memcpy(p + 1, &pe, 8);
+            mprof__commit(p + MPROF__ZONE_END_BYTES);
+            want[nw++] = pe;
+            t = pe;
+        } else {
+            raw_zone(loc, b, e);
+            want[nw++] = b;
+            want[nw++] = e;
+            want_loc[nl++] = loc == &locs[0] ? 1 : 2;
+            t = e;
+        }
+    }
+    mprof_shutdown();
+
+    char err[256];
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    assert_non_null(r);
+    double ns_per_tick = strtod(mprof_reader_info(r, "ns_per_tick"), NULL);
+    uint64_t tick0 = strtoull(mprof_reader_info(r, "tick0"), NULL, 10);
+    mprof_event ev;
+    size_t k = 0, kl = 0, bad_ts = 0, bad_loc = 0, zones = 0;
+    int seen_first = 0;
+    while (mprof_reader_next(r, &ev) == 1) {
+        if (ev.type != MPROF_EV_ZONE_BEGIN && ev.type != MPROF_EV_ZONE_END)
+            continue;
+        if (!seen_first) {
+            seen_first = ev.type == MPROF_EV_ZONE_END; /* "first" begins and ends */
+            continue;
+        }
+        assert_true(k < nw);
+        if (ev.ts_ns != (int64_t)((double)(int64_t)(want[k] - tick0) * ns_per_tick))
+            bad_ts++;
+        k++;
+        if (ev.type == MPROF_EV_ZONE_BEGIN) {
+            const mprof_srcloc_def *d = mprof_reader_srcloc(r, (uint32_t)ev.u[0]);
+            const char *wn = locs[want_loc[kl++] - 1].name;
+            if (!d || strcmp(d->name, wn) != 0)
+                bad_loc++;
+            zones++;
+        }
+    }
+    assert_string_equal(mprof_reader_error(r), "");
+    mprof_reader_stats st;
+    mprof_reader_get_stats(r, &st);
+    uint64_t bytes_raw = strtoull(mprof_reader_end_info(r, "bytes_raw"), NULL, 10);
+    mprof_reader_close(r);
+    assert_int_equal(k, nw);
+    assert_int_equal(bad_ts, 0);
+    assert_int_equal(bad_loc, 0);
+    assert_int_equal(zones, nl);
+    assert_true(st.complete);
+    assert_int_equal(st.events_missing, 0);
+    /* In full records these are 180,490 raw bytes (5 a zone); here about 3 a zone, the leaves
+     * one byte and their locations changing every 1-3 zones. */
+    print_message("%zu zones in %llu raw bytes\n", zones, (unsigned long long)bytes_raw);
+    assert_true(bytes_raw < 4 * (uint64_t)zones);
+}
+
 /* ---- threads -------------------------------------------------------------------------------- */
 
 typedef struct worker_arg {
@@ -601,6 +708,7 @@ int main(void)
         cmocka_unit_test(test_os_clock_fallback),
         cmocka_unit_test(test_scaled_timestamps_exact),
         cmocka_unit_test(test_scale_restored_after_odd_delta),
+        cmocka_unit_test(test_leaf_zones_exact),
         cmocka_unit_test(test_threads_exact_counts),
         cmocka_unit_test(test_blocks_recycled_across_threads),
         cmocka_unit_test(test_tiny_cap_counts_drops),

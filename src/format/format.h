@@ -21,7 +21,7 @@
 #define MPROF_FMT_MAGIC "MPROF\r\n\x1a"
 #define MPROF_FMT_MAGIC_LEN 8
 #define MPROF_FMT_VERSION_MAJOR 1
-#define MPROF_FMT_VERSION_MINOR 1
+#define MPROF_FMT_VERSION_MINOR 2
 #define MPROF_FMT_HEADER_BYTES 16
 #define MPROF_FMT_CHUNK_MAGIC 0x4b43504du /* "MPCK" little-endian */
 #define MPROF_FMT_CHUNK_HEADER_BYTES 24
@@ -114,7 +114,9 @@ enum {
     /* format 1.1: a frame's thumbnail (width, height, codec 1 = zstd of RGB888 rows) */          \
     X(FRAME_IMAGE, 0x58, MPROF_F_TS, MPROF_F_U32, MPROF_F_U32, MPROF_F_U8, MPROF_F_STR)            \
     /* 0x5c-0x5f: compaction (format 1.1). TS_SCALE applies to the rest of its chunk. */         \
-    X(TS_SCALE, 0x5c, MPROF_F_U64)
+    X(TS_SCALE, 0x5c, MPROF_F_U64)                                                                 \
+    /* format 1.2: the location of the thread's ZONE_LEAF records (0x80-0xff) in this chunk */    \
+    X(ZONE_LEAF_LOC, 0x5d, MPROF_F_LOC)
 
 enum {
 #define MPROF__EV_ENUM(name, tag, ...) MPROF_EV_##name = tag,
@@ -122,6 +124,15 @@ enum {
 #undef MPROF__EV_ENUM
     MPROF_EV_MAX = 0x100
 };
+
+/* ZONE_LEAF (format 1.2): one byte for a zone without children, begun b and ended b + d clock
+ * units (TS_SCALE) after the thread's previous timestamp, b 0..7, d 0..15, at the location the
+ * thread's last ZONE_LEAF_LOC in the chunk set: tag = 0x80 | b << 4 | d. The reader returns it
+ * as a ZONE_BEGIN and its ZONE_END, and counts two events. */
+#define MPROF_EV_ZONE_LEAF 0x80
+#define MPROF_LEAF_BEGIN_MAX 7u
+#define MPROF_LEAF_DUR_MAX 15u
+#define MPROF_EV_IS_LEAF(tag) ((tag) >= MPROF_EV_ZONE_LEAF && (tag) <= 0xff)
 
 /* Tags 0x50-0x57 (system tracing) belong to the process context, thread 0; every other tag
  * from 0x10 up needs a thread context. */
@@ -157,9 +168,16 @@ const mprof_event_desc *mprof_event_desc_get(int tag);
  * switches, definitions, calibrations, modules, TS_SCALE). LOST and THREAD_EXIT count. */
 static inline int mprof_event_counted(int tag)
 {
-    /* TS_SCALE is chunk encoding state, which the reader applies and never returns. */
-    return (tag >= 0x10 && tag != MPROF_EV_TS_SCALE) || tag == MPROF_EV_LOST ||
-           tag == MPROF_EV_THREAD_EXIT;
+    /* TS_SCALE and ZONE_LEAF_LOC are chunk encoding state, which the reader applies and never
+     * returns. A ZONE_LEAF counts as the two events it stands for: see mprof_event_count. */
+    return (tag >= 0x10 && tag != MPROF_EV_TS_SCALE && tag != MPROF_EV_ZONE_LEAF_LOC) ||
+           tag == MPROF_EV_LOST || tag == MPROF_EV_THREAD_EXIT;
+}
+
+/* The events a compact record stands for (mprof_event_counted): 2 for a ZONE_LEAF. */
+static inline int mprof_event_count(int tag)
+{
+    return MPROF_EV_IS_LEAF(tag) ? 2 : mprof_event_counted(tag);
 }
 
 /* ---- little helpers shared by encoders and decoders ---------------------------------------- */

@@ -50,6 +50,8 @@ typedef struct thread_state {
     mprof_thread_def def;
     uint64_t last_ticks;
     uint64_t chunk_seq; /* last_ticks is valid while this equals the reader's chunk count */
+    uint32_t leaf_loc;  /* ZONE_LEAF_LOC, valid while leaf_seq equals the chunk count */
+    uint64_t leaf_seq;
 } thread_state;
 
 typedef struct callstack {
@@ -83,6 +85,9 @@ struct mprof_reader {
     uint32_t n_stacks;
     uint32_t max_loc, max_str, max_stack; /* largest definition ids seen */
     uint64_t thread_events; /* events as mprof_event_counted counts them (END's "events") */
+    int leaf_pending;       /* a ZONE_LEAF's end is the next event */
+    int64_t leaf_end_ns;
+    uint32_t leaf_thread;
     uint64_t frames_tmp[256];
 };
 
@@ -509,10 +514,55 @@ static int apply_def(mprof_reader *r, mprof_event *ev)
     }
 }
 
+/* Ticks to ns since the start; clamped, so a corrupt delta cannot make the conversion
+ * undefined. */
+static int64_t tick_ns(const mprof_reader *r, uint64_t ticks)
+{
+    double ns = (double)(int64_t)(ticks - r->tick0) * r->ns_per_tick;
+    return ns >= 9.2e18 ? INT64_MAX : ns <= -9.2e18 ? INT64_MIN : (int64_t)ns;
+}
+
+/* A ZONE_LEAF record (format.h): returns its ZONE_BEGIN now and its ZONE_END on the next call. */
+static int leaf_event(mprof_reader *r, int tag, mprof_event *ev)
+{
+    if (r->cur_thread == 0)
+        return fail(r, "chunk at offset %" PRIu64 ": ZONE_LEAF before any THREAD record",
+                    r->chunk_offset);
+    thread_state *t = &r->threads[r->cur_thread];
+    if (t->chunk_seq != r->st.chunks)
+        return bad_event(r, "ZONE_LEAF as the thread's first timestamp in its chunk", tag);
+    if (t->leaf_seq != r->st.chunks || !t->leaf_loc)
+        return bad_event(r, "ZONE_LEAF without a ZONE_LEAF_LOC before it in its chunk", tag);
+    uint64_t begin = t->last_ticks + (uint64_t)((tag >> 4) & 7) * r->ts_scale;
+    uint64_t end = begin + (uint64_t)(tag & 15) * r->ts_scale;
+    t->last_ticks = end;
+    memset(ev, 0, sizeof *ev);
+    ev->type = MPROF_EV_ZONE_BEGIN;
+    ev->thread = r->cur_thread;
+    ev->ts_ns = tick_ns(r, begin);
+    ev->u[0] = t->leaf_loc;
+    r->leaf_pending = 1;
+    r->leaf_end_ns = tick_ns(r, end);
+    r->leaf_thread = r->cur_thread;
+    r->st.events++;
+    r->thread_events++;
+    return 1;
+}
+
 int mprof_reader_next(mprof_reader *r, mprof_event *ev)
 {
     if (r->failed)
         return -1;
+    if (r->leaf_pending) {
+        memset(ev, 0, sizeof *ev);
+        ev->type = MPROF_EV_ZONE_END;
+        ev->thread = r->leaf_thread;
+        ev->ts_ns = r->leaf_end_ns;
+        r->leaf_pending = 0;
+        r->st.events++;
+        r->thread_events++;
+        return 1;
+    }
     for (;;) {
         if (r->p >= r->pend) {
             if (r->done)
@@ -524,6 +574,10 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
         }
         const unsigned char *p = r->p, *end = r->pend;
         int tag = *p++;
+        if (MPROF_EV_IS_LEAF(tag)) {
+            r->p = p;
+            return leaf_event(r, tag, ev);
+        }
         const mprof_event_desc *d = mprof_event_desc_get(tag);
         if (!d)
             return fail(r, "chunk at offset %" PRIu64 ": unknown event tag 0x%02x", r->chunk_offset,
@@ -551,9 +605,7 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
                                      : (uint64_t)mprof_unzigzag(v);
                 t->last_ticks = ticks;
                 t->chunk_seq = r->st.chunks;
-                /* Clamped: a corrupt delta must not make the conversion undefined. */
-                double ns = (double)(int64_t)(ticks - r->tick0) * r->ns_per_tick;
-                ev->ts_ns = ns >= 9.2e18 ? INT64_MAX : ns <= -9.2e18 ? INT64_MIN : (int64_t)ns;
+                ev->ts_ns = tick_ns(r, ticks);
                 continue;
             }
             case MPROF_F_U8:
@@ -619,6 +671,15 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
             if (ev->u[0] == 0)
                 return bad_event(r, "TS_SCALE of 0", tag);
             r->ts_scale = ev->u[0];
+            continue;
+        }
+        if (tag == MPROF_EV_ZONE_LEAF_LOC) {
+            /* Encoding state too: the location of the thread's next ZONE_LEAF records. */
+            if (ev->u[0] == 0)
+                return bad_event(r, "ZONE_LEAF_LOC of location 0", tag);
+            thread_state *t = &r->threads[r->cur_thread];
+            t->leaf_loc = (uint32_t)ev->u[0];
+            t->leaf_seq = r->st.chunks;
             continue;
         }
         if (tag == MPROF_EV_THREAD) {

@@ -155,6 +155,11 @@ int mprof_wire_scan_events(const unsigned char *p, size_t n, mprof_wire_counts *
     const unsigned char *end = p + n;
     while (p < end) {
         int tag = *p++;
+        if (MPROF_EV_IS_LEAF(tag)) { /* a zone begin and end in one byte (format 1.2) */
+            c->events += 2;
+            c->zones++;
+            continue;
+        }
         const mprof_event_desc *d = mprof_event_desc_get(tag);
         if (!d)
             return fail(err, errlen, "unknown event tag 0x%02x in the stream", tag);
