@@ -130,19 +130,23 @@ static struct {
 
 /* ---- blobs and the history ring ----------------------------------------------------------- */
 
-static blob *blob_new(const void *data, size_t len)
+/* Fills a blob made now: one reference, a copy of data. slab: a raw blob's slab, else NULL. */
+static blob *blob_fill(blob *b, const void *data, size_t len, raw_slab *slab)
 {
-    blob *b = malloc(sizeof *b + len);
-    if (!b)
-        return NULL;
     atomic_init(&b->refs, 1);
     b->mono_ns = mprof__mono_ns();
     b->ticks = mprof__ticks();
-    b->raw = 0;
+    b->raw = slab != NULL;
     b->len = len;
-    b->slab = NULL;
+    b->slab = slab;
     memcpy(b->data, data, len);
     return b;
+}
+
+static blob *blob_new(const void *data, size_t len)
+{
+    blob *b = malloc(sizeof *b + len);
+    return b ? blob_fill(b, data, len, NULL) : NULL;
 }
 
 /* Raw history blobs, cut one after another from 4 MiB slabs of page-backed memory
@@ -206,14 +210,7 @@ static blob *raw_blob_new(const void *data, size_t len)
     blob *b = (blob *)(sl->mem + sl->used);
     sl->used += need;
     sl->live++;
-    atomic_init(&b->refs, 1);
-    b->mono_ns = mprof__mono_ns();
-    b->ticks = mprof__ticks();
-    b->raw = 1;
-    b->len = len;
-    b->slab = sl;
-    memcpy(b->data, data, len);
-    return b;
+    return blob_fill(b, data, len, sl);
 }
 
 static void raw_blob_free(blob *b)

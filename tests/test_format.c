@@ -255,19 +255,27 @@ static void test_bad_events(void **state)
     }
 }
 
+/* A capture in memory: the file header and an INFO chunk whose clock makes a tick a ns. */
+static void unit_clock_capture(mprof_buf *f)
+{
+    mprof_buf p = {0};
+    assert_int_equal(mprof_buf_reserve(f, 16), 0);
+    mprof_fmt_file_header(f->data);
+    f->len = 16;
+    mprof_fmt_kv(&p, "ns_per_tick", "1");
+    mprof_fmt_kv(&p, "tick0", "0");
+    assert_int_equal(mprof_fmt_chunk(f, MPROF_CHUNK_INFO, p.data, p.len, 0, NULL), 0);
+    mprof_buf_free(&p);
+}
+
 /* TS_SCALE (format 1.1): deltas after it are in units of the scale until the chunk ends or
  * another TS_SCALE changes it; a thread's first TS in a chunk stays absolute; it is applied by
  * the reader, not returned; a scale of 0 is refused. Exact ticks come back. */
 static void test_ts_scale(void **state)
 {
     (void)state;
-    mprof_buf f = {0}, p = {0};
-    assert_int_equal(mprof_buf_reserve(&f, 16), 0);
-    mprof_fmt_file_header(f.data);
-    f.len = 16;
-    mprof_fmt_kv(&p, "ns_per_tick", "1");
-    mprof_fmt_kv(&p, "tick0", "0");
-    assert_int_equal(mprof_fmt_chunk(&f, MPROF_CHUNK_INFO, p.data, p.len, 0, NULL), 0);
+    mprof_buf f = {0};
+    unit_clock_capture(&f);
     unsigned char ev[64], *o = ev;
     *o++ = MPROF_EV_TS_SCALE;
     o = mprof_put_varint(o, 21);
@@ -324,7 +332,6 @@ static void test_ts_scale(void **state)
     assert_non_null(strstr(bad.err, "TS_SCALE"));
     mprof_buf_free(&z);
     mprof_buf_free(&f);
-    mprof_buf_free(&p);
 }
 
 /* ZONE_LEAF (format 1.2): one byte for a zone begun b and ended b + d steps after the thread's
@@ -335,13 +342,8 @@ static void test_ts_scale(void **state)
 static void test_zone_leaf(void **state)
 {
     (void)state;
-    mprof_buf f = {0}, p = {0};
-    assert_int_equal(mprof_buf_reserve(&f, 16), 0);
-    mprof_fmt_file_header(f.data);
-    f.len = 16;
-    mprof_fmt_kv(&p, "ns_per_tick", "1");
-    mprof_fmt_kv(&p, "tick0", "0");
-    assert_int_equal(mprof_fmt_chunk(&f, MPROF_CHUNK_INFO, p.data, p.len, 0, NULL), 0);
+    mprof_buf f = {0};
+    unit_clock_capture(&f);
     unsigned char ev[64], *o = ev;
     *o++ = MPROF_EV_TS_SCALE;
     o = mprof_put_varint(o, 21);
@@ -420,7 +422,6 @@ static void test_zone_leaf(void **state)
         mprof_buf_free(&z);
     }
     mprof_buf_free(&f);
-    mprof_buf_free(&p);
 }
 
 static void test_varint(void **state)

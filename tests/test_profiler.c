@@ -336,6 +336,45 @@ static void raw_zone(const mprof_srcloc *loc, uint64_t begin, uint64_t end)
     mprof__commit(p + MPROF__ZONE_END_BYTES);
 }
 
+/* A capture to a file with the counter's step stated (MPROF_TIMER_STEP) and the calling thread
+ * registered by one zone named "first"; chunk_bytes 0 = the default. */
+static const char *start_stepped(const char *name, const char *step, size_t chunk_bytes)
+{
+    setenv("MPROF_TIMER_STEP", step, 1);
+    const char *path = tu_temp_path(name);
+    mprof_config cfg = {0};
+    cfg.capture_path = path;
+    cfg.listen = MPROF_TOGGLE_OFF;
+    cfg.chunk_bytes = chunk_bytes;
+    assert_int_equal(mprof_startup(&cfg), MPROF_OK);
+    unsetenv("MPROF_TIMER_STEP");
+    {
+        MPROF_ZONE("first");
+    }
+    return path;
+}
+
+/* Opens a capture and reads its clock, to convert expected ticks as the reader does. */
+typedef struct clock_of {
+    double ns_per_tick;
+    uint64_t tick0;
+} clock_of;
+
+static mprof_reader *open_with_clock(const char *path, clock_of *c)
+{
+    char err[256];
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    assert_non_null(r);
+    c->ns_per_tick = strtod(mprof_reader_info(r, "ns_per_tick"), NULL);
+    c->tick0 = strtoull(mprof_reader_info(r, "tick0"), NULL, 10);
+    return r;
+}
+
+static int64_t clock_ns(const clock_of *c, uint64_t ticks)
+{
+    return (int64_t)((double)(int64_t)(ticks - c->tick0) * c->ns_per_tick);
+}
+
 /* One delta that is not a multiple of the step (a context switch record's timestamp is
  * anywhere between two steps) costs a TS_SCALE 1 and a TS_SCALE back, not the scale for the rest
  * of the chunk: 20,000 zones 400 ticks apart in steps of 8, one in 100 off the step by 3 ticks,
@@ -346,17 +385,8 @@ static void test_scale_restored_after_odd_delta(void **state)
 {
     (void)state;
     static const mprof_srcloc loc = {"stepped", "test", "test_profiler.c", 1, 0};
-    setenv("MPROF_TIMER_STEP", "8", 1);
-    const char *path = tu_temp_path("rescale.mprof");
-    mprof_config cfg = {0};
-    cfg.capture_path = path;
-    cfg.listen = MPROF_TOGGLE_OFF;
-    assert_int_equal(mprof_startup(&cfg), MPROF_OK);
-    unsetenv("MPROF_TIMER_STEP");
+    const char *path = start_stepped("rescale.mprof", "8", 0);
     enum { N = 20000, ODD_EVERY = 100, GAP = 400 };
-    {
-        MPROF_ZONE("first"); /* registers the thread */
-    }
     uint64_t t0 = (mprof__ticks() + 1000000) & ~(uint64_t)7, t = t0;
     for (int i = 0; i < N; i++, t += 2 * GAP) {
         uint64_t b = i % ODD_EVERY == ODD_EVERY / 2 ? t + 3 : t;
@@ -364,11 +394,8 @@ static void test_scale_restored_after_odd_delta(void **state)
     }
     mprof_shutdown();
 
-    char err[256];
-    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
-    assert_non_null(r);
-    double ns_per_tick = strtod(mprof_reader_info(r, "ns_per_tick"), NULL);
-    uint64_t tick0 = strtoull(mprof_reader_info(r, "tick0"), NULL, 10);
+    clock_of clk;
+    mprof_reader *r = open_with_clock(path, &clk);
     mprof_event ev;
     int i = -1, bad = 0;
     uint64_t expect_begin = 0;
@@ -384,8 +411,7 @@ static void test_scale_restored_after_odd_delta(void **state)
             continue;
         }
         uint64_t ticks = ev.type == MPROF_EV_ZONE_BEGIN ? expect_begin : expect_begin + GAP;
-        int64_t ns = (int64_t)((double)(int64_t)(ticks - tick0) * ns_per_tick);
-        if (ev.ts_ns != ns)
+        if (ev.ts_ns != clock_ns(&clk, ticks))
             bad++;
     }
     assert_string_equal(mprof_reader_error(r), "");
@@ -414,17 +440,8 @@ static void test_leaf_zones_exact(void **state)
     static const mprof_srcloc locs[3] = {{"leaf_a", "test", "test_profiler.c", 1, 0},
                                          {"leaf_b", "test", "test_profiler.c", 2, 0},
                                          {"parent", "test", "test_profiler.c", 3, 0}};
-    setenv("MPROF_TIMER_STEP", "8", 1);
-    const char *path = tu_temp_path("leaf.mprof");
-    mprof_config cfg = {0};
-    cfg.capture_path = path;
-    cfg.listen = MPROF_TOGGLE_OFF;
-    cfg.chunk_bytes = 16384; /* many chunks: the leaf location is per chunk */
-    assert_int_equal(mprof_startup(&cfg), MPROF_OK);
-    unsetenv("MPROF_TIMER_STEP");
-    {
-        MPROF_ZONE("first"); /* registers the thread */
-    }
+    /* Many chunks: the leaf location is per chunk. */
+    const char *path = start_stepped("leaf.mprof", "8", 16384);
     enum { N = 30000 };
     static uint64_t want[4 * N];
     static uint32_t want_loc[2 * N];
@@ -466,11 +483,8 @@ static void test_leaf_zones_exact(void **state)
     }
     mprof_shutdown();
 
-    char err[256];
-    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
-    assert_non_null(r);
-    double ns_per_tick = strtod(mprof_reader_info(r, "ns_per_tick"), NULL);
-    uint64_t tick0 = strtoull(mprof_reader_info(r, "tick0"), NULL, 10);
+    clock_of clk;
+    mprof_reader *r = open_with_clock(path, &clk);
     mprof_event ev;
     size_t k = 0, kl = 0, bad_ts = 0, bad_loc = 0, zones = 0;
     int seen_first = 0;
@@ -482,7 +496,7 @@ static void test_leaf_zones_exact(void **state)
             continue;
         }
         assert_true(k < nw);
-        if (ev.ts_ns != (int64_t)((double)(int64_t)(want[k] - tick0) * ns_per_tick))
+        if (ev.ts_ns != clock_ns(&clk, want[k]))
             bad_ts++;
         k++;
         if (ev.type == MPROF_EV_ZONE_BEGIN) {
