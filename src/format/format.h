@@ -169,15 +169,10 @@ const mprof_event_desc *mprof_event_desc_get(int tag);
 static inline int mprof_event_counted(int tag)
 {
     /* TS_SCALE and ZONE_LEAF_LOC are chunk encoding state, which the reader applies and never
-     * returns. A ZONE_LEAF counts as the two events it stands for: see mprof_event_count. */
+     * returns. A ZONE_LEAF is returned, and counted, as the ZONE_BEGIN and ZONE_END it stands
+     * for. */
     return (tag >= 0x10 && tag != MPROF_EV_TS_SCALE && tag != MPROF_EV_ZONE_LEAF_LOC) ||
            tag == MPROF_EV_LOST || tag == MPROF_EV_THREAD_EXIT;
-}
-
-/* The events a compact record stands for (mprof_event_counted): 2 for a ZONE_LEAF. */
-static inline int mprof_event_count(int tag)
-{
-    return MPROF_EV_IS_LEAF(tag) ? 2 : mprof_event_counted(tag);
 }
 
 /* ---- little helpers shared by encoders and decoders ---------------------------------------- */
