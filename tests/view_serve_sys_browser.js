@@ -168,11 +168,18 @@ async function main() {
                         break;
                     }
                 }
-                /* Running: the middle of the widest gap between runs inside the traced range. */
-                let best = null;
-                for (let i = 4; i < t.r.length; i += 4) {
-                    const g0 = xOf(t.r[i - 3]), g1 = xOf(t.r[i]);
-                    if (g1 - g0 >= 4 && (!best || g1 - g0 > best[1] - best[0])) best = [g0, g1];
+                /* Running: the middle of the widest gap that no run covers, inside the thread's
+                 * traced range (the strip is drawn running from t.start to t.end, then every run
+                 * over it; merged runs of a coarse level may overlap, so a gap starts where all
+                 * earlier runs have ended). */
+                const runs = [];
+                for (let i = 0; i < t.r.length; i += 4) runs.push([t.r[i], t.r[i + 1]]);
+                runs.sort((p, q) => p[0] - q[0]);
+                let best = null, covered = t.start;
+                for (const [r0, r1] of runs) {
+                    const g0 = xOf(Math.max(covered, t.start)), g1 = xOf(Math.min(r0, t.end));
+                    if (g1 - g0 >= 4 && g0 > 2 && g1 < w - 2 && (!best || g1 - g0 > best[1] - best[0])) best = [g0, g1];
+                    covered = Math.max(covered, r1);
                 }
                 if (best) out.push({ kind: 'run', rgb: px((best[0] + best[1]) / 2, y) });
             }
