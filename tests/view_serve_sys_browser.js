@@ -154,7 +154,13 @@ async function main() {
             const cv = document.getElementById('timeline'), w = cv.getBoundingClientRect().width;
             const a = await (await fetch('/api/states?' + d.statesView)).json();
             const dpr = cv.width / w, ctx = cv.getContext('2d');
-            const px = (x, y) => Array.from(ctx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data).slice(0, 3);
+            const px1 = (x, y) => Array.from(ctx.getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data).slice(0, 3);
+            /* The ruler's grid lines (#3a3c41, 1 px) cross every track: of three pixels d px
+             * apart the colour two share is the run's. */
+            const px = (x, y, d) => {
+                const c = [px1(x - d, y), px1(x, y), px1(x + d, y)], same = (a, b) => a.every((v, i) => v === b[i]);
+                return same(c[0], c[1]) || same(c[0], c[2]) ? c[0] : c[1];
+            };
             const xOf = (t) => ((t - S.view.t0) / (S.view.t1 - S.view.t0)) * w;
             const out = [];
             for (const t of a.threads) {
@@ -164,7 +170,7 @@ async function main() {
                 for (let i = 0; i < t.r.length; i += 4) {
                     const x0 = xOf(t.r[i]), x1 = xOf(t.r[i + 1]);
                     if (t.r[i + 3] === 1000 && x1 - x0 >= 6 && x0 > 2 && x1 < w - 2) {
-                        out.push({ kind: t.r[i + 2], rgb: px((x0 + x1) / 2, y), x: (x0 + x1) / 2, y: y });
+                        out.push({ kind: t.r[i + 2], rgb: px((x0 + x1) / 2, y, 2), x: (x0 + x1) / 2, y: y });
                         break;
                     }
                 }
@@ -181,7 +187,7 @@ async function main() {
                     if (g1 - g0 >= 4 && g0 > 2 && g1 < w - 2 && (!best || g1 - g0 > best[1] - best[0])) best = [g0, g1];
                     covered = Math.max(covered, r1);
                 }
-                if (best) out.push({ kind: 'run', rgb: px((best[0] + best[1]) / 2, y) });
+                if (best) out.push({ kind: 'run', rgb: px((best[0] + best[1]) / 2, y, 1) });
             }
             return out;
         });
@@ -189,9 +195,7 @@ async function main() {
         const near = (a, b) => a.every((v, i) => Math.abs(v - b[i]) <= 8);
         const good = (pr) => pr.length >= 1 && pr.some((p) => p.kind === 1 || p.kind === 2) && pr.every((p) => near(p.rgb, hex(C[p.kind])));
         /* The page repaints as its requests come back (a new width asks for new states, and the
-         * strips wait for them); beside a CPU hog and another browser test a probe has landed on a
-         * repaint that had no strips yet (the timeline's background, #3a3c41). Up to five probes,
-         * each on a settled view. */
+         * strips wait for them): up to five probes, each on a settled view. */
         let probe = [];
         for (let attempt = 0; attempt < 5; attempt++) {
             await settled();
