@@ -14,7 +14,7 @@
  * usage: bench_view_index [--mprof PATH] [--demo VIEW_DEMO] [--capture FILE] [--zones N] [--no-lod]
  */
 #define _POSIX_C_SOURCE 200809L
-#include "analysis/view_index.h"
+#include "view/index.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
 /*
- * fuzz_escape.c - libFuzzer target for tool_escape (tools/util.c), which every string from a
+ * fuzz_escape.c - libFuzzer target for tool_escape (src/util/tool.c), which every string from a
  * peer (BUSY messages, app names) goes through before it reaches a terminal. Whatever the bytes
  * and the room, the result is NUL-terminated inside the room, holds only printable ASCII, reads
  * back to the input up to its first NUL when the room is large enough, and a smaller room gives
  * a prefix of that cut at a whole escape. The first byte picks the room. Seeds in
  * fuzz/corpus/escape; replayed by ctest (fuzz_escape_replay).
  */
-#include "mprof_tool.h"
+#include "util/tool.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "analysis/frames_export.h"
+#include "export/frames.h"
 
 #include <stdint.h>
 #include <stdio.h>

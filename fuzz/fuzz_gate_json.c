@@ -4,7 +4,7 @@
  * input on both sides. Build: cmake -DMPROF_BUILD_FUZZ=ON -DCMAKE_C_COMPILER=clang; the corpus in
  * fuzz/corpus/gate_json is replayed by ctest (fuzz_gate_json_replay).
  */
-#include "analysis/gate.h"
+#include "gate/gate.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * -DCMAKE_C_COMPILER=clang; the corpus in fuzz/corpus/view_query is replayed by ctest
  * (fuzz_view_query_replay).
  */
-#include "analysis/view_index.h"
+#include "view/index.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@ pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
 
 foreach(t stats gate frames_export)
   add_executable(test_${t} ${CMAKE_CURRENT_SOURCE_DIR}/test_${t}.c)
-  target_link_libraries(test_${t} PRIVATE mprof_analysis PkgConfig::CMOCKA)
+  target_link_libraries(test_${t} PRIVATE mprof_gate PkgConfig::CMOCKA)
   target_compile_options(test_${t} PRIVATE ${MPROF_WARNINGS})
   add_test(NAME test_${t} COMMAND test_${t})
   set_tests_properties(test_${t} PROPERTIES LABELS "unit;gate" TIMEOUT 60)
@@ -22,7 +22,7 @@ add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/shipping ${CMAKE_CURRENT_BINARY_DIR
 # unchanged against its own baseline and ten times with a real 15 % slowdown in one zone.
 add_executable(gate_workload ${CMAKE_CURRENT_SOURCE_DIR}/gate_workload.c)
 target_compile_definitions(gate_workload PRIVATE MPROF_ENABLE)
-target_link_libraries(gate_workload PRIVATE mprof_static mprof_analysis)
+target_link_libraries(gate_workload PRIVATE mprof_static mprof_export)
 target_compile_options(gate_workload PRIVATE ${MPROF_WARNINGS})
 # Capture, `mprof export --format frames` and `mprof gate` through the real binaries.
 add_test(NAME frames_cli
@@ -36,14 +36,14 @@ set_tests_properties(frames_cli PROPERTIES LABELS "cli;gate" TIMEOUT 60)
 # The gate's fuzz corpus replayed through the loader and comparison on every run.
 add_executable(fuzz_gate_json_replay ${PROJECT_SOURCE_DIR}/fuzz/fuzz_gate_json.c
                ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)
-target_link_libraries(fuzz_gate_json_replay PRIVATE mprof_analysis)
+target_link_libraries(fuzz_gate_json_replay PRIVATE mprof_gate)
 add_test(NAME fuzz_gate_json_replay
   COMMAND fuzz_gate_json_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus/gate_json)
 set_tests_properties(fuzz_gate_json_replay PROPERTIES LABELS "gate;fuzz")
 
 add_executable(fuzz_frames_export_replay ${PROJECT_SOURCE_DIR}/fuzz/fuzz_frames_export.c
                ${PROJECT_SOURCE_DIR}/fuzz/replay_main.c)
-target_link_libraries(fuzz_frames_export_replay PRIVATE mprof_analysis)
+target_link_libraries(fuzz_frames_export_replay PRIVATE mprof_export)
 add_test(NAME fuzz_frames_export_replay
   COMMAND fuzz_frames_export_replay ${PROJECT_SOURCE_DIR}/fuzz/corpus/frames_export
           ${PROJECT_SOURCE_DIR}/fuzz/corpus/reader)

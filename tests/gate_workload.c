@@ -15,7 +15,7 @@
  */
 #include <mprof/mprof.h>
 
-#include "analysis/frames_export.h"
+#include "export/frames.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -25,9 +25,10 @@
 
 #include "analysis/analysis.h"
 #include "analysis/diff.h"
-#include "analysis/export.h"
-#include "analysis/frames_export.h"
-#include "analysis/gate.h"
+#include "analysis/zstats.h"
+#include "export/export.h"
+#include "export/frames.h"
+#include "gate/gate.h"
 #include "analysis/zone_key.h"
 #include "format/format.h"
 #include "test_util.h"

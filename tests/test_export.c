@@ -4,7 +4,7 @@
  * rules: known phases, microsecond ts/dur, pid/tid on every event, complete events that nest on
  * each thread, thread_name metadata for every thread used, counters with numeric args.
  */
-#include "analysis/export.h"
+#include "export/export.h"
 #include "mprof/mprof.h"
 #include "test_util.h"
 

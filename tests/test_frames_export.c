@@ -13,9 +13,9 @@
 #include <cmocka.h>
 
 #include "analysis/analysis.h"
-#include "analysis/frames_export.h"
-#include "analysis/gate.h"
-#include "analysis/stats.h"
+#include "export/frames.h"
+#include "gate/gate.h"
+#include "gate/stats.h"
 #include "format/format.h"
 
 #include <cjson/cJSON.h>

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "analysis/gate.h"
+#include "gate/gate.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

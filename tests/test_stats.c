@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "analysis/stats.h"
+#include "gate/stats.h"
 
 #include <math.h>
 #include <stdlib.h>

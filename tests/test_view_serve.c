@@ -10,7 +10,7 @@
  * The browser checks are tests/view_serve_browser.js (ctest test_view_serve_browser).
  */
 #define _POSIX_C_SOURCE 200809L
-#include "analysis/view_index.h"
+#include "view/index.h"
 #include "test_util.h"
 
 #include <arpa/inet.h>

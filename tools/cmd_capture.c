@@ -149,10 +149,6 @@ static int connect_once(const capture *c, char *why, size_t n)
     return fd;
 }
 
-/* Creates the parent directories of path, as the in-process capture does (the library's
- * src/platform/platform_posix.c, linked into this binary). 0 or -1 (errno). */
-int mprof__mkdirs_for(const char *path);
-
 static int write_all(int fd, const void *data, size_t len)
 {
     const unsigned char *p = data;
@@ -376,7 +372,8 @@ int cmd_capture(int argc, char **argv)
         *slash = 0;
     else
         snprintf(dir, sizeof dir, ".");
-    if (mprof__mkdirs_for(c.out_path) != 0 || access(dir, W_OK) != 0)
+    /* The parent folders are made, as the in-process capture makes them. */
+    if (tool_mkdirs(dir) != 0 || access(dir, W_OK) != 0)
         return tool_error("capture", EXIT_IO, "cannot write %s: %s", c.out_path, strerror(errno));
     c.tty = isatty(2);
 

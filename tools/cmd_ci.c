@@ -13,11 +13,12 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "analysis/frames_export.h"
-#include "analysis/gate.h"
-#include "ci_store.h"
+#include "export/frames.h"
+#include "gate/gate.h"
+#include "store/ci_hooks.h"
 #include "format/format.h"
 #include "mprof_tool.h"
+#include "ci/workload.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>

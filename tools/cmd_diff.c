@@ -28,22 +28,21 @@ int cmd_diff(int argc, char **argv)
     const char *paths[2] = {NULL, NULL};
     int n = 0, json = 0;
     unsigned long long top = 30;
-    int files_only = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!files_only && strcmp(a, "--") == 0) {
-            files_only = 1; /* every later argument is a file, even one that starts with '-' */
-        } else if (files_only || a[0] != '-' || !a[1]) {
+    tool_args args;
+    tool_args_init(&args, argc, argv);
+    const char *a;
+    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
+        if (k == TOOL_ARG_FILE) {
             if (n == 2)
                 return tool_error("diff", EXIT_USAGE, "two captures only ('%s' is a third)", a);
             paths[n++] = a;
-        } else if (tool_is_help(a)) {
+        } else if (k == TOOL_ARG_HELP) {
             fputs(help, stdout);
             return tool_finish("diff", EXIT_OK);
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
         } else if (strcmp(a, "--top") == 0) {
-            if (tool_parse_uint("diff", "--top", i + 1 < argc ? argv[++i] : NULL, 1000000, &top))
+            if (tool_parse_uint("diff", "--top", tool_args_value(&args), 1000000, &top))
                 return EXIT_USAGE;
         } else {
             return tool_error("diff", EXIT_USAGE, "unknown option '%s' (see --help)", a);

@@ -1,13 +1,11 @@
 /*
  * cmd_export.c - `mprof export`: a capture in another tool's format (Chrome Trace Event JSON,
- * CSV), or the frame-time file of `--format frames`. Exports stream: see export.h.
+ * CSV), or the frame-time file of `--format frames`. Exports stream: see export/export.h.
  */
-#include "analysis/export.h"
+#include "export/export.h"
 #include "format/format.h"
+#include "export/frames.h"
 #include "mprof_tool.h"
-#ifdef MPROF_HAVE_FRAMES_EXPORT
-#include "analysis/frames_export.h"
-#endif
 
 #include <errno.h>
 #include <string.h>
@@ -45,37 +43,35 @@ int cmd_export(int argc, char **argv)
     int per_zone = 0;
     mprof_export_range range = {.first_frame = -1};
     char rerr[512];
-    int files_only = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!files_only && strcmp(a, "--") == 0) {
-            files_only = 1; /* every later argument is a file, even one that starts with '-' */
-        } else if (files_only || a[0] != '-' || !a[1]) {
+    tool_args args;
+    tool_args_init(&args, argc, argv);
+    const char *a;
+    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
+        if (k == TOOL_ARG_FILE) {
             if (path)
                 return tool_error("export", EXIT_USAGE, "one capture at a time ('%s' and '%s')", path, a);
             path = a;
-        } else if (tool_is_help(a)) {
+        } else if (k == TOOL_ARG_HELP) {
             fputs(help, stdout);
             return tool_finish("export", EXIT_OK);
         } else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
-            if (i + 1 >= argc)
+            if (!(format = tool_args_value(&args)))
                 return tool_error("export", EXIT_USAGE, "%s needs a value: chrome, csv or frames", a);
-            format = argv[++i];
         } else if (strncmp(a, "--format=", 9) == 0) {
             format = a + 9;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc)
+            if (!(out_path = tool_args_value(&args)))
                 return tool_error("export", EXIT_USAGE, "%s needs a file name", a);
-            out_path = argv[++i];
         } else if (strcmp(a, "--per-zone") == 0) {
             per_zone = 1;
         } else if (strcmp(a, "--frames") == 0 || strcmp(a, "--time") == 0) {
             if (range.active)
                 return tool_error("export", EXIT_USAGE, "one of --frames and --time, once");
-            if (i + 1 >= argc)
+            const char *v = tool_args_value(&args);
+            if (!v)
                 return tool_error("export", EXIT_USAGE, "%s needs a value (A:B)", a);
-            int bad = a[2] == 'f' ? mprof__export_range_parse_frames(argv[++i], &range, rerr, sizeof rerr)
-                                  : mprof__export_range_parse_time(argv[++i], &range, rerr, sizeof rerr);
+            int bad = a[2] == 'f' ? mprof__export_range_parse_frames(v, &range, rerr, sizeof rerr)
+                                  : mprof__export_range_parse_time(v, &range, rerr, sizeof rerr);
             if (bad)
                 return tool_error("export", EXIT_USAGE, "%s", rerr);
         } else {
@@ -99,14 +95,10 @@ int cmd_export(int argc, char **argv)
     if (strcmp(format, "frames") == 0) {
         if (per_zone)
             return tool_error("export", EXIT_USAGE, "--per-zone applies to --format csv");
-#ifdef MPROF_HAVE_FRAMES_EXPORT
         char ferr[512];
         if (mprof__export_frames_range(path, &range, out_path ? out_path : "-", ferr, sizeof ferr) != 0)
             return tool_error("export", EXIT_IO, "%s", ferr);
         return out_path && strcmp(out_path, "-") != 0 ? EXIT_OK : tool_finish("export", EXIT_OK);
-#else
-        return tool_error("export", EXIT_USAGE, "frames export is not built in this mprof");
-#endif
     }
     if (!is_chrome && !is_csv)
         return tool_error("export", EXIT_USAGE, "unknown format '%s': chrome, csv or frames", format);

@@ -2,7 +2,7 @@
  * cmd_gate.c - `mprof gate`: compare frame exports of a baseline and a current build and decide
  * pass / regression / inconclusive (src/analysis/gate.c does the work; docs/GATE.md explains it).
  */
-#include "analysis/gate.h"
+#include "gate/gate.h"
 #include "mprof_tool.h"
 
 #include <cjson/cJSON.h>

@@ -41,22 +41,21 @@ int cmd_report(int argc, char **argv)
     int json = 0;
     unsigned long long top = 20;
     char passes[256] = "";
-    int files_only = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!files_only && strcmp(a, "--") == 0) {
-            files_only = 1; /* every later argument is a file, even one that starts with '-' */
-        } else if (files_only || a[0] != '-' || !a[1]) {
+    tool_args args;
+    tool_args_init(&args, argc, argv);
+    const char *a;
+    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
+        if (k == TOOL_ARG_FILE) {
             if (path)
                 return tool_error("report", EXIT_USAGE, "one capture at a time ('%s' and '%s')", path, a);
             path = a;
-        } else if (tool_is_help(a)) {
+        } else if (k == TOOL_ARG_HELP) {
             fputs(help, stdout);
             return tool_finish("report", EXIT_OK);
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
         } else if (strcmp(a, "--top") == 0) {
-            if (tool_parse_uint("report", "--top", i + 1 < argc ? argv[++i] : NULL, 100000, &top))
+            if (tool_parse_uint("report", "--top", tool_args_value(&args), 100000, &top))
                 return EXIT_USAGE;
         } else if (strcmp(a, "--all") == 0) {
             snprintf(passes, sizeof passes, "all");

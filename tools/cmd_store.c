@@ -4,7 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "ci_store.h"
+#include "store/ci_hooks.h"
 #include "mprof_tool.h"
 #include "store/store.h"
 #include "store/store_json.h"

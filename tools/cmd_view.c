@@ -4,8 +4,10 @@
  */
 #include "analysis/diff.h"
 #include "analysis/timeline.h"
+#include "view/document.h"
 #include "format/format.h"
 #include "mprof_tool.h"
+#include "view/serve.h"
 
 #include <errno.h>
 #include <stdlib.h>

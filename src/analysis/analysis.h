@@ -17,7 +17,7 @@
 #define MPROF_ANALYSIS_H
 
 #include "format/format.h"
-#include "analysis/json_out.h"
+#include "util/json_out.h"
 #include "analysis/hist.h"
 
 #include <stdbool.h>

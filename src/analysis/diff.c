@@ -11,9 +11,9 @@
  * moved the frame time most. Captures without frames compare total time per second instead.
  */
 #include "analysis/diff.h"
-#include "analysis/export.h"
+#include "analysis/zstats.h"
 #include "analysis/hist.h"
-#include "analysis/json_out.h"
+#include "util/json_out.h"
 #include "analysis/zone_key.h"
 
 #include <inttypes.h>

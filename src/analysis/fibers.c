@@ -19,7 +19,7 @@
  */
 #include "analysis/analysis.h"
 #include "analysis/passes.h"
-#include "analysis/umap.h"
+#include "util/umap.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

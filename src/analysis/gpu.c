@@ -23,7 +23,7 @@
  * zones recorded in the frame) took longer than the frame (GPU-bound).
  */
 #include "analysis/analysis.h"
-#include "analysis/umap.h"
+#include "util/umap.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -14,7 +14,7 @@
  */
 #include "analysis/analysis.h"
 #include "analysis/passes.h"
-#include "analysis/umap.h"
+#include "util/umap.h"
 #include "mprof/mprof.h" /* lock kinds */
 
 #include <inttypes.h>

@@ -11,7 +11,7 @@
  * direction, times outside the traced range) is clamped or ignored, never trusted.
  */
 #include "analysis/system.h"
-#include "analysis/umap.h"
+#include "util/umap.h"
 
 #include <stdlib.h>
 #include <string.h>

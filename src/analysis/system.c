@@ -14,7 +14,7 @@
  */
 #include "analysis/system.h"
 #include "analysis/symbolize.h"
-#include "analysis/umap.h"
+#include "util/umap.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -98,24 +98,6 @@ void mprof__sys_core(const mprof_sysmodel *m, uint32_t i, uint32_t *out_cpu, uin
 uint32_t mprof__sys_cpu_count(const mprof_sysmodel *m);
 void mprof__sys_cpu_sample(const mprof_sysmodel *m, uint32_t i, int64_t *out_ts,
                            double *out_other, double *out_self);
-/* The "system" object of the viewer's data document (docs/VIEW.md) for [t0, t1], written as
- * ",\"system\":{...}" (nothing when the capture has no system records). Reads the capture at
- * path once more. Returns 0, or -1 when it cannot be read or memory runs out. */
-int mprof__system_view_json(const char *path, FILE *out, int64_t t0, int64_t t1);
-
-/* The Chrome export's system tracks (export_chrome_system.c): per traced thread a state track
- * (running / preempted / blocked slices, pid 5) and the CPU-usage counters. count is the
- * export's event counter (for the separators). _event returns -1 when out of memory. */
-typedef struct mprof_sys_chrome mprof_sys_chrome;
-mprof_sys_chrome *mprof__sys_chrome_new(void);
-void mprof__sys_chrome_free(mprof_sys_chrome *s);
-struct mprof_export_range;
-/* range: only what overlaps it (NULL = everything; export_range.h). */
-int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *out, uint64_t *count,
-                            const struct mprof_export_range *range, const mprof_event *ev);
-void mprof__sys_chrome_meta(const mprof_sys_chrome *s, const mprof_reader *r, FILE *out,
-                            uint64_t *count);
-
 /* The report pass ("samples", always on; --samples adds the hot-function tables to the text).
  * Hooks for the core pass's tables: the zone's off-CPU time (-1 when the capture has no
  * switches), and the extra keys of a zones[] / threads[] JSON object. */

@@ -7,7 +7,7 @@
  *     a zone when it ends, a lock span when it is released, a memory change when it happens.
  *     Its memory holds only what is open (zone stacks, live allocations, pending GPU queries)
  *     and the frame list, never the event stream, so the exports that use it stream.
- *   - The view builder (mprof__view_write) runs the walker twice over a file: once to learn the
+ *   - The view builder (view/document.h) runs the walker twice over a file: once to learn the
  *     frames and where zones fall, once to keep the zones of the chosen range, and writes the
  *     document that `mprof view` embeds (schema in docs/VIEW.md).
  *
@@ -137,25 +137,5 @@ int64_t mprof__walker_first_ns(const mprof_walker *w);
 int64_t mprof__walker_last_ns(const mprof_walker *w);
 uint64_t mprof__walker_zone_count(const mprof_walker *w);
 uint64_t mprof__walker_lost_events(const mprof_walker *w);
-
-/* ---- the view document --------------------------------------------------------------------- */
-
-typedef struct mprof_view_opts {
-    uint64_t max_zones;     /* zones to embed at most; 0 = 1,000,000 */
-    int64_t first_frame;    /* --frames A:B (B exclusive); first_frame < 0 = not given */
-    int64_t last_frame;
-    double budget_ms;       /* frame budget line; 0 = 16.7 */
-    const char *diff_json;  /* a comparison document to embed as "diff" (mprof view A B), or NULL */
-    const char *display_name; /* capture name shown; NULL = path */
-} mprof_view_opts;
-
-/* Writes the view document (JSON) for the capture at path to out. Returns 0, or -1 with a
- * message in err (I/O, format, out of memory, or --frames outside the capture). */
-int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, char *err,
-                      size_t errlen);
-
-/* Writes the whole HTML report: the embedded viewer around the document. */
-int mprof__view_write_html(const char *path, const mprof_view_opts *opts, FILE *out, char *err,
-                           size_t errlen);
 
 #endif

@@ -13,7 +13,7 @@
 
 #include "store/store.h"
 
-#include "analysis/stats.h"
+#include "gate/stats.h"
 #include "store/store_backend.h"
 
 #include <cjson/cJSON.h>

@@ -14,7 +14,7 @@
 #include "store/store_json.h"
 #include "store/store_backend.h"
 
-#include "analysis/gate.h"
+#include "gate/gate.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -1,0 +1,147 @@
+/*
+ * export_range.c - parsing and resolving an export's --frames / --time range (export_range.h).
+ */
+#include "analysis/range.h"
+#include "format/format.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Splits "A:B" at the colon; empty sides stay NULL. */
+static int split(const char *arg, char *a, char *b, size_t n)
+{
+    const char *colon = arg ? strchr(arg, ':') : NULL;
+    if (!colon || strchr(colon + 1, ':'))
+        return -1;
+    size_t la = (size_t)(colon - arg), lb = strlen(colon + 1);
+    if (la >= n || lb >= n || (la == 0 && lb == 0))
+        return -1;
+    memcpy(a, arg, la);
+    a[la] = 0;
+    memcpy(b, colon + 1, lb + 1);
+    return 0;
+}
+
+int mprof__export_range_parse_frames(const char *arg, mprof_export_range *r, char *err,
+                                     size_t errlen)
+{
+    char a[32], b[32];
+    if (split(arg, a, b, sizeof a) != 0) {
+        snprintf(err, errlen, "--frames wants A:B (frames A to B - 1, from 0), not '%s'",
+                 arg ? arg : "");
+        return -1;
+    }
+    long long va = 0, vb = INT64_MAX;
+    char *end;
+    errno = 0;
+    if (a[0]) {
+        va = strtoll(a, &end, 10);
+        if (errno || *end || va < 0)
+            goto bad;
+    }
+    if (b[0]) {
+        vb = strtoll(b, &end, 10);
+        if (errno || *end || vb <= va)
+            goto bad;
+    }
+    r->first_frame = va;
+    r->end_frame = vb;
+    r->active = 1;
+    return 0;
+bad:
+    snprintf(err, errlen, "--frames %s: A and B are frame numbers with 0 <= A < B", arg);
+    return -1;
+}
+
+static int seconds(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v) || v < -9e9 || v > 9e9)
+        return -1;
+    *out = (int64_t)llround(v * 1e9);
+    return 0;
+}
+
+int mprof__export_range_parse_time(const char *arg, mprof_export_range *r, char *err,
+                                   size_t errlen)
+{
+    char a[64], b[64];
+    int64_t t0 = INT64_MIN, t1 = INT64_MAX;
+    if (split(arg, a, b, sizeof a) != 0 || (a[0] && seconds(a, &t0) != 0) ||
+        (b[0] && seconds(b, &t1) != 0) || t1 <= t0) {
+        snprintf(err, errlen, "--time wants S0:S1 (seconds on the capture's clock, S0 < S1), not '%s'",
+                 arg ? arg : "");
+        return -1;
+    }
+    r->first_frame = -1;
+    r->t0_ns = t0;
+    r->t1_ns = t1;
+    r->active = 1;
+    return 0;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+int mprof__export_range_resolve(const char *path, mprof_export_range *r, char *err, size_t errlen)
+{
+    if (!r->active || r->first_frame < 0)
+        return 0;
+    mprof_reader *rd = mprof_reader_open(path, err, errlen);
+    if (!rd)
+        return -1;
+    int64_t *marks = NULL;
+    size_t n = 0, cap = 0;
+    uint32_t thread = 0;
+    mprof_event ev;
+    int rc;
+    while ((rc = mprof_reader_next(rd, &ev)) == 1) {
+        if (ev.type != MPROF_EV_FRAME_MARK || ev.u[0] != 0)
+            continue;
+        if (!thread)
+            thread = ev.thread;
+        if (ev.thread != thread)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 1024;
+            int64_t *p = realloc(marks, nc * sizeof *p);
+            if (!p) {
+                snprintf(err, errlen, "%s: out of memory", path);
+                free(marks);
+                mprof_reader_close(rd);
+                return -1;
+            }
+            marks = p;
+            cap = nc;
+        }
+        marks[n++] = ev.ts_ns;
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(rd));
+        free(marks);
+        mprof_reader_close(rd);
+        return -1;
+    }
+    mprof_reader_close(rd);
+    size_t frames = n > 1 ? n - 1 : 0;
+    if ((uint64_t)r->first_frame >= frames) {
+        snprintf(err, errlen, "--frames %lld:...: the capture has %zu frames (0 to %zu)",
+                 (long long)r->first_frame, frames, frames ? frames - 1 : 0);
+        free(marks);
+        return -1;
+    }
+    qsort(marks, n, sizeof *marks, cmp_i64);
+    size_t end = (uint64_t)r->end_frame < frames ? (size_t)r->end_frame : frames;
+    r->t0_ns = marks[r->first_frame];
+    r->t1_ns = marks[end];
+    free(marks);
+    return 0;
+}

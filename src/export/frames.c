@@ -1,0 +1,1111 @@
+/*
+ * frames_export.c - writes a capture's frames as mprof.frames.v1 JSON for the regression gate.
+ *
+ * The gate needs three things from a capture: who made it (so it can refuse to compare runs from
+ * different machines or builds), the duration of every frame (for percentiles and rank tests),
+ * and how much of each frame each zone took (to say where a regression went). The last one needs
+ * the frame boundaries before the zones are read, and events of different threads are not in time
+ * order in the file, so the capture is read twice: the first pass collects frame marks and zone
+ * totals, the second spreads the time of the top zones over the frames they overlap, using the
+ * per-thread zone stacks to split self time (the zone minus its children) exactly. Memory grows
+ * with frames x top zones, never with the number of events.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "export/frames.h"
+#include "util/json_out.h"
+#include "analysis/percentile.h"
+#include "analysis/system.h"
+#include "format/format.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct i64_vec {
+    int64_t *v;
+    size_t n, cap;
+} i64_vec;
+
+static int vec_push(i64_vec *a, int64_t x)
+{
+    if (a->n == a->cap) {
+        size_t nc = a->cap ? a->cap * 2 : 256;
+        int64_t *p = realloc(a->v, nc * sizeof *p);
+        if (!p)
+            return -1;
+        a->v = p;
+        a->cap = nc;
+    }
+    a->v[a->n++] = x;
+    return 0;
+}
+
+/* A frame set: the unnamed main set (name 0) or a named one; marks or begin/end ranges. */
+typedef struct fset {
+    uint32_t name;  /* string id, 0 = main */
+    int range;      /* FRAME_BEGIN/FRAME_END rather than marks */
+    i64_vec marks;  /* FRAME_MARK times */
+    i64_vec begins; /* range starts and ends, paired */
+    i64_vec ends;
+    int64_t open;   /* pending FRAME_BEGIN, -1 none */
+    uint32_t thread; /* thread of the first mark or begin (0 = none yet) */
+    i64_vec losses;  /* times of LOST records on that thread */
+    /* Frames as intervals [start, end), sorted by start. Frames that span lost events of the
+     * marking thread are left out (their marks may be among the lost events) and counted. */
+    int64_t *fs, *fe;
+    size_t nf, incomplete;
+} fset;
+
+/* One zone: source locations with the same name and function are merged (the zone identity of
+ * zone_key.h, which `mprof gate` uses to pair zones of two exports). */
+typedef struct zone {
+    const char *name, *file, *function; /* the copies below */
+    char *name_copy, *file_copy, *function_copy;
+    uint32_t line;
+    uint64_t count;
+    int64_t incl_ns, self_ns;
+    double *self_ms, *incl_ms; /* per main frame, top zones only */
+    double *self_off_ms;       /* per main frame, when the capture has context switches */
+} zone;
+
+typedef struct open_zone {
+    uint32_t loc;
+    int64_t begin;
+    int64_t mark; /* pass 1: children's time; pass 2: when self time last resumed */
+} open_zone;
+
+typedef struct tstack {
+    open_zone *s;
+    uint32_t depth, cap;
+} tstack;
+
+typedef struct exporter {
+    const char *path;
+    const mprof_export_range *range; /* NULL = the whole capture */
+    fset *sets;
+    size_t n_sets;
+    /* per source location id: index into zones + 1 (0 = unknown) and pass-1 totals */
+    uint32_t *loc_zone;
+    uint64_t *loc_count;
+    int64_t *loc_incl, *loc_self;
+    uint32_t n_locs;
+    zone *zones;
+    size_t n_zones;
+    tstack *stacks;
+    uint32_t n_stacks;
+    fset *main;
+    const mprof_reader *r; /* the reader of the current pass */
+    int sets_capped;       /* more than MAX_SETS frame sets: the rest are ignored */
+    char **warnings;
+    size_t n_warnings;
+    char *err;
+    size_t errlen;
+    mprof_sysmodel *sys; /* context switches and CPU usage (src/analysis/system.h) */
+    mprof_sys_status sys_st;
+    int sys_switches;    /* the main frame set's thread was traced */
+} exporter;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int fail(exporter *x, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (x->err && x->errlen)
+        vsnprintf(x->err, x->errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void warn(exporter *x, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **w = realloc(x->warnings, (x->n_warnings + 1) * sizeof *w);
+    if (!w)
+        return;
+    x->warnings = w;
+    size_t n = strlen(buf) + 1;
+    char *c = malloc(n);
+    if (c) {
+        memcpy(c, buf, n);
+        x->warnings[x->n_warnings++] = c;
+    }
+}
+
+static char *dup_str(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* Frame sets beyond this many are ignored (a warning says so): real programs have a handful,
+ * and a corrupt capture must not make the export quadratic. */
+#define MAX_SETS 1024
+
+/* The set named name, created on first use; NULL when out of memory or past MAX_SETS (*capped
+ * then set). */
+static fset *get_set(exporter *x, uint32_t name)
+{
+    for (size_t i = 0; i < x->n_sets; i++)
+        if (x->sets[i].name == name)
+            return &x->sets[i];
+    if (x->n_sets >= MAX_SETS) {
+        x->sets_capped = 1;
+        return NULL;
+    }
+    fset *p = realloc(x->sets, (x->n_sets + 1) * sizeof *p);
+    if (!p)
+        return NULL;
+    x->sets = p;
+    fset *f = &p[x->n_sets++];
+    memset(f, 0, sizeof *f);
+    f->name = name;
+    f->open = -1;
+    return f;
+}
+
+static tstack *get_stack(exporter *x, uint32_t tid)
+{
+    if (mprof_grow_zeroed((void **)&x->stacks, &x->n_stacks, tid, sizeof *x->stacks, 1u << 26))
+        return NULL;
+    return &x->stacks[tid];
+}
+
+/* Recursion: another instance of loc is open on the stack (its time is already counted). */
+static int nested_in(const tstack *t, uint32_t loc)
+{
+    for (uint32_t k = 0; k < t->depth; k++)
+        if (t->s[k].loc == loc)
+            return 1;
+    return 0;
+}
+
+static int push_zone(tstack *t, uint32_t loc, int64_t ts)
+{
+    if (t->depth == t->cap) {
+        uint32_t nc = t->cap ? t->cap * 2 : 32;
+        open_zone *s = realloc(t->s, nc * sizeof *s);
+        if (!s)
+            return -1;
+        t->s = s;
+        t->cap = nc;
+    }
+    t->s[t->depth++] = (open_zone){loc, ts, 0};
+    return 0;
+}
+
+static int ensure_loc(exporter *x, uint32_t loc)
+{
+    if (loc < x->n_locs)
+        return 0;
+    uint32_t n = x->n_locs;
+    if (mprof_grow_zeroed((void **)&x->loc_zone, &n, loc, sizeof *x->loc_zone, 1u << 26))
+        return -1;
+    uint32_t n2 = x->n_locs, n3 = x->n_locs, n4 = x->n_locs;
+    if (mprof_grow_zeroed((void **)&x->loc_count, &n2, loc, sizeof *x->loc_count, 1u << 26) ||
+        mprof_grow_zeroed((void **)&x->loc_incl, &n3, loc, sizeof *x->loc_incl, 1u << 26) ||
+        mprof_grow_zeroed((void **)&x->loc_self, &n4, loc, sizeof *x->loc_self, 1u << 26))
+        return -1;
+    x->n_locs = n;
+    return 0;
+}
+
+/* ---- pass 1: frames and zone totals --------------------------------------------------------- */
+
+static int pass1_event(exporter *x, const mprof_event *ev)
+{
+    switch (ev->type) {
+    case MPROF_EV_FRAME_MARK: {
+        fset *f = get_set(x, (uint32_t)ev->u[0]);
+        if (!f && x->sets_capped)
+            return 0;
+        if (!f || vec_push(&f->marks, ev->ts_ns))
+            return fail(x, "out of memory");
+        if (!f->thread)
+            f->thread = ev->thread;
+        return 0;
+    }
+    case MPROF_EV_FRAME_BEGIN: {
+        fset *f = get_set(x, (uint32_t)ev->u[0]);
+        if (!f && x->sets_capped)
+            return 0;
+        if (!f)
+            return fail(x, "out of memory");
+        f->range = 1;
+        f->open = ev->ts_ns;
+        if (!f->thread)
+            f->thread = ev->thread;
+        return 0;
+    }
+    case MPROF_EV_FRAME_END: {
+        fset *f = get_set(x, (uint32_t)ev->u[0]);
+        if (!f && x->sets_capped)
+            return 0;
+        if (!f)
+            return fail(x, "out of memory");
+        if (f->open >= 0 && ev->ts_ns >= f->open) {
+            if (vec_push(&f->begins, f->open) || vec_push(&f->ends, ev->ts_ns))
+                return fail(x, "out of memory");
+        }
+        f->open = -1;
+        return 0;
+    }
+    case MPROF_EV_ZONE_BEGIN: {
+        tstack *t = get_stack(x, ev->thread);
+        if (!t || push_zone(t, (uint32_t)ev->u[0], ev->ts_ns))
+            return fail(x, "out of memory");
+        return 0;
+    }
+    case MPROF_EV_ZONE_END: {
+        tstack *t = get_stack(x, ev->thread);
+        if (!t)
+            return fail(x, "out of memory");
+        if (t->depth == 0)
+            return 0; /* unmatched end (its begin was lost): ignored, as mprof report does */
+        open_zone z = t->s[--t->depth];
+        int64_t dur = ev->ts_ns > z.begin ? ev->ts_ns - z.begin : 0;
+        if (t->depth)
+            t->s[t->depth - 1].mark += dur;
+        /* Only defined source locations count (a corrupt id must not size the tables). */
+        if (z.loc == 0 || !mprof_reader_srcloc(x->r, z.loc))
+            return 0;
+        if (!mprof__range_overlaps(x->range, z.begin, ev->ts_ns))
+            return 0;
+        if (ensure_loc(x, z.loc))
+            return fail(x, "out of memory");
+        x->loc_count[z.loc]++;
+        if (!nested_in(t, z.loc))
+            x->loc_incl[z.loc] += dur;
+        x->loc_self[z.loc] += dur > z.mark ? dur - z.mark : 0;
+        return 0;
+    }
+    case MPROF_EV_LOST: {
+        /* Zones open across lost events cannot be closed reliably: drop them. */
+        tstack *t = get_stack(x, ev->thread);
+        if (t)
+            t->depth = 0;
+        for (size_t i = 0; i < x->n_sets; i++)
+            if (x->sets[i].thread == ev->thread && vec_push(&x->sets[i].losses, ev->ts_ns))
+                return fail(x, "out of memory");
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+typedef struct pair {
+    int64_t s, e;
+} pair;
+
+static int cmp_pair(const void *pa, const void *pb)
+{
+    const pair *a = pa, *b = pb;
+    return (a->s > b->s) - (a->s < b->s);
+}
+
+/* Whether a LOST record of the set's thread falls in (s, e]: the frame may hide lost marks. */
+static int spans_loss(const fset *f, int64_t s, int64_t e)
+{
+    size_t lo = 0, hi = f->losses.n; /* first loss > s */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->losses.v[mid] <= s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < f->losses.n && f->losses.v[lo] <= e;
+}
+
+/* Drops the frames that span a loss (counted) and those outside the range, keeping the order. */
+static void drop_lossy(fset *f, const mprof_export_range *range)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < f->nf; i++) {
+        if (!mprof__range_has(range, f->fs[i]) || !mprof__range_has(range, f->fe[i] - (f->fe[i] > f->fs[i])))
+            continue;
+        if (f->losses.n && spans_loss(f, f->fs[i], f->fe[i])) {
+            f->incomplete++;
+            continue;
+        }
+        f->fs[k] = f->fs[i];
+        f->fe[k] = f->fe[i];
+        k++;
+    }
+    f->nf = k;
+}
+
+/* Turns a set's marks or ranges into sorted intervals. */
+static int build_frames(fset *f, const mprof_export_range *range)
+{
+    if (f->losses.n > 1)
+        qsort(f->losses.v, f->losses.n, sizeof *f->losses.v, cmp_i64);
+    if (!f->range) {
+        if (f->marks.n > 1)
+            qsort(f->marks.v, f->marks.n, sizeof *f->marks.v, cmp_i64);
+        size_t n = f->marks.n > 1 ? f->marks.n - 1 : 0;
+        f->fs = malloc((n ? n : 1) * sizeof *f->fs);
+        f->fe = malloc((n ? n : 1) * sizeof *f->fe);
+        if (!f->fs || !f->fe)
+            return -1;
+        for (size_t i = 0; i < n; i++) {
+            f->fs[i] = f->marks.v[i];
+            f->fe[i] = f->marks.v[i + 1];
+        }
+        f->nf = n;
+        drop_lossy(f, range);
+        return 0;
+    }
+    size_t n = f->begins.n;
+    pair *p = malloc((n ? n : 1) * sizeof *p);
+    f->fs = malloc((n ? n : 1) * sizeof *f->fs);
+    f->fe = malloc((n ? n : 1) * sizeof *f->fe);
+    if (!p || !f->fs || !f->fe) {
+        free(p);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        p[i] = (pair){f->begins.v[i], f->ends.v[i]};
+    if (n > 1)
+        qsort(p, n, sizeof *p, cmp_pair);
+    for (size_t i = 0; i < n; i++) {
+        f->fs[i] = p[i].s;
+        f->fe[i] = p[i].e;
+    }
+    f->nf = n;
+    free(p);
+    drop_lossy(f, range);
+    return 0;
+}
+
+static int cmp_zone(const void *pa, const void *pb)
+{
+    const zone *a = pa, *b = pb;
+    if (a->self_ns != b->self_ns)
+        return a->self_ns < b->self_ns ? 1 : -1;
+    int c = strcmp(a->name, b->name);
+    return c ? c : strcmp(a->function, b->function);
+}
+
+/* Merges source locations by name and function into zones, sorted by self time, and maps locations to them. */
+static int build_zones(exporter *x, const mprof_reader *r)
+{
+    for (uint32_t loc = 1; loc < x->n_locs; loc++) {
+        if (!x->loc_count[loc])
+            continue;
+        const mprof_srcloc_def *d = mprof_reader_srcloc(r, loc);
+        const char *name = d && d->name ? d->name : "(unknown zone)";
+        const char *func = d && d->function ? d->function : "";
+        size_t k = 0;
+        while (k < x->n_zones &&
+               (strcmp(x->zones[k].name, name) != 0 || strcmp(x->zones[k].function, func) != 0))
+            k++;
+        if (k == x->n_zones) {
+            zone *z = realloc(x->zones, (x->n_zones + 1) * sizeof *z);
+            if (!z)
+                return -1;
+            x->zones = z;
+            memset(&z[k], 0, sizeof z[k]);
+            z[k].name_copy = dup_str(name);
+            z[k].file_copy = dup_str(d && d->file ? d->file : "");
+            z[k].function_copy = dup_str(func);
+            if (!z[k].name_copy || !z[k].file_copy || !z[k].function_copy) {
+                free(z[k].name_copy);
+                free(z[k].file_copy);
+                free(z[k].function_copy);
+                return -1;
+            }
+            z[k].name = z[k].name_copy;
+            z[k].file = z[k].file_copy;
+            z[k].function = z[k].function_copy;
+            z[k].line = d ? d->line : 0;
+            x->n_zones++;
+        }
+        x->zones[k].count += x->loc_count[loc];
+        x->zones[k].incl_ns += x->loc_incl[loc];
+        x->zones[k].self_ns += x->loc_self[loc];
+    }
+    if (x->n_zones > 1)
+        qsort(x->zones, x->n_zones, sizeof *x->zones, cmp_zone);
+    /* Map each location to its zone (index + 1) after sorting. */
+    for (uint32_t loc = 1; loc < x->n_locs; loc++) {
+        x->loc_zone[loc] = 0;
+        if (!x->loc_count[loc])
+            continue;
+        const mprof_srcloc_def *d = mprof_reader_srcloc(r, loc);
+        const char *name = d && d->name ? d->name : "(unknown zone)";
+        const char *func = d && d->function ? d->function : "";
+        for (size_t k = 0; k < x->n_zones; k++)
+            if (strcmp(x->zones[k].name, name) == 0 && strcmp(x->zones[k].function, func) == 0) {
+                x->loc_zone[loc] = (uint32_t)k + 1;
+                break;
+            }
+    }
+    size_t top = x->n_zones < MPROF_FRAMES_TOP_ZONES ? x->n_zones : MPROF_FRAMES_TOP_ZONES;
+    size_t nf = x->main ? x->main->nf : 0;
+    for (size_t k = 0; k < top && nf > 0; k++) {
+        x->zones[k].self_ms = calloc(nf, sizeof(double));
+        x->zones[k].incl_ms = calloc(nf, sizeof(double));
+        if (!x->zones[k].self_ms || !x->zones[k].incl_ms)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- pass 2: per-frame time of the top zones ------------------------------------------------ */
+
+/* Adds the overlap of [a, b) with every main frame to acc (milliseconds). */
+static void spread(const fset *f, int64_t a, int64_t b, double *acc)
+{
+    if (!acc || b <= a || f->nf == 0)
+        return;
+    size_t lo = 0, hi = f->nf; /* first frame that ends after a */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (f->fe[mid] <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < f->nf && f->fs[i] < b; i++) {
+        int64_t s = a > f->fs[i] ? a : f->fs[i];
+        int64_t e = b < f->fe[i] ? b : f->fe[i];
+        if (e > s)
+            acc[i] += (double)(e - s) / 1e6;
+    }
+}
+
+/* The same for the part of [a, b) during which the zone's thread was off the CPU. */
+static void spread_off(const exporter *x, uint32_t thread, int64_t a, int64_t b, double *acc)
+{
+    if (acc && x->sys_switches)
+        mprof__sys_spread_off(x->sys, thread, x->main->fs, x->main->fe, x->main->nf, a, b, acc);
+}
+
+static zone *zone_of(exporter *x, uint32_t loc)
+{
+    if (loc == 0 || loc >= x->n_locs || x->loc_zone[loc] == 0)
+        return NULL;
+    return &x->zones[x->loc_zone[loc] - 1];
+}
+
+static int pass2_event(exporter *x, const mprof_event *ev)
+{
+    switch (ev->type) {
+    case MPROF_EV_ZONE_BEGIN: {
+        tstack *t = get_stack(x, ev->thread);
+        if (!t)
+            return fail(x, "out of memory");
+        if (t->depth) {
+            /* The parent's self time pauses while this child runs. */
+            open_zone *p = &t->s[t->depth - 1];
+            zone *pz = zone_of(x, p->loc);
+            if (pz) {
+                spread(x->main, p->mark, ev->ts_ns, pz->self_ms);
+                spread_off(x, ev->thread, p->mark, ev->ts_ns, pz->self_off_ms);
+            }
+        }
+        if (push_zone(t, (uint32_t)ev->u[0], ev->ts_ns))
+            return fail(x, "out of memory");
+        t->s[t->depth - 1].mark = ev->ts_ns;
+        return 0;
+    }
+    case MPROF_EV_ZONE_END: {
+        tstack *t = get_stack(x, ev->thread);
+        if (!t)
+            return fail(x, "out of memory");
+        if (t->depth == 0)
+            return 0;
+        open_zone z = t->s[--t->depth];
+        zone *zz = zone_of(x, z.loc);
+        if (zz) {
+            spread(x->main, z.mark, ev->ts_ns, zz->self_ms);
+            spread_off(x, ev->thread, z.mark, ev->ts_ns, zz->self_off_ms);
+            if (!nested_in(t, z.loc))
+                spread(x->main, z.begin, ev->ts_ns, zz->incl_ms);
+        }
+        if (t->depth)
+            t->s[t->depth - 1].mark = ev->ts_ns;
+        return 0;
+    }
+    case MPROF_EV_LOST: {
+        tstack *t = get_stack(x, ev->thread);
+        if (t)
+            t->depth = 0;
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+static int read_pass(exporter *x, int pass, mprof_reader **keep)
+{
+    char rerr[512];
+    mprof_reader *r = mprof_reader_open(x->path, rerr, sizeof rerr);
+    if (!r)
+        return fail(x, "%s", rerr);
+    for (uint32_t i = 0; i < x->n_stacks; i++)
+        x->stacks[i].depth = 0;
+    x->r = r;
+    mprof_event ev;
+    int rc;
+    while ((rc = mprof_reader_next(r, &ev)) == 1) {
+        if (pass == 1 && x->sys && mprof__sys_event(x->sys, r, &ev) != 0)
+            warn(x, "out of memory reading the system records: on/off-CPU figures are incomplete");
+        if ((pass == 1 ? pass1_event(x, &ev) : pass2_event(x, &ev)) != 0) {
+            mprof_reader_close(r);
+            return -1;
+        }
+    }
+    if (rc < 0) {
+        fail(x, "%s: %s", x->path, mprof_reader_error(r));
+        mprof_reader_close(r);
+        return -1;
+    }
+    if (keep)
+        *keep = r;
+    else
+        mprof_reader_close(r);
+    return 0;
+}
+
+/* ---- output --------------------------------------------------------------------------------- */
+
+/* Milliseconds with nanosecond resolution and no trailing zeros: 16.666667, 0, 2.5. */
+static void put_ms(FILE *out, double ms)
+{
+    char buf[64];
+    if (!isfinite(ms))
+        ms = 0;
+    snprintf(buf, sizeof buf, "%.6f", ms);
+    char *dot = strchr(buf, '.');
+    if (dot) {
+        char *e = buf + strlen(buf) - 1;
+        while (e > dot && *e == '0')
+            *e-- = '\0';
+        if (e == dot)
+            *e = '\0';
+    }
+    if (strcmp(buf, "-0") == 0)
+        strcpy(buf, "0");
+    fputs(buf, out);
+}
+
+static void put_str(FILE *out, const char *s)
+{
+    if (s)
+        mprof_json_write_string(out, s, strlen(s));
+    else
+        fputs("null", out);
+}
+
+static void put_ms_array(FILE *out, const double *v, size_t n)
+{
+    fputc('[', out);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputc(',', out);
+        put_ms(out, v[i]);
+    }
+    fputc(']', out);
+}
+
+/* Frame durations of a set in ms (caller frees). */
+static double *durations(const fset *f)
+{
+    double *d = malloc((f->nf ? f->nf : 1) * sizeof *d);
+    if (d)
+        for (size_t i = 0; i < f->nf; i++)
+            d[i] = (double)(f->fe[i] - f->fs[i]) / 1e6;
+    return d;
+}
+
+/* Writes the summary fields ("frameCount", percentiles) of durations d. */
+static int put_summary(FILE *out, const double *d, size_t n, const char *indent)
+{
+    double *s = malloc((n ? n : 1) * sizeof *s);
+    if (!s)
+        return -1;
+    memcpy(s, d, n * sizeof *s);
+    mprof__sort_doubles(s, n);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += s[i];
+    fprintf(out, "%s\"frameCount\": %zu,\n", indent, n);
+    const char *names[] = {"p50FrameTimeMs", "p90FrameTimeMs", "p95FrameTimeMs", "p99FrameTimeMs"};
+    const double ps[] = {50, 90, 95, 99};
+    for (int i = 0; i < 4; i++) {
+        fprintf(out, "%s\"%s\": ", indent, names[i]);
+        put_ms(out, mprof__percentile_sorted(s, n, ps[i]));
+        fputs(",\n", out);
+    }
+    fprintf(out, "%s\"meanFrameTimeMs\": ", indent);
+    put_ms(out, n ? sum / (double)n : 0);
+    fprintf(out, ",\n%s\"minFrameTimeMs\": ", indent);
+    put_ms(out, n ? s[0] : 0);
+    fprintf(out, ",\n%s\"maxFrameTimeMs\": ", indent);
+    put_ms(out, n ? s[n - 1] : 0);
+    fputs(",\n", out);
+    free(s);
+    return 0;
+}
+
+/* The git SHA: capture INFO, else $MPROF_GIT_SHA, else `git rev-parse HEAD`. */
+static void git_sha(const mprof_reader *r, char *out, size_t n, const char **source)
+{
+    out[0] = '\0';
+    *source = NULL;
+    const char *v = mprof_reader_info(r, "git_sha");
+    if (v && *v) {
+        snprintf(out, n, "%s", v);
+        *source = "capture";
+        return;
+    }
+    v = getenv("MPROF_GIT_SHA");
+    if (v && *v) {
+        snprintf(out, n, "%s", v);
+        *source = "environment";
+        return;
+    }
+    FILE *p = popen("git rev-parse HEAD 2>/dev/null", "r");
+    if (!p)
+        return;
+    char line[128] = "";
+    char *got = fgets(line, sizeof line, p);
+    int status = pclose(p);
+    if (!got || status != 0)
+        return;
+    line[strcspn(line, "\r\n")] = '\0';
+    size_t len = strlen(line);
+    if (len < 7 || strspn(line, "0123456789abcdef") != len)
+        return;
+    snprintf(out, n, "%s", line);
+    *source = "git";
+}
+
+static void start_time(const mprof_reader *r, char *out, size_t n)
+{
+    out[0] = '\0';
+    const char *v = mprof_reader_info(r, "start_unix_ns");
+    if (!v || !*v)
+        return;
+    char *end;
+    errno = 0;
+    unsigned long long ns = strtoull(v, &end, 10);
+    if (errno || *end)
+        return;
+    time_t sec = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    if (!gmtime_r(&sec, &tm))
+        return;
+    char base[40];
+    if (strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+        return;
+    snprintf(out, n, "%s.%03uZ", base, (unsigned)((ns / 1000000ull) % 1000ull));
+}
+
+static const char *set_name(const mprof_reader *r, const fset *f)
+{
+    if (f->name == 0)
+        return NULL;
+    const char *s = mprof_reader_string(r, f->name);
+    return s ? s : "(unnamed)";
+}
+
+/* The "system" object and the per-frame CPU arrays (docs/GATE.md, docs/SYSTEM.md). */
+static int write_system(const exporter *x, FILE *out)
+{
+    int cpu = x->sys_st.cpu_usage && mprof__sys_has_busy(x->sys);
+    const char *why = x->sys_st.why_not;
+    if (x->sys_st.context_switches && !x->sys_switches)
+        why = "the main frame set's thread has no context-switch records";
+    fprintf(out, ",\n  \"system\": {\"contextSwitches\": %s, \"cpuUsage\": %s, \"sampling\": %s, "
+                 "\"whyNot\": ",
+            x->sys_switches ? "true" : "false", cpu ? "true" : "false",
+            x->sys_st.sampling ? "true" : "false");
+    put_str(out, why);
+    fputc('}', out);
+    if (!x->sys_switches)
+        return 0;
+    const fset *m = x->main;
+    size_t n = m->nf ? m->nf : 1;
+    double *on = calloc(n, sizeof *on), *off = calloc(n, sizeof *off);
+    double *all = calloc(n, sizeof *all), *busy = calloc(n, sizeof *busy);
+    int rc = -1;
+    if (on && off && all && busy) {
+        mprof__sys_frames(x->sys, m->thread, m->fs, m->fe, m->nf, on, off, all, busy);
+        fputs(",\n  \"frameOnCpuMs\": ", out);
+        put_ms_array(out, on, m->nf);
+        fputs(",\n  \"frameOffCpuMs\": ", out);
+        put_ms_array(out, off, m->nf);
+        fputs(",\n  \"frameCpuMs\": ", out);
+        put_ms_array(out, all, m->nf);
+        if (cpu) {
+            fputs(",\n  \"frameMachineBusy\": [", out);
+            for (size_t i = 0; i < m->nf; i++)
+                fprintf(out, "%s%.4f", i ? ", " : "", busy[i]);
+            fputc(']', out);
+        }
+        rc = 0;
+    }
+    free(on);
+    free(off);
+    free(all);
+    free(busy);
+    return rc;
+}
+
+static int write_export(exporter *x, const mprof_reader *r, FILE *out)
+{
+    char sha[128], when[64];
+    const char *sha_src;
+    git_sha(r, sha, sizeof sha, &sha_src);
+    start_time(r, when, sizeof when);
+    mprof_reader_stats st;
+    mprof_reader_get_stats(r, &st);
+    const char *lost = mprof_reader_end_info(r, "events_lost");
+    const char *pid = mprof_reader_info(r, "pid");
+
+    fputs("{\n  \"schema\": \"mprof.frames.v1\",\n  \"capture\": {\n    \"file\": ", out);
+    put_str(out, x->path);
+    fputs(",\n    \"process\": ", out);
+    put_str(out, mprof_reader_info(r, "app"));
+    fputs(",\n    \"pid\": ", out);
+    if (pid && *pid && strspn(pid, "0123456789") == strlen(pid))
+        fputs(pid, out);
+    else
+        fputs("null", out);
+    fputs(",\n    \"commandLine\": ", out);
+    put_str(out, mprof_reader_info(r, "cmdline"));
+    fputs(",\n    \"startTime\": ", out);
+    put_str(out, when[0] ? when : NULL);
+    fputs(",\n    \"gitSha\": ", out);
+    put_str(out, sha[0] ? sha : NULL);
+    fputs(",\n    \"gitShaSource\": ", out);
+    put_str(out, sha_src);
+    fputs(",\n    \"hostname\": ", out);
+    put_str(out, mprof_reader_info(r, "hostname"));
+    fputs(",\n    \"cpu\": ", out);
+    put_str(out, mprof_reader_info(r, "cpu"));
+    fputs(",\n    \"os\": ", out);
+    put_str(out, mprof_reader_info(r, "os"));
+    fputs(",\n    \"buildType\": ", out);
+    put_str(out, mprof_reader_info(r, "build_type"));
+    fprintf(out, ",\n    \"complete\": %s", st.complete ? "true" : "false");
+    fputs(",\n    \"eventsLost\": ", out);
+    if (lost && *lost && strspn(lost, "0123456789") == strlen(lost))
+        fputs(lost, out);
+    else
+        fputs("null", out);
+    fputs("\n  },\n  \"frameSet\": ", out);
+    put_str(out, x->main ? set_name(r, x->main) : NULL);
+    fputs(",\n  \"range\": ", out);
+    if (x->range && x->range->active) {
+        fputs("{\"firstFrame\": ", out);
+        if (x->range->first_frame >= 0)
+            fprintf(out, "%" PRId64 ", \"endFrame\": %" PRId64, x->range->first_frame,
+                    x->range->end_frame);
+        else
+            fputs("null, \"endFrame\": null", out);
+        fprintf(out, ", \"startNs\": %" PRId64 ", \"endNs\": %" PRId64 "}", x->range->t0_ns,
+                x->range->t1_ns);
+    } else {
+        fputs("null", out);
+    }
+    fputs(",\n", out);
+
+    /* The main set's summary and frames at the top level. */
+    static const fset empty = {0};
+    const fset *m = x->main ? x->main : &empty;
+    double *d = durations(m);
+    if (!d || put_summary(out, d, m->nf, "  ")) {
+        free(d);
+        return -1;
+    }
+    fprintf(out, "  \"incompleteFrames\": %zu,\n", m->incomplete);
+    fputs("  \"frameTimesMs\": ", out);
+    put_ms_array(out, d, m->nf);
+    free(d);
+    if (write_system(x, out))
+        return -1;
+
+    fputs(",\n  \"frameSets\": [", out);
+    for (size_t i = 0; i < x->n_sets; i++) {
+        const fset *f = &x->sets[i];
+        fputs(i ? ",\n    {\n      \"name\": " : "\n    {\n      \"name\": ", out);
+        put_str(out, set_name(r, f));
+        fprintf(out, ",\n      \"kind\": \"%s\",\n", f->range ? "range" : "mark");
+        d = durations(f);
+        if (!d || put_summary(out, d, f->nf, "      ")) {
+            free(d);
+            return -1;
+        }
+        fprintf(out, "      \"incompleteFrames\": %zu,\n", f->incomplete);
+        fputs("      \"frameTimesMs\": ", out);
+        put_ms_array(out, d, f->nf);
+        free(d);
+        fputs("\n    }", out);
+    }
+    fputs(x->n_sets ? "\n  ],\n" : "],\n", out);
+
+    fprintf(out, "  \"zoneCount\": %zu,\n  \"topZonesPerFrame\": %d,\n  \"zones\": [", x->n_zones,
+            MPROF_FRAMES_TOP_ZONES);
+    for (size_t k = 0; k < x->n_zones; k++) {
+        const zone *z = &x->zones[k];
+        fputs(k ? ",\n    {\"name\": " : "\n    {\"name\": ", out);
+        put_str(out, z->name);
+        fputs(", \"function\": ", out);
+        put_str(out, z->function);
+        fputs(", \"file\": ", out);
+        put_str(out, z->file);
+        fprintf(out, ", \"line\": %" PRIu32 ", \"count\": %" PRIu64 ", \"totalMs\": ", z->line,
+                z->count);
+        put_ms(out, (double)z->incl_ns / 1e6);
+        fputs(", \"selfTotalMs\": ", out);
+        put_ms(out, (double)z->self_ns / 1e6);
+        if (z->self_ms) {
+            fputs(",\n     \"perFrameMs\": ", out);
+            put_ms_array(out, z->incl_ms, m->nf);
+            fputs(",\n     \"selfPerFrameMs\": ", out);
+            put_ms_array(out, z->self_ms, m->nf);
+            if (z->self_off_ms) {
+                fputs(",\n     \"selfOffCpuPerFrameMs\": ", out);
+                put_ms_array(out, z->self_off_ms, m->nf);
+            }
+        }
+        fputc('}', out);
+    }
+    fputs(x->n_zones ? "\n  ],\n  \"warnings\": [" : "],\n  \"warnings\": [", out);
+    for (size_t i = 0; i < x->n_warnings; i++) {
+        fputs(i ? ", " : "", out);
+        put_str(out, x->warnings[i]);
+    }
+    fputs("]\n}\n", out);
+    return ferror(out) ? -1 : 0;
+}
+
+static void exporter_free(exporter *x)
+{
+    for (size_t i = 0; i < x->n_sets; i++) {
+        free(x->sets[i].marks.v);
+        free(x->sets[i].begins.v);
+        free(x->sets[i].ends.v);
+        free(x->sets[i].losses.v);
+        free(x->sets[i].fs);
+        free(x->sets[i].fe);
+    }
+    free(x->sets);
+    free(x->loc_zone);
+    free(x->loc_count);
+    free(x->loc_incl);
+    free(x->loc_self);
+    for (size_t k = 0; k < x->n_zones; k++) {
+        free(x->zones[k].name_copy);
+        free(x->zones[k].file_copy);
+        free(x->zones[k].function_copy);
+        free(x->zones[k].self_ms);
+        free(x->zones[k].incl_ms);
+        free(x->zones[k].self_off_ms);
+    }
+    free(x->zones);
+    for (uint32_t i = 0; i < x->n_stacks; i++)
+        free(x->stacks[i].s);
+    free(x->stacks);
+    for (size_t i = 0; i < x->n_warnings; i++)
+        free(x->warnings[i]);
+    free(x->warnings);
+    mprof__sys_free(x->sys);
+}
+
+int mprof__export_frames(const char *capture_path, const char *out_path, char *err,
+                         size_t errlen)
+{
+    return mprof__export_frames_range(capture_path, NULL, out_path, err, errlen);
+}
+
+int mprof__export_frames_range(const char *capture_path, const mprof_export_range *range,
+                               const char *out_path, char *err, size_t errlen)
+{
+    exporter x;
+    memset(&x, 0, sizeof x);
+    x.path = capture_path;
+    x.range = range;
+    x.err = err;
+    x.errlen = errlen;
+    mprof_reader *r = NULL;
+    int rc = -1;
+    if (!capture_path || !out_path) {
+        fail(&x, "a capture path and an output path are required");
+        goto out;
+    }
+    {
+        /* An output that is the capture itself would replace it (mprof ci and mprof export
+         * both get here), so it is refused before anything is read or written. */
+        struct stat cs, os;
+        if (strcmp(out_path, "-") != 0 && stat(capture_path, &cs) == 0 &&
+            stat(out_path, &os) == 0 && cs.st_dev == os.st_dev && cs.st_ino == os.st_ino) {
+            fail(&x, "%s: the output is the capture itself; choose another output", out_path);
+            goto out;
+        }
+    }
+    x.sys = mprof__sys_new(); /* NULL (out of memory): the export has no system figures */
+    if (read_pass(&x, 1, &r))
+        goto out;
+    mprof__sys_status(r, &x.sys_st);
+    if (x.sys)
+        mprof__sys_finish(x.sys, r);
+
+    /* The main frame set: unnamed marks, else the named set with the most frames. */
+    for (size_t i = 0; i < x.n_sets; i++)
+        if (build_frames(&x.sets[i], range)) {
+            fail(&x, "out of memory");
+            goto out;
+        }
+    for (size_t i = 0; i < x.n_sets; i++)
+        if (x.sets[i].name == 0 && (x.sets[i].nf > 0 || x.sets[i].incomplete > 0))
+            x.main = &x.sets[i];
+    if (!x.main) {
+        for (size_t i = 0; i < x.n_sets; i++)
+            if (x.sets[i].nf > 0 && (!x.main || x.sets[i].nf > x.main->nf))
+                x.main = &x.sets[i];
+        if (x.main)
+            warn(&x, "no unnamed frame marks; the frame set \"%s\" is used as the main one",
+                 set_name(r, x.main));
+        else
+            warn(&x, "no frames in this capture (call MPROF_FRAME_MARK() once per main-loop "
+                     "iteration)");
+    }
+    if (x.main && x.main->incomplete)
+        warn(&x, "%zu frames spanned lost events (their marks may be lost) and are left out",
+             x.main->incomplete);
+    if (x.sets_capped)
+        warn(&x, "more than %d frame sets; the others are left out", MAX_SETS);
+    {
+        mprof_reader_stats st;
+        mprof_reader_get_stats(r, &st);
+        if (!st.complete)
+            warn(&x, "the capture is incomplete (no END chunk; %" PRIu64 " bytes cut off): the "
+                     "program did not shut down cleanly", st.truncated_bytes);
+        const char *lost = mprof_reader_end_info(r, "events_lost");
+        if (lost && strcmp(lost, "0") != 0)
+            warn(&x, "%s events were lost; frame and zone times near the gaps are incomplete",
+                 lost);
+    }
+    x.sys_switches = x.sys && x.main && x.sys_st.context_switches &&
+                     mprof__sys_thread_traced(x.sys, x.main->thread);
+    if (build_zones(&x, r)) {
+        fail(&x, "out of memory");
+        goto out;
+    }
+    for (size_t k = 0; x.sys_switches && k < x.n_zones; k++) {
+        if (!x.zones[k].self_ms)
+            continue;
+        x.zones[k].self_off_ms = calloc(x.main->nf ? x.main->nf : 1, sizeof(double));
+        if (!x.zones[k].self_off_ms) {
+            fail(&x, "out of memory");
+            goto out;
+        }
+    }
+    if (x.main && x.n_zones > 0 && read_pass(&x, 2, NULL))
+        goto out;
+
+    int to_stdout = strcmp(out_path, "-") == 0;
+    /* Anything at the path that is not a plain regular file (/dev/null, a FIFO, a symlink) is
+     * written in place: renaming over it would replace the device, the FIFO or the link. */
+    struct stat ost;
+    if (!to_stdout && lstat(out_path, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+        FILE *df = fopen(out_path, "w");
+        if (!df) {
+            fail(&x, "%s: cannot open: %s", out_path, strerror(errno));
+            goto out;
+        }
+        int drc = write_export(&x, r, df);
+        if (fclose(df) != 0 || drc)
+            fail(&x, "%s: writing failed", out_path);
+        else
+            rc = 0;
+        goto out;
+    }
+    /* A fresh temp file next to the output (mkstemp: a file the user already has is never
+     * opened), renamed into place once complete. */
+    size_t tl = strlen(out_path) + 8;
+    char *tmp = to_stdout ? NULL : malloc(tl);
+    if (!to_stdout && !tmp) {
+        fail(&x, "out of memory");
+        goto out;
+    }
+    FILE *f = stdout;
+    if (tmp) {
+        snprintf(tmp, tl, "%s.XXXXXX", out_path);
+        int fd = mkstemp(tmp);
+        if (fd >= 0) {
+            /* mkstemp makes it 0600; the export gets the mode a plain create would give. */
+            mode_t um = umask(0);
+            umask(um);
+            fchmod(fd, 0666 & ~um);
+        }
+        f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f) {
+            fail(&x, "%s: cannot create: %s", tmp, strerror(errno));
+            if (fd >= 0) {
+                close(fd);
+                remove(tmp);
+            }
+            free(tmp);
+            goto out;
+        }
+    }
+    int wrc = write_export(&x, r, f);
+    if (to_stdout) {
+        if (wrc || fflush(stdout) != 0)
+            fail(&x, "writing the frame export to stdout failed");
+        else
+            rc = 0;
+    } else {
+        int saved = errno;
+        if (fclose(f) != 0 || wrc) {
+            fail(&x, "%s: writing failed: %s", out_path, strerror(wrc ? saved : errno));
+            remove(tmp);
+        } else if (rename(tmp, out_path) != 0) {
+            fail(&x, "%s: cannot rename the finished export into place: %s", out_path,
+                 strerror(errno));
+            remove(tmp);
+        } else {
+            rc = 0;
+        }
+        free(tmp);
+    }
+out:
+    mprof_reader_close(r);
+    exporter_free(&x);
+    return rc;
+}

@@ -1,0 +1,34 @@
+/*
+ * frames_export.h - the frame export (`mprof export FILE --format frames`): a capture's frame
+ * times as JSON with schema mprof.frames.v1, the input of `mprof gate` and `mprof ci`.
+ * docs/GATE.md specifies the schema.
+ */
+#ifndef MPROF_ANALYSIS_FRAMES_EXPORT_H
+#define MPROF_ANALYSIS_FRAMES_EXPORT_H
+
+#include "analysis/range.h"
+
+#include <stddef.h>
+
+/* Zones whose per-frame times are exported (the largest by total self time); every zone's totals
+ * are exported regardless. */
+#define MPROF_FRAMES_TOP_ZONES 64
+
+/*
+ * Reads the capture at capture_path and writes its frame export to out_path ("-" = stdout).
+ * Identity: file, process, pid, start time, hostname, CPU, build type from the capture's INFO
+ * keys; the git SHA from INFO "git_sha", else the environment variable MPROF_GIT_SHA, else
+ * `git rev-parse HEAD` in the current directory, else null. Returns 0, or -1 with a message in
+ * err naming the file and the problem (unreadable or corrupt capture, a capture without frame
+ * marks, an output that cannot be written). On failure no partial output file is left behind.
+ * Any thread; no shared state.
+ */
+int mprof__export_frames(const char *capture_path, const char *out_path, char *err,
+                         size_t errlen);
+
+/* The same for the frames inside a resolved range (export_range.h; NULL = all): frames wholly
+ * inside the window, zones that overlap it. */
+int mprof__export_frames_range(const char *capture_path, const mprof_export_range *range,
+                               const char *out_path, char *err, size_t errlen);
+
+#endif

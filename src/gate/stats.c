@@ -1,0 +1,560 @@
+/*
+ * stats.c - the Mann-Whitney U test and a hierarchical bootstrap.
+ *
+ * The idea: a gate that compares two p95s on their own flips on noise, because a p95 of a few
+ * hundred frames moves by several percent between identical runs. So the gate asks two further
+ * questions of the data. Is one distribution shifted against the other (a rank test, which does
+ * not care about the shape of the tail)? And how far could the p95 ratio move if we re-ran the
+ * same experiment (a bootstrap, which resamples the runs we have instead of assuming a formula)?
+ * Both are implemented here in plain C with no dependencies beyond libm.
+ */
+#include "gate/stats.h"
+#include "analysis/percentile.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+double mprof__normal_sf(double z)
+{
+    return 0.5 * erfc(z / sqrt(2.0));
+}
+
+double mprof__normal_isf(double p)
+{
+    if (p <= 0.0)
+        return INFINITY;
+    if (p >= 1.0)
+        return -INFINITY;
+    /* Bisection on the monotone upper tail; 200 halvings of [-40, 40] reach double precision. */
+    double lo = -40.0, hi = 40.0;
+    for (int i = 0; i < 200 && hi - lo > 1e-12; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (mprof__normal_sf(mid) > p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+double mprof__mwu_min_p(size_t na, size_t nb)
+{
+    /* 1 / C(na + nb, na), computed as a product to stay in range. */
+    double c = 1.0;
+    size_t k = na < nb ? na : nb, n = na + nb;
+    for (size_t i = 1; i <= k; i++)
+        c = c * (double)(n - k + i) / (double)i;
+    return 1.0 / c;
+}
+
+double mprof__t_isf(double p, double df)
+{
+    double z = mprof__normal_isf(p);
+    if (!(df > 0.0))
+        return INFINITY;
+    if (df > 1e6)
+        return z;
+    /* Below 3 degrees of freedom the expansion is too short (11 % low at 1): the exact
+     * quantiles of 1 and 2 degrees, taken at the whole degrees below df (wider, so safe). */
+    if (df < 2.0)
+        return tan(3.14159265358979323846 * (0.5 - p));
+    if (df < 3.0) {
+        double q = 1.0 - p;
+        return (2.0 * q - 1.0) / sqrt(2.0 * q * (1.0 - q));
+    }
+    /* Cornish-Fisher expansion of Student's t quantile in powers of 1 / df (Abramowitz and
+     * Stegun 26.7.5), to the fourth term. */
+    double z2 = z * z, z3 = z2 * z, z5 = z3 * z2, z7 = z5 * z2, z9 = z7 * z2;
+    double g1 = (z3 + z) / 4.0;
+    double g2 = (5.0 * z5 + 16.0 * z3 + 3.0 * z) / 96.0;
+    double g3 = (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / 384.0;
+    double g4 = (79.0 * z9 + 776.0 * z7 + 1482.0 * z5 - 1920.0 * z3 - 945.0 * z) / 92160.0;
+    return z + g1 / df + g2 / (df * df) + g3 / (df * df * df) + g4 / (df * df * df * df);
+}
+
+int mprof__runs_diff_greater(const double *base, size_t nb, const double *cur, size_t nc,
+                             double alpha, double *out_t)
+{
+    *out_t = 0.0;
+    if (nb < 2 || nc < 2)
+        return 0;
+    double mb = 0, mc = 0, vb = 0, vc = 0;
+    for (size_t i = 0; i < nb; i++)
+        mb += base[i];
+    for (size_t i = 0; i < nc; i++)
+        mc += cur[i];
+    mb /= (double)nb;
+    mc /= (double)nc;
+    for (size_t i = 0; i < nb; i++)
+        vb += (base[i] - mb) * (base[i] - mb);
+    for (size_t i = 0; i < nc; i++)
+        vc += (cur[i] - mc) * (cur[i] - mc);
+    /* Pooled, for the reason given in mprof__runs_log_ratio_ci. */
+    double df = (double)(nb + nc - 2);
+    double se2 = (vb + vc) / df * (1.0 / (double)nb + 1.0 / (double)nc);
+    double d = mc - mb;
+    if (!(se2 > 0.0)) {
+        *out_t = d > 0.0 ? INFINITY : 0.0;
+        return d > 0.0;
+    }
+    *out_t = d / sqrt(se2);
+    return *out_t > mprof__t_isf(alpha, df);
+}
+
+int mprof__runs_log_ratio_ci(const double *base, size_t nb, const double *cur, size_t nc,
+                              double level, mprof_ratio_ci *out, double *out_df)
+{
+    memset(out, 0, sizeof *out);
+    *out_df = 0.0;
+    if (nb < 2 || nc < 2)
+        return -1;
+    double mb = 0, mc = 0, vb = 0, vc = 0;
+    for (size_t i = 0; i < nb; i++) {
+        if (!(base[i] > 0.0))
+            return -1;
+        mb += log(base[i]);
+    }
+    for (size_t i = 0; i < nc; i++) {
+        if (!(cur[i] > 0.0))
+            return -1;
+        mc += log(cur[i]);
+    }
+    mb /= (double)nb;
+    mc /= (double)nc;
+    for (size_t i = 0; i < nb; i++)
+        vb += (log(base[i]) - mb) * (log(base[i]) - mb);
+    for (size_t i = 0; i < nc; i++)
+        vc += (log(cur[i]) - mc) * (log(cur[i]) - mc);
+    /* Pooled variance: interleaved runs of both sides on one machine share its run-to-run
+     * spread. (Welch's unequal-variance form is not used: with two or three runs a side, the
+     * two sample variances differ by large factors by chance alone, and its degrees of freedom
+     * then collapse towards 1.) */
+    double df = (double)(nb + nc - 2);
+    double sp2 = (vb + vc) / df;
+    double se2 = sp2 * (1.0 / (double)nb + 1.0 / (double)nc);
+    double d = mc - mb;
+    out->point = exp(d);
+    *out_df = df;
+    if (se2 <= 0.0) {
+        out->lo = out->hi = out->point;
+        return 0;
+    }
+    double t = mprof__t_isf((1.0 - level) / 2.0, df);
+    out->lo = exp(d - t * sqrt(se2));
+    out->hi = exp(d + t * sqrt(se2));
+    return 0;
+}
+
+typedef struct ranked {
+    double v;
+    int from_b;
+} ranked;
+
+static int cmp_ranked(const void *pa, const void *pb)
+{
+    const ranked *a = pa, *b = pb;
+    return (a->v > b->v) - (a->v < b->v);
+}
+
+#define EXACT_MAX 20
+
+/* Exact upper tail P(U >= u) for sizes m (a) and n (b) without ties: counts of the arrangements
+ * of m a's and n b's by U, from f(m, n, u) = f(m, n-1, u-m) + f(m-1, n, u) (the largest value is
+ * either a b, which beats all m a's, or an a, which adds nothing). */
+static double exact_upper_tail(size_t m, size_t n, double u)
+{
+    size_t maxu = m * n;
+    /* f[j] for the current i holds arrays for n' = 0..n; we build row by row over m' = 0..m. */
+    double *prev[EXACT_MAX + 1], *cur[EXACT_MAX + 1];
+    double result = 1.0;
+    memset(prev, 0, sizeof prev);
+    memset(cur, 0, sizeof cur);
+    for (size_t i = 0; i <= m; i++) {
+        for (size_t j = 0; j <= n; j++) {
+            size_t len = i * j + 1;
+            double *f = calloc(len, sizeof *f);
+            if (!f)
+                goto out;
+            if (i == 0 || j == 0) {
+                f[0] = 1.0;
+            } else {
+                for (size_t uu = 0; uu < len; uu++) {
+                    double s = 0.0;
+                    if (uu >= i && uu - i <= i * (j - 1))
+                        s += cur[j - 1][uu - i];
+                    if (uu <= (i - 1) * j)
+                        s += prev[j][uu];
+                    f[uu] = s;
+                }
+            }
+            cur[j] = f;
+        }
+        for (size_t j = 0; j <= n; j++) {
+            free(prev[j]);
+            prev[j] = cur[j];
+            cur[j] = NULL;
+        }
+    }
+    {
+        const double *f = prev[n];
+        double total = 0.0, tail = 0.0;
+        for (size_t uu = 0; uu <= maxu; uu++) {
+            total += f[uu];
+            if ((double)uu >= u - 1e-9)
+                tail += f[uu];
+        }
+        result = tail / total;
+    }
+out:
+    for (size_t j = 0; j <= EXACT_MAX; j++) {
+        free(prev[j]);
+        free(cur[j]);
+    }
+    return result;
+}
+
+int mprof__mann_whitney(const double *a, size_t na, const double *b, size_t nb, mprof_mwu *out)
+{
+    memset(out, 0, sizeof *out);
+    if (na == 0 || nb == 0)
+        return -1;
+    size_t n = na + nb;
+    ranked *r = malloc(n * sizeof *r);
+    if (!r)
+        return -1;
+    for (size_t i = 0; i < na; i++)
+        r[i] = (ranked){a[i], 0};
+    for (size_t i = 0; i < nb; i++)
+        r[na + i] = (ranked){b[i], 1};
+    qsort(r, n, sizeof *r, cmp_ranked);
+
+    /* Average ranks (1-based) over groups of ties; the tie term sums t^3 - t per group. */
+    double rank_sum_b = 0.0, tie_term = 0.0;
+    size_t i = 0;
+    while (i < n) {
+        size_t j = i + 1;
+        while (j < n && r[j].v == r[i].v)
+            j++;
+        double t = (double)(j - i);
+        double avg_rank = ((double)(i + 1) + (double)j) / 2.0;
+        for (size_t k = i; k < j; k++)
+            if (r[k].from_b)
+                rank_sum_b += avg_rank;
+        tie_term += t * t * t - t;
+        i = j;
+    }
+    free(r);
+
+    double dna = (double)na, dnb = (double)nb, dn = (double)n;
+    double u = rank_sum_b - dnb * (dnb + 1.0) / 2.0;
+    out->u = u;
+    out->effect = u / (dna * dnb);
+
+    if (na <= EXACT_MAX && nb <= EXACT_MAX && tie_term == 0.0) {
+        out->exact = 1;
+        out->p_greater = exact_upper_tail(na, nb, u);
+        /* By symmetry of U around na nb / 2, P(U <= u) = P(U >= na nb - u). */
+        out->p_less = exact_upper_tail(na, nb, dna * dnb - u);
+        return 0;
+    }
+
+    double mu = dna * dnb / 2.0;
+    double var = dna * dnb / 12.0 * ((dn + 1.0) - tie_term / (dn * (dn - 1.0)));
+    if (var <= 0.0) {
+        /* Every value is tied: no evidence either way. */
+        out->p_greater = 1.0;
+        out->p_less = 1.0;
+        return 0;
+    }
+    double sd = sqrt(var);
+    out->z = (u - mu) / sd;
+    out->p_greater = mprof__normal_sf((u - mu - 0.5) / sd);
+    out->p_less = mprof__normal_sf((mu - u - 0.5) / sd);
+    if (out->p_greater > 1.0)
+        out->p_greater = 1.0;
+    if (out->p_less > 1.0)
+        out->p_less = 1.0;
+    return 0;
+}
+
+/* Batch-means design effect of one side's ranks (rk: ranks of the side's values, in the side's
+ * order), or 1 when the side is not blocked or too short. */
+static double design_effect(const mprof_sample_runs *s, const double *rk)
+{
+    size_t k = s->blocks_per_run;
+    if (k < 2)
+        return 1.0;
+    size_t n = s->run_start[s->n_runs] - s->run_start[0];
+    double mean = 0.0, var = 0.0;
+    for (size_t i = 0; i < n; i++)
+        mean += rk[i];
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++)
+        var += (rk[i] - mean) * (rk[i] - mean);
+    var /= (double)(n > 1 ? n - 1 : 1);
+    if (var <= 0.0)
+        return 1.0;
+    double bsum = 0.0;
+    size_t nb = 0;
+    for (size_t r = 0; r < s->n_runs; r++) {
+        size_t b = s->run_start[r] - s->run_start[0], len = s->run_start[r + 1] - s->run_start[r];
+        if (len < 2 * k)
+            continue;
+        for (size_t j = 0; j < k; j++) {
+            size_t st = b + j * len / k, en = b + (j + 1) * len / k;
+            double bm = 0.0;
+            for (size_t i = st; i < en; i++)
+                bm += rk[i];
+            bm /= (double)(en - st);
+            bsum += (double)(en - st) * (bm - mean) * (bm - mean);
+            nb++;
+        }
+    }
+    if (nb < 2)
+        return 1.0;
+    /* sum of m_j (mean_j - mean)^2 / (nb - 1) estimates m * var(block mean). */
+    double de = bsum / (double)(nb - 1) / var;
+    return de > 1.0 ? de : 1.0;
+}
+
+typedef struct vidx {
+    double v;
+    size_t idx; /* < na: a's value idx; else na + b's value idx */
+} vidx;
+
+static int cmp_vidx(const void *pa, const void *pb)
+{
+    const vidx *a = pa, *b = pb;
+    return (a->v > b->v) - (a->v < b->v);
+}
+
+int mprof__mann_whitney_runs(const mprof_sample_runs *a, const mprof_sample_runs *b,
+                             mprof_mwu *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!a || !b || a->n_runs == 0 || b->n_runs == 0)
+        return -1;
+    size_t na = a->run_start[a->n_runs] - a->run_start[0];
+    size_t nb = b->run_start[b->n_runs] - b->run_start[0];
+    const double *va = a->values + a->run_start[0], *vb = b->values + b->run_start[0];
+    if (a->blocks_per_run < 2 && b->blocks_per_run < 2) {
+        int rc = mprof__mann_whitney(va, na, vb, nb, out);
+        out->design_effect = 1.0;
+        return rc;
+    }
+    if (na == 0 || nb == 0)
+        return -1;
+    size_t n = na + nb;
+    vidx *it = malloc(n * sizeof *it);
+    double *rk = malloc(n * sizeof *rk);
+    if (!it || !rk) {
+        free(it);
+        free(rk);
+        return -1;
+    }
+    for (size_t i = 0; i < na; i++)
+        it[i] = (vidx){va[i], i};
+    for (size_t i = 0; i < nb; i++)
+        it[na + i] = (vidx){vb[i], na + i};
+    qsort(it, n, sizeof *it, cmp_vidx);
+    double tie_term = 0.0, rank_sum_b = 0.0;
+    size_t i = 0;
+    while (i < n) {
+        size_t j = i + 1;
+        while (j < n && it[j].v == it[i].v)
+            j++;
+        double t = (double)(j - i);
+        double avg = ((double)(i + 1) + (double)j) / 2.0;
+        for (size_t k = i; k < j; k++) {
+            rk[it[k].idx] = avg;
+            if (it[k].idx >= na)
+                rank_sum_b += avg;
+        }
+        tie_term += t * t * t - t;
+        i = j;
+    }
+    free(it);
+    double dna = (double)na, dnb = (double)nb, dn = (double)n;
+    double u = rank_sum_b - dnb * (dnb + 1.0) / 2.0;
+    double de = (design_effect(a, rk) + design_effect(b, rk + na)) / 2.0;
+    free(rk);
+    if (de < 1.0)
+        de = 1.0;
+    out->u = u;
+    out->effect = u / (dna * dnb);
+    out->design_effect = de;
+    double mu = dna * dnb / 2.0;
+    double var = dna * dnb / 12.0 * ((dn + 1.0) - tie_term / (dn * (dn - 1.0))) * de;
+    if (var <= 0.0) {
+        out->p_greater = 1.0;
+        out->p_less = 1.0;
+        return 0;
+    }
+    double sd = sqrt(var);
+    out->z = (u - mu) / sd;
+    out->p_greater = fmin(1.0, mprof__normal_sf((u - mu - 0.5) / sd));
+    out->p_less = fmin(1.0, mprof__normal_sf((mu - u - 0.5) / sd));
+    return 0;
+}
+
+/* ---- bootstrap ------------------------------------------------------------------------------ */
+
+typedef struct rng {
+    uint64_t s[4];
+} rng;
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void rng_seed(rng *g, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        g->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256** (Blackman and Vigna). */
+static uint64_t rng_next(rng *g)
+{
+    uint64_t *s = g->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+/* Uniform integer in [0, n), without modulo bias (rejection of the short last interval). */
+static size_t rng_below(rng *g, size_t n)
+{
+    uint64_t bound = (uint64_t)n;
+    uint64_t threshold = (0 - bound) % bound;
+    for (;;) {
+        uint64_t x = rng_next(g);
+        if (x >= threshold)
+            return (size_t)(x % bound);
+    }
+}
+
+static size_t runs_total(const mprof_sample_runs *s)
+{
+    return s->run_start[s->n_runs] - s->run_start[0];
+}
+
+/* Draws one run's worth of values from values[b .. b + n) into out: n single values, or, with
+ * k >= 2 blocks, k whole contiguous blocks. Returns the count written. */
+static size_t draw_run(const double *values, size_t b, size_t n, size_t k, rng *g, double *out)
+{
+    size_t len = 0;
+    if (k < 2 || n < 2 * k) {
+        for (size_t i = 0; i < n; i++)
+            out[len++] = values[b + rng_below(g, n)];
+        return len;
+    }
+    for (size_t j = 0; j < k; j++) {
+        size_t blk = rng_below(g, k);
+        size_t s = b + blk * n / k, e = b + (blk + 1) * n / k;
+        memcpy(out + len, values + s, (e - s) * sizeof *out);
+        len += e - s;
+    }
+    return len;
+}
+
+/* One resample of a side into out (capacity: see resample_cap); returns its length. */
+static size_t resample(const mprof_sample_runs *s, rng *g, double *out)
+{
+    if (s->n_runs == 1)
+        return draw_run(s->values, s->run_start[0], s->run_start[1] - s->run_start[0],
+                        s->blocks_per_run, g, out);
+    size_t len = 0;
+    for (size_t k = 0; k < s->n_runs; k++) {
+        size_t run = rng_below(g, s->n_runs);
+        size_t b = s->run_start[run], n = s->run_start[run + 1] - b;
+        len += draw_run(s->values, b, n, s->blocks_per_run, g, out + len);
+    }
+    return len;
+}
+
+/* The largest resample: n_runs copies of the longest run (blocks may round up by one each). */
+static size_t resample_cap(const mprof_sample_runs *s)
+{
+    size_t longest = 0;
+    for (size_t k = 0; k < s->n_runs; k++) {
+        size_t n = s->run_start[k + 1] - s->run_start[k];
+        if (n > longest)
+            longest = n;
+    }
+    return (longest + s->blocks_per_run + 1) * s->n_runs;
+}
+
+int mprof__bootstrap_ratio_ci(const mprof_sample_runs *base, const mprof_sample_runs *cur, double p,
+                              int n_resamples, double level, uint64_t seed, mprof_ratio_ci *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!base || !cur || base->n_runs == 0 || cur->n_runs == 0 || n_resamples < 1)
+        return -1;
+    for (size_t k = 0; k < base->n_runs; k++)
+        if (base->run_start[k + 1] <= base->run_start[k])
+            return -1;
+    for (size_t k = 0; k < cur->n_runs; k++)
+        if (cur->run_start[k + 1] <= cur->run_start[k])
+            return -1;
+
+    size_t nb = runs_total(base), nc = runs_total(cur);
+    size_t cap_b = resample_cap(base), cap_c = resample_cap(cur);
+    size_t cap = cap_b > cap_c ? cap_b : cap_c;
+    if (nb > cap)
+        cap = nb;
+    if (nc > cap)
+        cap = nc;
+    double *buf = malloc(cap * sizeof *buf);
+    double *scratch = malloc(cap * sizeof *scratch);
+    double *ratios = malloc((size_t)n_resamples * sizeof *ratios);
+    int rc = -1;
+    if (!buf || !scratch || !ratios)
+        goto done;
+
+    double pb = mprof__percentile_select(base->values + base->run_start[0], nb, p, scratch);
+    double pc = mprof__percentile_select(cur->values + cur->run_start[0], nc, p, scratch);
+    if (!(pb > 0.0))
+        goto done;
+    out->point = pc / pb;
+
+    rng g;
+    rng_seed(&g, seed);
+    int kept = 0;
+    for (int i = 0; i < n_resamples; i++) {
+        size_t lb = resample(base, &g, buf);
+        double rb = mprof__percentile_select(buf, lb, p, scratch);
+        size_t lc = resample(cur, &g, buf);
+        double rc_ = mprof__percentile_select(buf, lc, p, scratch);
+        if (rb > 0.0)
+            ratios[kept++] = rc_ / rb;
+    }
+    if (kept == 0)
+        goto done;
+    mprof__sort_doubles(ratios, (size_t)kept);
+    double tail = (1.0 - level) / 2.0 * 100.0;
+    out->lo = mprof__percentile_sorted(ratios, (size_t)kept, tail);
+    out->hi = mprof__percentile_sorted(ratios, (size_t)kept, 100.0 - tail);
+    rc = 0;
+done:
+    free(buf);
+    free(scratch);
+    free(ratios);
+    return rc;
+}

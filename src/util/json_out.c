@@ -1,0 +1,140 @@
+/*
+ * json_out.c - streaming JSON writer.
+ */
+#include "util/json_out.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+void mprof_json_init(mprof_json *j, FILE *out, int pretty)
+{
+    memset(j, 0, sizeof *j);
+    j->out = out;
+    j->pretty = pretty;
+    j->first[0] = 1;
+}
+
+void mprof_json_write_string(FILE *out, const char *s, size_t n)
+{
+    fputc('"', out);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"':
+            fputs("\\\"", out);
+            break;
+        case '\\':
+            fputs("\\\\", out);
+            break;
+        case '\n':
+            fputs("\\n", out);
+            break;
+        case '\r':
+            fputs("\\r", out);
+            break;
+        case '\t':
+            fputs("\\t", out);
+            break;
+        default:
+            if (c < 0x20 || c == 0x7f)
+                fprintf(out, "\\u%04x", c);
+            else
+                fputc(c, out);
+        }
+    }
+    fputc('"', out);
+}
+
+static void prefix(mprof_json *j, const char *key)
+{
+    if (!j->first[j->depth])
+        fputc(',', j->out);
+    j->first[j->depth] = 0;
+    if (j->pretty && j->depth > 0) {
+        fputc('\n', j->out);
+        for (int i = 0; i < j->depth; i++)
+            fputs("  ", j->out);
+    }
+    if (key) {
+        mprof_json_write_string(j->out, key, strlen(key));
+        fputs(j->pretty ? ": " : ":", j->out);
+    }
+}
+
+static void open_(mprof_json *j, const char *key, char c)
+{
+    prefix(j, key);
+    fputc(c, j->out);
+    if (j->depth < 63)
+        j->depth++;
+    j->first[j->depth] = 1;
+}
+
+static void close_(mprof_json *j, char c)
+{
+    int empty = j->first[j->depth];
+    if (j->depth > 0)
+        j->depth--;
+    if (j->pretty && !empty) {
+        fputc('\n', j->out);
+        for (int i = 0; i < j->depth; i++)
+            fputs("  ", j->out);
+    }
+    fputc(c, j->out);
+    if (j->depth == 0)
+        fputc('\n', j->out);
+}
+
+void mprof_json_obj_begin(mprof_json *j, const char *key) { open_(j, key, '{'); }
+void mprof_json_obj_end(mprof_json *j) { close_(j, '}'); }
+void mprof_json_arr_begin(mprof_json *j, const char *key) { open_(j, key, '['); }
+void mprof_json_arr_end(mprof_json *j) { close_(j, ']'); }
+
+void mprof_json_str(mprof_json *j, const char *key, const char *v)
+{
+    if (!v) {
+        mprof_json_null(j, key);
+        return;
+    }
+    mprof_json_strn(j, key, v, strlen(v));
+}
+
+void mprof_json_strn(mprof_json *j, const char *key, const char *v, size_t n)
+{
+    prefix(j, key);
+    mprof_json_write_string(j->out, v, n);
+}
+
+void mprof_json_u64(mprof_json *j, const char *key, uint64_t v)
+{
+    prefix(j, key);
+    fprintf(j->out, "%" PRIu64, v);
+}
+
+void mprof_json_i64(mprof_json *j, const char *key, int64_t v)
+{
+    prefix(j, key);
+    fprintf(j->out, "%" PRId64, v);
+}
+
+void mprof_json_f64(mprof_json *j, const char *key, double v)
+{
+    prefix(j, key);
+    if (isfinite(v))
+        fprintf(j->out, "%.6g", v);
+    else
+        fputs("null", j->out);
+}
+
+void mprof_json_bool(mprof_json *j, const char *key, int v)
+{
+    prefix(j, key);
+    fputs(v ? "true" : "false", j->out);
+}
+
+void mprof_json_null(mprof_json *j, const char *key)
+{
+    prefix(j, key);
+    fputs("null", j->out);
+}

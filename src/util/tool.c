@@ -1,0 +1,206 @@
+/*
+ * tool.c - what every command shares on its command line and its terminal: error messages and
+ * exit codes, the options loop, option values, escaping of outside strings, strings and error
+ * buffers, and the git commit being built.
+ */
+#include "util/tool.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int tool_error(const char *cmd, int code, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "mprof %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+int tool_finish(const char *cmd, int code)
+{
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return tool_error(cmd, EXIT_IO, "writing the output failed: %s", strerror(errno));
+    return code;
+}
+
+int tool_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+void tool_args_init(tool_args *a, int argc, char **argv)
+{
+    memset(a, 0, sizeof *a);
+    a->argc = argc;
+    a->argv = argv;
+    a->i = 1;
+}
+
+int tool_args_next(tool_args *a, const char **out)
+{
+    while (a->i < a->argc) {
+        const char *s = a->argv[a->i++];
+        *out = s;
+        if (!a->files_only && strcmp(s, "--") == 0) {
+            a->files_only = 1; /* every later argument is a file, even one that starts with '-' */
+            continue;
+        }
+        if (a->files_only || s[0] != '-' || !s[1])
+            return TOOL_ARG_FILE;
+        return tool_is_help(s) ? TOOL_ARG_HELP : TOOL_ARG_OPTION;
+    }
+    *out = NULL;
+    return TOOL_ARG_END;
+}
+
+const char *tool_args_value(tool_args *a)
+{
+    return a->i < a->argc ? a->argv[a->i++] : NULL;
+}
+
+int tool_parse_uint(const char *cmd, const char *flag, const char *value, unsigned long long max,
+                    unsigned long long *out)
+{
+    if (!value || !*value) {
+        tool_error(cmd, EXIT_USAGE, "%s needs a value", flag);
+        return -1;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(value, &end, 10);
+    if (errno || *end || value[0] == '-' || v > max) {
+        tool_error(cmd, EXIT_USAGE, "%s: '%s' is not a number from 0 to %llu", flag, value, max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+const char *tool_escape(const void *s, size_t n, char *out, size_t outn)
+{
+    const unsigned char *p = s;
+    size_t o = 0;
+    if (!outn)
+        return out;
+    for (size_t i = 0; i < n && p[i]; i++) {
+        char tmp[8];
+        size_t l;
+        /* Printable ASCII as it is; controls (escape sequences), DEL and every other byte as
+         * \xNN, so a peer cannot move the cursor, clear the screen or forge a line. */
+        if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\') {
+            tmp[0] = (char)p[i];
+            l = 1;
+        } else if (p[i] == '\\') {
+            memcpy(tmp, "\\\\", 2);
+            l = 2;
+        } else {
+            l = (size_t)snprintf(tmp, sizeof tmp, "\\x%02x", p[i]);
+        }
+        if (o + l >= outn)
+            break;
+        memcpy(out + o, tmp, l);
+        o += l;
+    }
+    out[o] = 0;
+    return out;
+}
+
+int tool_check_rereadable(const char *cmd, const char *path)
+{
+    struct stat st;
+    if (path && strcmp(path, "-") != 0 && stat(path, &st) == 0 && !S_ISREG(st.st_mode) &&
+        !S_ISBLK(st.st_mode)) {
+        tool_error(cmd, EXIT_USAGE, "%s is %s, not a file: mprof %s reads the capture more than "
+                   "once; save it to a file first", path,
+                   S_ISDIR(st.st_mode) ? "a directory" : "a pipe or device", cmd);
+        return -1;
+    }
+    return 0;
+}
+
+char *tool_strdup(const char *s)
+{
+    return s ? tool_strndup(s, strlen(s)) : NULL;
+}
+
+char *tool_strndup(const char *s, size_t n)
+{
+    if (!s)
+        return NULL;
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+void tool_seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* The first line that cmd prints, without its line break; 0 when it ran and exited 0. */
+static int first_line(const char *cmd, char *line, size_t n)
+{
+    line[0] = 0;
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    char *got = fgets(line, (int)n, p);
+    if (pclose(p) != 0 || !got) {
+        line[0] = 0;
+        return -1;
+    }
+    line[strcspn(line, "\r\n")] = 0;
+    return 0;
+}
+
+void tool_git_sha(char *out, size_t n, const char **source)
+{
+    out[0] = 0;
+    if (source)
+        *source = NULL;
+    const char *v = getenv("MPROF_GIT_SHA");
+    if (v && *v) {
+        snprintf(out, n, "%s", v);
+        if (source)
+            *source = "environment";
+        return;
+    }
+    char line[128];
+    if (first_line("git rev-parse HEAD 2>/dev/null", line, sizeof line) != 0)
+        return;
+    size_t len = strlen(line);
+    if (len < 7 || strspn(line, "0123456789abcdef") != len)
+        return;
+    snprintf(out, n, "%s", line);
+    if (source)
+        *source = "git";
+}
+
+void tool_git_branch(char *out, size_t n)
+{
+    out[0] = 0;
+    const char *v = getenv("MPROF_GIT_BRANCH");
+    if (v && *v) {
+        snprintf(out, n, "%s", v);
+        return;
+    }
+    char line[256];
+    if (first_line("git rev-parse --abbrev-ref HEAD 2>/dev/null", line, sizeof line) == 0 &&
+        strcmp(line, "HEAD") != 0)
+        snprintf(out, n, "%s", line);
+}

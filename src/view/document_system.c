@@ -1,0 +1,254 @@
+/*
+ * system_view.c - the "system" object of `mprof view`'s data document (docs/VIEW.md): per traced
+ * thread its off-CPU intervals and why (the viewer draws running / preempted / blocked under
+ * the thread's header), the CPU-usage samples (drawn as two plots) and the callstack samples
+ * with symbolised frames (the viewer's sample flame graph of a selected range). Everything is
+ * limited to the embedded range; samples are capped at MAX_SAMPLES (the document says so).
+ */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
+
+#include "analysis/symbolize.h"
+#include "analysis/system.h"
+#include "view/document.h"
+#include "util/umap.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SAMPLES 200000u
+
+typedef struct vsample {
+    int64_t ts;
+    uint64_t tid;
+    uint32_t stack;
+} vsample;
+
+/* A JSON string safe inside <script> (as timeline_view.c writes them). */
+static void jstr(FILE *o, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    fputc('"', o);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            fputc('\\', o);
+            fputc(c, o);
+        } else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+            fprintf(o, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+        } else {
+            fputc(c, o);
+        }
+    }
+    fputc('"', o);
+}
+
+static void jnum(FILE *o, double v)
+{
+    if (isfinite(v))
+        fprintf(o, "%.4g", v);
+    else
+        fputc('0', o);
+}
+
+static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
+{
+    char err[256];
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    if (!r)
+        return -1;
+    mprof_sys_status st;
+    mprof__sys_status(r, &st);
+    mprof_sysmodel *m = mprof__sys_new();
+    mprof_symbolizer *sym = NULL;
+    vsample *vs = NULL;
+    uint32_t n_vs = 0, cap_vs = 0;
+    uint64_t samples_left_out = 0;
+    mprof_strtab nm = {0};
+    int rc = -1;
+    if (!m)
+        goto out;
+    mprof_event ev;
+    int more;
+    while ((more = mprof_reader_next(r, &ev)) == 1) {
+        if (mprof__sys_event(m, r, &ev) != 0)
+            goto out;
+        if (ev.type == MPROF_EV_SYS_SAMPLE && ev.ts_ns >= t0 && ev.ts_ns <= t1) {
+            if (n_vs >= MAX_SAMPLES) {
+                samples_left_out++;
+                continue;
+            }
+            if (mprof_array_reserve((void **)&vs, &cap_vs, n_vs + 1, sizeof *vs) != 0)
+                goto out;
+            vs[n_vs++] = (vsample){ev.ts_ns, ev.u[0], (uint32_t)ev.u[1]};
+        } else if (ev.type == MPROF_EV_DEF_MODULE) {
+            if (!sym && !(sym = mprof_symbolizer_new()))
+                goto out;
+            char p[4096], bid[160];
+            snprintf(p, sizeof p, "%.*s", (int)ev.str_lens[0], ev.strs[0]);
+            snprintf(bid, sizeof bid, "%.*s", (int)ev.str_lens[1], ev.strs[1]);
+            mprof_symbolizer_add_module(sym, ev.u[0], ev.u[1], p, bid);
+        }
+    }
+    if (more < 0)
+        goto out;
+    mprof__sys_finish(m, r);
+    uint32_t nt = mprof__sys_tid_count(m), nc = mprof__sys_cpu_count(m);
+    if (!mprof_reader_info(r, "system.context_switches") && !nt && !nc && !n_vs) {
+        rc = 0; /* a capture without system tracing: no object */
+        goto out;
+    }
+    fprintf(out, ",\"system\":{\"context_switches\":%s,\"cpu_usage\":%s,\"sampling\":%s,\"hz\":%u,"
+                 "\"why_not\":",
+            st.context_switches ? "true" : "false", st.cpu_usage ? "true" : "false",
+            st.sampling ? "true" : "false", st.sample_hz);
+    if (st.why_not)
+        jstr(out, st.why_not);
+    else
+        fputs("null", out);
+    fputs(",\"threads\":[", out);
+    for (uint32_t i = 0; i < nt; i++) {
+        uint64_t tid;
+        int64_t s, e;
+        uint32_t n_off;
+        mprof__sys_tid_info(m, i, &tid, &s, &e, &n_off);
+        fprintf(out, "%s{\"tid\":%" PRIu64 ",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"off\":[",
+                i ? "," : "", tid, s, e);
+        /* [start, duration, reason] per interval overlapping the range, start delta-encoded. */
+        int64_t prev = 0;
+        int first = 1;
+        for (uint32_t k = 0; k < n_off; k++) {
+            int64_t a, b;
+            int why;
+            mprof__sys_tid_off(m, i, k, &a, &b, &why);
+            if (b < t0 || a > t1)
+                continue;
+            fprintf(out, "%s%" PRId64 ",%" PRId64 ",%d", first ? "" : ",", a - prev, b - a, why);
+            prev = a;
+            first = 0;
+        }
+        fputc(']', out);
+        if (mprof__sys_has_wakes(m)) {
+            /* who woke each interval of "off": an index into "wakers", -1 when unknown */
+            fputs(",\"wk\":[", out);
+            first = 1;
+            for (uint32_t k = 0; k < n_off; k++) {
+                int64_t a, b;
+                int why;
+                mprof__sys_tid_off(m, i, k, &a, &b, &why);
+                if (b < t0 || a > t1)
+                    continue;
+                uint32_t w = mprof__sys_tid_waker(m, i, k);
+                fprintf(out, "%s%ld", first ? "" : ",", w == UINT32_MAX ? -1L : (long)w);
+                first = 0;
+            }
+            fputc(']', out);
+        }
+        fputc('}', out);
+    }
+    if (mprof__sys_has_wakes(m)) {
+        static const char *const ctx_names[] = {"task", "hardirq", "softirq", "nmi"};
+        fputs("],\"wakers\":[", out);
+        for (uint32_t w = 0; w < mprof__sys_waker_count(m); w++) {
+            uint64_t tid, pid;
+            int ctx;
+            const char *comm;
+            mprof__sys_waker_info(m, w, &tid, &pid, &ctx, &comm);
+            fprintf(out, "%s{\"tid\":%" PRIu64 ",\"pid\":%" PRIu64 ",\"context\":\"%s\",\"name\":",
+                    w ? "," : "", tid, pid, ctx_names[ctx & 3]);
+            if (comm)
+                jstr(out, comm);
+            else
+                fputs("null", out);
+            fputc('}', out);
+        }
+    }
+    fputs("],\"cpu\":{\"ts\":[", out);
+    int64_t prev = 0;
+    int first = 1;
+    for (uint32_t i = 0; i < nc; i++) {
+        int64_t ts;
+        double o, sf;
+        mprof__sys_cpu_sample(m, i, &ts, &o, &sf);
+        if (ts < t0 - 200000000 || ts > t1 + 200000000)
+            continue;
+        fprintf(out, "%s%" PRId64, first ? "" : ",", ts - prev);
+        prev = ts;
+        first = 0;
+    }
+    fputs("],\"other\":[", out);
+    for (int pass = 0; pass < 2; pass++) {
+        first = 1;
+        for (uint32_t i = 0; i < nc; i++) {
+            int64_t ts;
+            double o, sf;
+            mprof__sys_cpu_sample(m, i, &ts, &o, &sf);
+            if (ts < t0 - 200000000 || ts > t1 + 200000000)
+                continue;
+            if (!first)
+                fputc(',', out);
+            jnum(out, 100 * (pass ? sf : o));
+            first = 0;
+        }
+        fputs(pass ? "]}" : "],\"self\":[", out);
+    }
+    /* Samples: outermost frame first, as the flame graph builds its tree. */
+    fputs(",\"samples\":{\"ts\":[", out);
+    prev = 0;
+    for (uint32_t i = 0; i < n_vs; i++) {
+        fprintf(out, "%s%" PRId64, i ? "," : "", vs[i].ts - prev);
+        prev = vs[i].ts;
+    }
+    fputs("],\"tid\":[", out);
+    for (uint32_t i = 0; i < n_vs; i++)
+        fprintf(out, "%s%" PRIu64, i ? "," : "", vs[i].tid);
+    fputs("],\"stack\":[", out);
+    for (uint32_t i = 0; i < n_vs; i++) {
+        uint32_t depth = 0;
+        const uint64_t *fr = mprof_reader_callstack(r, vs[i].stack, &depth);
+        fputs(i ? ",[" : "[", out);
+        for (uint32_t d = depth; fr && d-- > 0;) {
+            char buf[128];
+            uint32_t id =
+                mprof_strtab_id(&nm, mprof_symbolizer_frame_name(sym, fr[d], buf, sizeof buf));
+            if (id == UINT32_MAX)
+                goto out;
+            fprintf(out, "%s%" PRIu32, d + 1 == depth ? "" : ",", id);
+        }
+        fputc(']', out);
+    }
+    fprintf(out, "],\"left_out\":%" PRIu64 "},\"functions\":[", samples_left_out);
+    for (uint32_t i = 0; i < nm.n; i++) {
+        if (i)
+            fputc(',', out);
+        jstr(out, nm.s[i]);
+    }
+    fputs("]}", out);
+    rc = ferror(out) ? -1 : 0;
+out:
+    mprof_strtab_free(&nm);
+    free(vs);
+    mprof_symbolizer_free(sym);
+    mprof__sys_free(m);
+    mprof_reader_close(r);
+    return rc;
+}
+
+int mprof__system_view_json(const char *path, FILE *out, int64_t t0, int64_t t1)
+{
+    /* Built aside, so that a failure half-way leaves the document without the object rather
+     * than with half of it. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem)
+        return -1;
+    int rc = write_json(path, mem, t0, t1);
+    if (fclose(mem) != 0)
+        rc = -1;
+    if (rc == 0 && len && fwrite(text, 1, len, out) != len)
+        rc = -1;
+    free(text);
+    return rc;
+}

@@ -1,0 +1,23 @@
+/*
+ * serve.h - `mprof view --serve` and `mprof view --live`: the viewer as a local web server over
+ * one capture (serve.c).
+ */
+#ifndef MPROF_VIEW_SERVE_H
+#define MPROF_VIEW_SERVE_H
+
+/* mprof view --serve: indexes capture (index_path NULL = beside it) and serves the viewer on
+ * address:port (0 = any free port, printed on stdout) until SIGINT or SIGTERM. Returns an exit
+ * code. */
+int mprof__view_serve(const char *capture, const char *index_path, const char *address, unsigned port);
+/* mprof view --live: runs `mprof capture` into capture and serves the growing capture. */
+typedef struct mprof_view_live_opts {
+    const char *capture, *index_path;   /* -o FILE; --index */
+    const char *process_address;        /* -a: the process (default 127.0.0.1) */
+    unsigned port;                      /* -p: its port */
+    const char *address;                /* --address: the viewer's server */
+    unsigned http_port;                 /* --port */
+    int force;                          /* -f */
+} mprof_view_live_opts;
+int mprof__view_live(const mprof_view_live_opts *o);
+
+#endif
