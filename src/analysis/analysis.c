@@ -7,14 +7,15 @@
  * double per frame), since frames are few and the gate needs exact percentiles.
  */
 #include "analysis/analysis.h"
+#include "analysis/range.h"
+#include "analysis/system.h"
+#include "util/grow.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "analysis/system.h"
 
 /* Optional passes, added by their modules. */
 extern const mprof_pass_vtbl mprof__pass_gpu;
@@ -112,14 +113,8 @@ struct mprof_analysis {
 
 static int series_add(series *s, double v)
 {
-    if (s->n == s->cap) {
-        uint64_t nc = s->cap ? s->cap * 2 : 256;
-        double *p = realloc(s->v, nc * sizeof *p);
-        if (!p)
-            return -1;
-        s->v = p;
-        s->cap = nc;
-    }
+    if (MPROF_GROW(s->v, s->cap, s->n + 1, 256) != 0)
+        return -1;
     s->v[s->n++] = v;
     return 0;
 }
@@ -143,14 +138,8 @@ static frameset *get_set(mprof_analysis *a, uint32_t name)
 
 static void zone_begin(mprof_analysis *a, thread_acc *t, uint32_t tid, uint32_t loc, int64_t ts)
 {
-    if (t->depth == t->cap) {
-        uint32_t nc = t->cap ? t->cap * 2 : 32;
-        zone_frame *s = realloc(t->stack, nc * sizeof *s);
-        if (!s)
-            return;
-        t->stack = s;
-        t->cap = nc;
-    }
+    if (MPROF_GROW(t->stack, t->cap, t->depth + 1, 32) != 0)
+        return;
     t->stack[t->depth++] = (zone_frame){loc, ts, 0};
     if (t->depth == 1 && tid == a->main_thread) {
         a->top_open = 1;
@@ -387,11 +376,7 @@ static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_
         for (size_t i = 0; pass_table[i]; i++)
             if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->prescan)
                 pass_table[i]->prescan(a->pass_state[i], r, &ev);
-        if (ev.type != MPROF_EV_FRAME_MARK || ev.u[0] != 0)
-            continue;
-        if (!thread)
-            thread = ev.thread;
-        if (ev.thread != thread)
+        if (!mprof__is_main_mark(&ev, &thread))
             continue;
         if (!n || ev.ts_ns < lo)
             lo = ev.ts_ns;

@@ -15,6 +15,7 @@
 #include "analysis/hist.h"
 #include "util/json_out.h"
 #include "analysis/zone_key.h"
+#include "util/tool.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -33,15 +34,6 @@ struct mprof_diff {
     size_t n_rows;
     int per_frame; /* impact per frame (both have frames) or per second */
 };
-
-static char *dup_s(const char *s)
-{
-    size_t n = strlen(s);
-    char *p = malloc(n + 1);
-    if (p)
-        memcpy(p, s, n + 1);
-    return p;
-}
 
 /* Time per frame (or per second without frames) of a zone. */
 static double rate(const mprof_diff *d, const mprof_zstats *s, const mprof_zstat *z)
@@ -77,8 +69,8 @@ mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, s
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    d->path_a = dup_s(path_a);
-    d->path_b = dup_s(path_b);
+    d->path_a = tool_strdup(path_a);
+    d->path_b = tool_strdup(path_b);
     if (!d->path_a || !d->path_b || mprof__zstats_collect(path_a, &d->a, err, errlen) != 0 ||
         mprof__zstats_collect(path_b, &d->b, err, errlen) != 0) {
         if (!d->path_a || !d->path_b)
@@ -116,19 +108,9 @@ mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, s
                 kb[nb++] = key_of(&d->b.z[i]);
             }
     }
-    if (!za || !zb || !ka || !kb || !pair || !matched ||
-        mprof__zone_key_pair(ka, na, kb, nb, pair) != 0) {
-        free(za);
-        free(zb);
-        free(ka);
-        free(kb);
-        free(pair);
-        free(matched);
-        snprintf(err, errlen, "out of memory");
-        mprof__diff_free(d);
-        return NULL;
-    }
-    for (size_t i = 0; i < na; i++) {
+    int ok = za && zb && ka && kb && pair && matched &&
+             mprof__zone_key_pair(ka, na, kb, nb, pair) == 0;
+    for (size_t i = 0; ok && i < na; i++) {
         diff_row *row = &d->rows[d->n_rows++];
         row->a = za[i];
         if (pair[i] >= 0) {
@@ -136,7 +118,7 @@ mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, s
             matched[pair[i]] = 1;
         }
     }
-    for (size_t k = 0; k < nb; k++)
+    for (size_t k = 0; ok && k < nb; k++)
         if (!matched[k])
             d->rows[d->n_rows++].b = zb[k];
     free(za);
@@ -145,6 +127,11 @@ mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, s
     free(kb);
     free(pair);
     free(matched);
+    if (!ok) {
+        snprintf(err, errlen, "out of memory");
+        mprof__diff_free(d);
+        return NULL;
+    }
     for (size_t i = 0; i < d->n_rows; i++)
         d->rows[i].impact_ns = rate(d, &d->b, d->rows[i].b) - rate(d, &d->a, d->rows[i].a);
     qsort(d->rows, d->n_rows, sizeof *d->rows, cmp_rows);

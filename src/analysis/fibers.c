@@ -20,6 +20,7 @@
 #include "analysis/analysis.h"
 #include "analysis/passes.h"
 #include "util/umap.h"
+#include "util/grow.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -173,14 +174,8 @@ static void replay(fiber_acc *f, mprof_analysis *a, segment *g)
             fiber_zone_end(f, a, o->ts);
             continue;
         }
-        if (f->depth == f->cap_stack) {
-            uint32_t nc = f->cap_stack ? f->cap_stack * 2 : 16;
-            open_zone *n = realloc(f->stack, nc * sizeof *n);
-            if (!n)
-                continue;
-            f->stack = n;
-            f->cap_stack = nc;
-        }
+        if (MPROF_GROW(f->stack, f->cap_stack, f->depth + 1, 16) != 0)
+            continue;
         f->stack[f->depth++] = (open_zone){o->loc == UINT32_MAX ? 0 : o->loc, o->ts, 0};
     }
 }
@@ -253,14 +248,8 @@ static void open_segment(fibers_state *s, fthread *t, uint32_t thread, uint32_t 
 
 static void add_op(segment *g, int64_t ts, uint32_t loc)
 {
-    if (g->n_ops == g->cap_ops) {
-        uint32_t nc = g->cap_ops ? g->cap_ops * 2 : 16;
-        zop *n = realloc(g->ops, nc * sizeof *n);
-        if (!n)
-            return;
-        g->ops = n;
-        g->cap_ops = nc;
-    }
+    if (MPROF_GROW(g->ops, g->cap_ops, g->n_ops + 1, 16) != 0)
+        return;
     g->ops[g->n_ops++] = (zop){ts, loc};
 }
 

@@ -24,6 +24,7 @@
  */
 #include "analysis/analysis.h"
 #include "util/umap.h"
+#include "util/grow.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -194,14 +195,8 @@ static zone_acc *zone_for(gctx *c, const mprof_reader *r, uint32_t loc)
             return &c->zones[i];
         }
     }
-    if (c->n_zones == c->cap_zones) {
-        uint32_t nc = c->cap_zones ? c->cap_zones * 2 : 16;
-        zone_acc *p = realloc(c->zones, nc * sizeof *p);
-        if (!p)
-            return NULL;
-        c->zones = p;
-        c->cap_zones = nc;
-    }
+    if (MPROF_GROW(c->zones, c->cap_zones, c->n_zones + 1, 16) != 0)
+        return NULL;
     char *copy = malloc(strlen(name) + 1);
     if (!copy)
         return NULL;
@@ -367,14 +362,8 @@ static slot *slot_for(gctx *c, uint64_t query)
         i = c->free_slot - 1;
         c->free_slot = c->slots[i].next_free;
     } else {
-        if (c->n_slots == c->cap_slots) {
-            uint32_t nc = c->cap_slots ? c->cap_slots * 2 : 64;
-            slot *grown = realloc(c->slots, (size_t)nc * sizeof *grown);
-            if (!grown)
-                return NULL;
-            c->slots = grown;
-            c->cap_slots = nc;
-        }
+        if (MPROF_GROW(c->slots, c->cap_slots, c->n_slots + 1, 64) != 0)
+            return NULL;
         i = c->n_slots++;
     }
     slot *z = &c->slots[i];
@@ -396,14 +385,8 @@ static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
     case MPROF_EV_FRAME_MARK:
         if (ev->u[0] != 0)
             return; /* named frame sets are not the main loop */
-        if (s->n_marks == s->cap_marks) {
-            uint32_t nc = s->cap_marks ? s->cap_marks * 2 : 256;
-            int64_t *m = realloc(s->marks, nc * sizeof *m);
-            if (!m)
-                return;
-            s->marks = m;
-            s->cap_marks = nc;
-        }
+        if (MPROF_GROW(s->marks, s->cap_marks, s->n_marks + 1, 256) != 0)
+            return;
         /* Marks come from one thread in time order; keep the array sorted regardless. */
         if (s->n_marks && ev->ts_ns < s->marks[s->n_marks - 1])
             return;

@@ -15,6 +15,7 @@
 #include "analysis/analysis.h"
 #include "analysis/passes.h"
 #include "util/umap.h"
+#include "util/grow.h"
 #include "mprof/mprof.h" /* lock kinds */
 
 #include <inttypes.h>
@@ -125,14 +126,8 @@ static zstack *track_of(locks_state *s, lthread *t)
 
 static void zpush(zstack *z, uint32_t loc)
 {
-    if (z->n == z->cap) {
-        uint32_t nc = z->cap ? z->cap * 2 : 16;
-        uint32_t *n = realloc(z->v, nc * sizeof *n);
-        if (!n)
-            return;
-        z->v = n;
-        z->cap = nc;
-    }
+    if (MPROF_GROW(z->v, z->cap, z->n + 1, 16) != 0)
+        return;
     z->v[z->n++] = loc;
 }
 
@@ -162,14 +157,8 @@ static void add_waiter(waiters *w, uint32_t key, int64_t dur)
             w->v[i].total = sat_add(w->v[i].total, dur);
             return;
         }
-    if (w->n == w->cap) {
-        uint32_t nc = w->cap ? w->cap * 2 : 8;
-        waiter *n = realloc(w->v, nc * sizeof *n);
-        if (!n)
-            return;
-        w->v = n;
-        w->cap = nc;
-    }
+    if (MPROF_GROW(w->v, w->cap, w->n + 1, 8) != 0)
+        return;
     w->v[w->n++] = (waiter){key, 1, dur};
 }
 

@@ -26,6 +26,7 @@
 #include "analysis/symbolize.h"
 #include "analysis/passes.h"
 #include "util/umap.h"
+#include "util/grow.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -241,14 +242,8 @@ static uint32_t ent_new(mem_state *m)
         m->free_ent = m->ents[i].same;
         return i + 1;
     }
-    if (m->n_ents == m->cap_ents) {
-        uint32_t nc = m->cap_ents ? m->cap_ents * 2 : 1024;
-        alloc_ent *n = realloc(m->ents, (size_t)nc * sizeof *n);
-        if (!n)
-            return 0;
-        m->ents = n;
-        m->cap_ents = nc;
-    }
+    if (MPROF_GROW(m->ents, m->cap_ents, m->n_ents + 1, 1024) != 0)
+        return 0;
     return ++m->n_ents;
 }
 
@@ -455,14 +450,8 @@ static void on_discard(mem_state *m, const mprof_event *ev)
 /* One main frame ended: close the current sample group of every pool. */
 static void on_main_mark(mem_state *m, int64_t ts)
 {
-    if (m->n_marks == m->cap_marks) {
-        size_t nc = m->cap_marks ? m->cap_marks * 2 : 1024;
-        int64_t *n = realloc(m->marks, nc * sizeof *n);
-        if (!n)
-            return;
-        m->marks = n;
-        m->cap_marks = nc;
-    }
+    if (MPROF_GROW(m->marks, m->cap_marks, m->n_marks + 1, 1024) != 0)
+        return;
     m->marks[m->n_marks++] = ts;
     for (uint32_t i = 0; i < m->n_pools; i++) {
         pool_acc *p = &m->pools[i];
@@ -499,14 +488,8 @@ static int mev_less(const mev *x, const mev *y)
 
 static int heap_push(mem_state *m, const mprof_event *ev)
 {
-    if (m->n_heap == m->cap_heap) {
-        size_t nc = m->cap_heap ? m->cap_heap * 2 : 1024;
-        mev *n = realloc(m->heap, nc * sizeof *n);
-        if (!n)
-            return -1;
-        m->heap = n;
-        m->cap_heap = nc;
-    }
+    if (MPROF_GROW(m->heap, m->cap_heap, m->n_heap + 1, 1024) != 0)
+        return -1;
     mev e = {ev->ts_ns, m->seq++, {ev->u[0], ev->u[1], ev->u[2], ev->u[3]}, ev->thread, ev->type};
     size_t i = m->n_heap++;
     while (i > 0 && mev_less(&e, &m->heap[(i - 1) / 2])) {

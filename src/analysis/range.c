@@ -3,6 +3,7 @@
  */
 #include "analysis/range.h"
 #include "format/format.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <math.h>
@@ -104,23 +105,13 @@ int mprof__export_range_resolve(const char *path, mprof_export_range *r, char *e
     mprof_event ev;
     int rc;
     while ((rc = mprof_reader_next(rd, &ev)) == 1) {
-        if (ev.type != MPROF_EV_FRAME_MARK || ev.u[0] != 0)
+        if (!mprof__is_main_mark(&ev, &thread))
             continue;
-        if (!thread)
-            thread = ev.thread;
-        if (ev.thread != thread)
-            continue;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 1024;
-            int64_t *p = realloc(marks, nc * sizeof *p);
-            if (!p) {
-                snprintf(err, errlen, "%s: out of memory", path);
-                free(marks);
-                mprof_reader_close(rd);
-                return -1;
-            }
-            marks = p;
-            cap = nc;
+        if (MPROF_GROW(marks, cap, n + 1, 1024) != 0) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            free(marks);
+            mprof_reader_close(rd);
+            return -1;
         }
         marks[n++] = ev.ts_ns;
     }

@@ -11,8 +11,21 @@
 #ifndef MPROF_ANALYSIS_EXPORT_RANGE_H
 #define MPROF_ANALYSIS_EXPORT_RANGE_H
 
+#include "format/format.h"
+
 #include <stddef.h>
 #include <stdint.h>
+
+/* Whether ev marks a frame of the main frame set: an unnamed frame mark of the thread that made
+ * the first one. *main_thread (0 until then) learns that thread from the first unnamed mark. */
+static inline int mprof__is_main_mark(const mprof_event *ev, uint32_t *main_thread)
+{
+    if (ev->type != MPROF_EV_FRAME_MARK || ev->u[0] != 0)
+        return 0;
+    if (!*main_thread)
+        *main_thread = ev->thread;
+    return ev->thread == *main_thread;
+}
 
 typedef struct mprof_export_range {
     int64_t first_frame, end_frame; /* --frames A:B (B exclusive); first_frame < 0 = not given */

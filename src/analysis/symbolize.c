@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #endif
 #include "analysis/symbolize.h"
+#include "util/grow.h"
 
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
@@ -96,14 +97,8 @@ int mprof_symbolizer_add_module(mprof_symbolizer *s, uint64_t start, uint64_t si
     for (size_t i = 0; i < s->n_mods; i++)
         if (s->mods[i].start == start && strcmp(s->mods[i].path, path) == 0)
             return 0;
-    if (s->n_mods == s->cap_mods) {
-        size_t nc = s->cap_mods ? s->cap_mods * 2 : 16;
-        sym_module *nm = realloc(s->mods, nc * sizeof *nm);
-        if (!nm)
-            return -1;
-        s->mods = nm;
-        s->cap_mods = nc;
-    }
+    if (MPROF_GROW(s->mods, s->cap_mods, s->n_mods + 1, 16) != 0)
+        return -1;
     sym_module *m = &s->mods[s->n_mods];
     memset(m, 0, sizeof *m);
     m->start = start;

@@ -15,6 +15,7 @@
 #include "analysis/system.h"
 #include "analysis/symbolize.h"
 #include "util/umap.h"
+#include "util/tool.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -314,15 +315,6 @@ static uint64_t fnv(const char *s, uint64_t h)
     return h;
 }
 
-static char *dup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 /* Index of the function (name, module) in the table, added when new; UINT32_MAX on failure. */
 static uint32_t func_id(sys_pass *p, const char *name, const char *module)
 {
@@ -338,8 +330,8 @@ static uint32_t func_id(sys_pass *p, const char *name, const char *module)
     if (mprof_array_reserve((void **)&p->fn, &p->cap_fn, p->n_fn + 1, sizeof *p->fn) != 0)
         return UINT32_MAX;
     func *f = &p->fn[p->n_fn];
-    f->name = dup(name);
-    f->module = dup(module);
+    f->name = tool_strdup(name);
+    f->module = tool_strdup(module);
     f->samples = 0;
     if (!f->name || !f->module || mprof_umap_put(&p->fn_by_hash, h, p->n_fn) != 0) {
         free(f->name);

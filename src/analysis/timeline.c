@@ -11,6 +11,8 @@
  * The view document writer is in timeline_view.c.
  */
 #include "analysis/timeline.h"
+#include "util/grow.h"
+#include "util/tool.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -24,36 +26,19 @@
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
-/* Grows *arr (element size sz) to hold at least need elements. Returns 0 or -1. */
+/* Grows *arr (element size sz) to hold at least need elements, the new ones zeroed. Returns 0
+ * or -1. */
 static int grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
 {
-    if (need <= *cap)
+    uint32_t old = *cap;
+    if (need <= old)
         return 0;
-    uint32_t nc = *cap ? *cap : 8;
-    while (nc < need) {
-        if (nc > UINT32_MAX / 2)
-            return -1;
-        nc *= 2;
-    }
-    void *p = realloc(*arr, (size_t)nc * sz);
-    if (!p)
+    if (mprof__grow32(arr, cap, need, sz, 8) != 0)
         return -1;
-    memset((char *)p + (size_t)*cap * sz, 0, (size_t)(nc - *cap) * sz);
-    *arr = p;
-    *cap = nc;
+    memset((char *)*arr + (size_t)old * sz, 0, (size_t)(*cap - old) * sz);
     return 0;
 }
 #define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof *(arr))
-
-static char *dup_n(const char *s, uint32_t n)
-{
-    char *p = malloc((size_t)n + 1);
-    if (p) {
-        memcpy(p, s, n);
-        p[n] = 0;
-    }
-    return p;
-}
 
 /* ---- tracks ---------------------------------------------------------------------------------- */
 
@@ -732,7 +717,7 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
         open_zone *z = top_zone(w, ev->thread);
         if (!z)
             break;
-        char *s = dup_n(ev->str ? ev->str : "", ev->str_len);
+        char *s = tool_strndup(ev->str ? ev->str : "", ev->str_len);
         if (!s) {
             w->oom = 1;
             break;

@@ -6,6 +6,7 @@
  * shared by many sites, like "Update", still forms groups of tens).
  */
 #include "analysis/zone_key.h"
+#include "util/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -152,14 +153,8 @@ int mprof__zone_key_pair(const mprof_zone_key *a, size_t n_a, const mprof_zone_k
                 int s = mprof__zone_key_score(&a[oa[x]], &b[ob[y]]);
                 if (s <= 0)
                     continue;
-                if (nc == cap) {
-                    size_t ncap = cap ? cap * 2 : 64;
-                    cand *p = realloc(c, ncap * sizeof *p);
-                    if (!p)
-                        goto out;
-                    c = p;
-                    cap = ncap;
-                }
+                if (MPROF_GROW(c, cap, nc + 1, 64) != 0)
+                    goto out;
                 c[nc++] = (cand){s, oa[x], ob[y]};
             }
         ia = ea;

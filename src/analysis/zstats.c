@@ -7,6 +7,7 @@
  */
 #include "analysis/zstats.h"
 #include "analysis/timeline.h"
+#include "util/tool.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -19,15 +20,6 @@ typedef struct collect {
     const mprof_export_range *range;
     int oom;
 } collect;
-
-static char *dup_s(const char *s)
-{
-    size_t n = strlen(s ? s : "");
-    char *p = malloc(n + 1);
-    if (p)
-        memcpy(p, s ? s : "", n + 1);
-    return p;
-}
 
 static void zs_zone(void *user, const mprof_tl_zone *z)
 {
@@ -49,9 +41,9 @@ static void zs_zone(void *user, const mprof_tl_zone *z)
     mprof_zstat *st = &s->z[z->loc];
     if (!st->name) {
         const mprof_srcloc_def *d = mprof_reader_srcloc(c->r, z->loc);
-        st->name = dup_s(d ? d->name : "?");
-        st->function = dup_s(d ? d->function : "");
-        st->file = dup_s(d ? d->file : "");
+        st->name = tool_strdup(d && d->name ? d->name : "?");
+        st->function = tool_strdup(d && d->function ? d->function : "");
+        st->file = tool_strdup(d && d->file ? d->file : "");
         st->line = d ? d->line : 0;
         st->color = d ? d->color : 0;
         if (!st->name || !st->function || !st->file) {

@@ -1,10 +1,12 @@
 /*
- * umap.h - a small open-addressing map from nonzero 64-bit keys to 32-bit values, private to the
- * memory, locks and fibers passes. Values are usually indices into the pass's own arrays.
+ * umap.h - a small open-addressing map from nonzero 64-bit keys to 32-bit values (values are
+ * usually indices into the user's own arrays), and a table of distinct strings built on it.
  * Deletion uses backward-shift, so lookups never see tombstones.
  */
-#ifndef MPROF_ANALYSIS_UMAP_H
-#define MPROF_ANALYSIS_UMAP_H
+#ifndef MPROF_UTIL_UMAP_H
+#define MPROF_UTIL_UMAP_H
+
+#include "util/grow.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -114,26 +116,6 @@ static inline void mprof_umap_free(mprof_umap *m)
     m->keys = NULL;
     m->vals = NULL;
     m->cap = m->n = 0;
-}
-
-/* Makes room for n elements of size es in *arr (capacity *cap, doubled as needed). Returns 0,
- * or -1 when out of memory (array unchanged). */
-static inline int mprof_array_reserve(void **arr, uint32_t *cap, uint32_t n, size_t es)
-{
-    if (n <= *cap)
-        return 0;
-    uint32_t nc = *cap ? *cap : 16;
-    while (nc < n) {
-        if (nc > UINT32_MAX / 2)
-            return -1;
-        nc *= 2;
-    }
-    void *p = realloc(*arr, (size_t)nc * es);
-    if (!p)
-        return -1;
-    *arr = p;
-    *cap = nc;
-    return 0;
 }
 
 /* Distinct strings, each with a small index in the order first met (function names of samples,
