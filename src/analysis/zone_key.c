@@ -47,7 +47,7 @@ int mprof__zone_key_path_common(const char *a, const char *b)
     const char *ea = a + strlen(a), *eb = b + strlen(b);
     int common = 0;
     for (;;) {
-        const char *ca, *cb;
+        const char *ca = NULL, *cb = NULL; /* set whenever the length is not 0 */
         size_t na = prev_component(a, &ea, &ca), nb = prev_component(b, &eb, &cb);
         if (!na || na != nb || memcmp(ca, cb, na) != 0)
             return common;
