@@ -11,6 +11,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "view/index.h"
+#include "view/page_files.h"
 #include "test_util.h"
 
 #include <arpa/inet.h>

@@ -15,6 +15,7 @@
 #include "analysis/timeline.h"
 #include "analysis/system.h"
 #include "view/document.h"
+#include "view/page_files.h"
 #include "mprof/mprof.h"
 
 #include <inttypes.h>
@@ -25,10 +26,6 @@
 #define NONE UINT32_MAX
 #define DEFAULT_MAX_ZONES 1000000u
 #define SAMPLE_BUCKETS 4000
-
-/* Generated from tools/view/ by tools/view/embed.cmake. */
-extern const unsigned char mprof__view_head[], mprof__view_tail[];
-extern const size_t mprof__view_head_len, mprof__view_tail_len;
 
 /* ---- JSON helpers --------------------------------------------------------------------------- */
 

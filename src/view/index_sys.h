@@ -16,7 +16,7 @@
 #define MPROF_VIEW_INDEX_SYS_H
 
 #include "analysis/timeline.h"
-#include "view/index.h"
+#include "view/query.h"
 #include "format/format.h"
 
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * view_query.c - the parser of the requests `mprof view --serve` answers (view_index.h).
+ * query.c - the parser of the requests `mprof view --serve` answers (view/query.h).
  *
  * A request target is outside input from whatever can reach the port, so the parser accepts
  * only what the page sends: a known /api/ path with its keys, each at most once, values that are
@@ -7,10 +7,11 @@
  * Anything else is refused with a message that names the offending part. The server never maps
  * a request to a file of the machine: page files come from a table compiled into mprof.
  */
-#include "view/index.h"
+#include "view/query.h"
 
 #include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct api_path {

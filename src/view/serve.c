@@ -18,6 +18,7 @@
 #endif
 #include "util/json_out.h"
 #include "view/index.h"
+#include "view/page_files.h"
 #include "util/tool.h"
 #include "view/serve.h"
 
