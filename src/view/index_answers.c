@@ -9,6 +9,7 @@
 #include "view/index_file.h"
 
 #include "util/json_out.h"
+#include "view/index_search.h"
 #include "view/index_sys.h"
 
 #include <inttypes.h>
@@ -16,20 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
-
-/* First zone of z[lo, n) that starts at or after t. */
-static uint64_t first_start_from(const vzone *z, uint64_t lo, uint64_t n, int64_t t)
-{
-    uint64_t hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (z[mid].s < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
 
 /* Min and max of points [a, b) of a plot, from the pyramid where whole blocks fit. */
 static void plot_minmax(const mprof_vindex *x, const vplot *p, uint64_t a, uint64_t b, double *mn, double *mx)
@@ -73,17 +60,10 @@ static void plot_minmax(const mprof_vindex *x, const vplot *p, uint64_t a, uint6
     }
 }
 
+/* The first point of p[0, n) at or after t. */
 static uint64_t point_from(const vpoint *p, uint64_t n, int64_t t)
 {
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (p[mid].ts < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return mprof__vfirst_from(p, sizeof *p, offsetof(vpoint, ts), 0, n, t);
 }
 
 static void jdouble(FILE *out, double v)
@@ -141,14 +121,8 @@ static int answer_plots(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
 static int answer_messages(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
 {
     const vmsg *m = (const vmsg *)(x->map + x->h->msgs_off);
-    uint64_t n = x->h->n_msgs, lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (m[mid].ts < q->t0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint64_t n = x->h->n_msgs;
+    uint64_t lo = mprof__vfirst_from(m, sizeof *m, offsetof(vmsg, ts), 0, n, q->t0);
     uint32_t limit = q->limit ? q->limit : 2000;
     uint64_t shown = 0, in_range = 0;
     fputs("{\"m\":[", out);
@@ -212,14 +186,7 @@ static int answer_image(const mprof_vindex *x, const mprof_vquery *q, FILE *out,
         return -1;
     }
     int64_t end = f[q->from].s + f[q->from].d;
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (im[mid].ts < end)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint64_t lo = mprof__vfirst_from(im, sizeof *im, offsetof(vimage, ts), 0, n, end);
     if (!lo || im[lo - 1].ts < f[q->from].s - f[q->from].d) {
         snprintf(err, errlen, "no image of frame %lld", (long long)q->from);
         return -1;
@@ -263,7 +230,7 @@ static int answer_stats(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
     for (uint64_t li = 0; li < x->h->n_levels; li++) {
         const vlevel *l = &x->levels[li];
         const vzone *z = mprof__vidx_level_zones(x, l);
-        uint64_t i = first_start_from(z, 0, l->n, q->t0);
+        uint64_t i = mprof__vfirst_from(z, sizeof *z, offsetof(vzone, s), 0, l->n, q->t0);
         for (; i < l->n && z[i].s < q->t1; i++) {
             if (z[i].e > q->t1 || z[i].loc >= nl)
                 continue;
@@ -315,6 +282,63 @@ static int answer_hist(const mprof_vindex *x, const mprof_vquery *q, FILE *out, 
     return 0;
 }
 
+/* The instances kept by /api/instances: a min-heap of indices into in, keyed by duration, so that
+ * the shortest of the longest so far is at its root. */
+typedef struct iheap {
+    uint64_t *at;
+    uint32_t n;
+    const vinst *in;
+} iheap;
+
+static int64_t dur_of(const iheap *h, uint32_t k)
+{
+    return h->in[h->at[k]].e - h->in[h->at[k]].s;
+}
+
+static void iheap_swap(iheap *h, uint32_t a, uint32_t b)
+{
+    uint64_t t = h->at[a];
+    h->at[a] = h->at[b];
+    h->at[b] = t;
+}
+
+/* Adds instance i (the heap has room for it). */
+static void iheap_push(iheap *h, uint64_t i)
+{
+    uint32_t c = h->n++;
+    h->at[c] = i;
+    while (c && dur_of(h, (c - 1) / 2) > dur_of(h, c)) {
+        iheap_swap(h, c, (c - 1) / 2);
+        c = (c - 1) / 2;
+    }
+}
+
+/* Restores the heap after its root changed. */
+static void iheap_sift_root(iheap *h)
+{
+    uint32_t c = 0;
+    for (;;) {
+        uint32_t s = c, lc = 2 * c + 1, rc = lc + 1;
+        if (lc < h->n && dur_of(h, lc) < dur_of(h, s))
+            s = lc;
+        if (rc < h->n && dur_of(h, rc) < dur_of(h, s))
+            s = rc;
+        if (s == c)
+            break;
+        iheap_swap(h, c, s);
+        c = s;
+    }
+}
+
+/* Takes the root: the shortest instance of the heap. */
+static uint64_t iheap_pop(iheap *h)
+{
+    uint64_t top = h->at[0];
+    h->at[0] = h->at[--h->n];
+    iheap_sift_root(h);
+    return top;
+}
+
 static int answer_instances(const mprof_vindex *x, const mprof_vquery *q, FILE *out, char *err, size_t errlen)
 {
     if (q->loc >= x->h->n_locs) {
@@ -325,70 +349,31 @@ static int answer_instances(const mprof_vindex *x, const mprof_vquery *q, FILE *
     const vinst *in = (const vinst *)(x->map + l->off);
     uint32_t limit = q->limit ? q->limit : 100;
     int64_t dmax = q->dmax > 0 ? q->dmax : INT64_MAX;
-    /* The longest `limit` matches: a min-heap of indices keyed by duration. */
-    uint64_t *heap = malloc((size_t)limit * sizeof *heap);
-    if (!heap)
+    /* The longest `limit` matches. */
+    iheap heap = {malloc((size_t)limit * sizeof(uint64_t)), 0, in};
+    if (!heap.at)
         return -1;
-    uint32_t hn = 0;
     uint64_t matched = 0;
-#define DUR(i) (in[i].e - in[i].s)
     for (uint64_t i = 0; i < l->n; i++) {
-        int64_t d = DUR(i);
+        int64_t d = in[i].e - in[i].s;
         if (d < q->dmin || d >= dmax)
             continue;
         matched++;
-        if (hn < limit) {
-            uint32_t c = hn++;
-            heap[c] = i;
-            while (c && DUR(heap[(c - 1) / 2]) > DUR(heap[c])) {
-                uint64_t t = heap[c];
-                heap[c] = heap[(c - 1) / 2];
-                heap[(c - 1) / 2] = t;
-                c = (c - 1) / 2;
-            }
-        } else if (d > DUR(heap[0])) {
-            heap[0] = i;
-            uint32_t c = 0;
-            for (;;) {
-                uint32_t s = c, lc = 2 * c + 1, rc = lc + 1;
-                if (lc < hn && DUR(heap[lc]) < DUR(heap[s]))
-                    s = lc;
-                if (rc < hn && DUR(heap[rc]) < DUR(heap[s]))
-                    s = rc;
-                if (s == c)
-                    break;
-                uint64_t t = heap[c];
-                heap[c] = heap[s];
-                heap[s] = t;
-                c = s;
-            }
+        if (heap.n < limit)
+            iheap_push(&heap, i);
+        else if (d > dur_of(&heap, 0)) {
+            heap.at[0] = i;
+            iheap_sift_root(&heap);
         }
     }
-    /* Longest first: pop the heap from the back. */
-    uint64_t *sorted = malloc(((size_t)hn + 1) * sizeof *sorted);
+    /* Longest first: the heap pops the shortest, so it fills the list from the back. */
+    uint64_t *sorted = malloc(((size_t)heap.n + 1) * sizeof *sorted);
     if (!sorted) {
-        free(heap);
+        free(heap.at);
         return -1;
     }
-    for (uint32_t k = hn; k > 0; k--) {
-        sorted[k - 1] = heap[0];
-        heap[0] = heap[--hn];
-        uint32_t c = 0;
-        for (;;) {
-            uint32_t s = c, lc = 2 * c + 1, rc = lc + 1;
-            if (lc < hn && DUR(heap[lc]) < DUR(heap[s]))
-                s = lc;
-            if (rc < hn && DUR(heap[rc]) < DUR(heap[s]))
-                s = rc;
-            if (s == c)
-                break;
-            uint64_t t = heap[c];
-            heap[c] = heap[s];
-            heap[s] = t;
-            c = s;
-        }
-    }
-#undef DUR
+    for (uint32_t k = heap.n; k > 0; k--)
+        sorted[k - 1] = iheap_pop(&heap);
     uint32_t shown = (uint32_t)(matched < limit ? matched : limit);
     fprintf(out, "{\"loc\":%" PRIu32 ",\"matched\":%" PRIu64 ",\"i\":[", q->loc, matched);
     for (uint32_t k = 0; k < shown; k++) {
@@ -397,7 +382,7 @@ static int answer_instances(const mprof_vindex *x, const mprof_vquery *q, FILE *
     }
     fputs("]}", out);
     free(sorted);
-    free(heap);
+    free(heap.at);
     return 0;
 }
 

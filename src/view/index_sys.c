@@ -26,6 +26,7 @@
 #include "analysis/symbolize.h"
 #include "analysis/system.h"
 #include "util/umap.h"
+#include "view/index_search.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -607,34 +608,6 @@ int mprof__vsys_check(const unsigned char *sec, uint64_t len)
 
 #define AT(T, off) ((const T *)(sec + (off)))
 
-/* First off interval of o[0, n) that ends after t. */
-static uint64_t off_end_after(const soff *o, uint64_t n, int64_t t)
-{
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (o[mid].e <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* First off interval of o[lo, n) that starts at or after t. */
-static uint64_t off_start_from(const soff *o, uint64_t lo, uint64_t n, int64_t t)
-{
-    uint64_t hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (o[mid].s < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* Per thread, the off-CPU runs of the view: [start, end, reason, off per mille]. An interval at
  * least a pixel wide is one run (1000 per mille); narrower neighbours within a pixel become one
  * run with their share of off time and the reason that took most of it. */
@@ -657,12 +630,13 @@ static int answer_states(const unsigned char *sec, const mprof_vquery *q, FILE *
             fprintf(out, "%" PRIu32, th[ti].track);
         fprintf(out, ",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"r\":[", th[ti].start, th[ti].end);
         int first = 1;
-        for (uint64_t i = off_end_after(o, n, q->t0); i < n && o[i].s < q->t1;) {
+        for (uint64_t i = mprof__vfirst_after(o, sizeof *o, offsetof(soff, e), 0, n, q->t0);
+             i < n && o[i].s < q->t1;) {
             uint64_t j = i + 1;
             int64_t s = o[i].s, e = o[i].e, permille = 1000;
             uint32_t reason = o[i].reason;
             if (e - s < px) {
-                j = off_start_from(o, i + 1, n, s + px);
+                j = mprof__vfirst_from(o, sizeof *o, offsetof(soff, s), i + 1, n, s + px);
                 if (j <= i)
                     j = i + 1;
                 /* Stop before an interval that is wide enough to be drawn on its own. */
@@ -695,17 +669,10 @@ static int answer_states(const unsigned char *sec, const mprof_vquery *q, FILE *
     return 0;
 }
 
+/* The first CPU-usage point of c[0, n) at or after t. */
 static uint64_t cpu_from(const scpu *c, uint64_t n, int64_t t)
 {
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (c[mid].ts < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return mprof__vfirst_from(c, sizeof *c, offsetof(scpu, ts), 0, n, t);
 }
 
 static void jnum(FILE *out, double v)
@@ -771,14 +738,7 @@ static int answer_samples(const unsigned char *sec, const mprof_vquery *q, FILE 
     const ssample *sm = AT(ssample, h->samples_off);
     const sstack *st = AT(sstack, h->stacks_off);
     const uint32_t *fr = AT(uint32_t, h->frames_off);
-    uint64_t lo = 0, hi = h->n_samples;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (sm[mid].ts < q->t0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint64_t lo = mprof__vfirst_from(sm, sizeof *sm, offsetof(ssample, ts), 0, h->n_samples, q->t0);
     uint64_t *cnt = calloc(h->n_stacks + 1, sizeof *cnt);
     if (!cnt)
         return -1;
@@ -866,32 +826,15 @@ out:
 }
 
 /* Spans of x[0, n) that start in [t0, t1): their count, total and longest duration. */
-static void span_range(const unsigned char *sec, const shead *h, const sspan *x, uint64_t n, const int64_t *blk,
-                       int64_t t0, int64_t t1, uint64_t *out_n, int64_t *out_total, int64_t *out_max)
+static void span_range(const sspan *x, uint64_t n, const int64_t *blk, int64_t t0, int64_t t1,
+                       uint64_t *out_n, int64_t *out_total, int64_t *out_max)
 {
-    (void)sec;
-    (void)h;
-    uint64_t a = 0, b = n, lo, hi;
     *out_n = 0;
     *out_total = *out_max = 0;
     if (!n)
         return; /* a group without spans has no sentinel either */
-    for (lo = 0, hi = n; lo < hi;) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (x[mid].s < t0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    a = lo;
-    for (hi = n; lo < hi;) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (x[mid].s < t1)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    b = lo;
+    uint64_t a = mprof__vfirst_from(x, sizeof *x, offsetof(sspan, s), 0, n, t0);
+    uint64_t b = mprof__vfirst_from(x, sizeof *x, offsetof(sspan, s), a, n, t1);
     *out_n = b - a;
     *out_total = x[b].pre - x[a].pre;
     int64_t mx = 0;
@@ -922,7 +865,8 @@ static int answer_locks(const unsigned char *sec, const mprof_vquery *q, FILE *o
         uint64_t n[2];
         int64_t tot[2], mx[2];
         for (int k = 0; k < 2; k++)
-            span_range(sec, h, sp + lk[i].first[k], lk[i].n[k], blk + lk[i].block[k], q->t0, q->t1, &n[k], &tot[k], &mx[k]);
+            span_range(sp + lk[i].first[k], lk[i].n[k], blk + lk[i].block[k], q->t0, q->t1, &n[k], &tot[k],
+                       &mx[k]);
         fprintf(out,
                 "%s{\"lock\":%" PRIu64 ",\"track\":%" PRIu32 ",\"waits\":%" PRIu64 ",\"wait_ns\":%" PRId64
                 ",\"max_wait_ns\":%" PRId64 ",\"holds\":%" PRIu64 ",\"hold_ns\":%" PRId64 ",\"max_hold_ns\":%" PRId64 "}",

@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include "view/index_file.h"
+#include "view/index_search.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -42,27 +43,15 @@ static uint64_t sq_count(const seq *q, uint64_t a, uint64_t b)
 /* First item of [lo, hi) whose end is after t (ends are sorted within a level). */
 static uint64_t sq_end_after(const seq *q, uint64_t lo, uint64_t hi, int64_t t)
 {
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (sq_e(q, mid) <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return q->z ? mprof__vfirst_after(q->z, sizeof(vzone), offsetof(vzone, e), lo, hi, t)
+                : mprof__vfirst_after(q->r, sizeof(vrun), offsetof(vrun, e), lo, hi, t);
 }
 
 /* First item of [lo, hi) that starts at or after t. */
 static uint64_t sq_start_from(const seq *q, uint64_t lo, uint64_t hi, int64_t t)
 {
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (sq_s(q, mid) < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return q->z ? mprof__vfirst_from(q->z, sizeof(vzone), offsetof(vzone, s), lo, hi, t)
+                : mprof__vfirst_from(q->r, sizeof(vrun), offsetof(vrun, s), lo, hi, t);
 }
 
 /* The merge of one level: zones at least a pixel wide are drawn; a run of narrower zones, each
