@@ -25,7 +25,7 @@ enum {
     MPROF_VQ_INSTANCES, /* /api/instances?loc[&dmin&dmax&limit]: its zones, longest first */
     MPROF_VQ_IMAGE,     /* /api/image?frame: the thumbnail of a frame (MPROF_FRAME_IMAGE), RGB base64 */
     MPROF_VQ_LIVE,      /* /api/live: whether the server follows a live capture (the server answers) */
-    MPROF_VQ_SYSTEM,    /* /api/system: system tracing, locks and pools (index_sys_answers.c) */
+    MPROF_VQ_SYSTEM,    /* /api/system: system tracing, locks and pools (index_sys.h) */
     MPROF_VQ_STATES,    /* /api/states?t0&t1&w: thread states, off-CPU runs merged per pixel */
     MPROF_VQ_CPU,       /* /api/cpu?t0&t1&w: CPU usage, min/max per pixel */
     MPROF_VQ_SAMPLES,   /* /api/samples?t0&t1[&track]: the flame graph of the samples of a range */
