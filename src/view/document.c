@@ -12,11 +12,13 @@
  *
  * Contents: JSON helpers - pass 1 - range choice - pass 2 - writing the document - the page.
  */
-#include "analysis/timeline.h"
-#include "analysis/system.h"
 #include "view/document.h"
-#include "view/page_files.h"
+
+#include "analysis/system.h"
+#include "analysis/timeline.h"
 #include "mprof/mprof.h"
+#include "util/tool.h"
+#include "view/page_files.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -428,12 +430,12 @@ static int choose_range(const mprof_view_opts *o, mprof_walker *w, const pass1 *
     rg->note[0] = 0;
     if (o->first_frame >= 0) {
         if (!nf) {
-            snprintf(err, errlen, "--frames: the capture has no frames (no MPROF_FRAME_MARK)");
+            tool_seterr(err, errlen, "--frames: the capture has no frames (no MPROF_FRAME_MARK)");
             return -1;
         }
         int64_t a = o->first_frame, b = o->last_frame;
         if (a >= (int64_t)nf || b <= a) {
-            snprintf(err, errlen, "--frames %" PRId64 ":%" PRId64 ": the capture has frames 0:%" PRIu64,
+            tool_seterr(err, errlen, "--frames %" PRId64 ":%" PRId64 ": the capture has frames 0:%" PRIu64,
                      a, b, nf);
             return -1;
         }
@@ -953,7 +955,7 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
     mprof_walker *w1 = mprof__walker_new(r, &h1, 1);
     if (!w1) {
         mprof_reader_close(r);
-        snprintf(err, errlen, "%s: out of memory", path);
+        tool_seterr(err, errlen, "%s: out of memory", path);
         return -1;
     }
     p1.w = w1;
@@ -965,9 +967,9 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
             break;
         }
     if (rc == -1)
-        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
+        tool_seterr(err, errlen, "%s: %s", path, mprof_reader_error(r));
     else if (rc == -2)
-        snprintf(err, errlen, "%s: out of memory", path);
+        tool_seterr(err, errlen, "%s: out of memory", path);
     mprof_reader_close(r);
     if (rc < 0) {
         mprof__walker_free(w1);
@@ -1004,7 +1006,7 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
     }
     mprof_walker *w2 = mprof__walker_new(r, &h2, 1);
     if (!w2) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        tool_seterr(err, errlen, "%s: out of memory", path);
         mprof_reader_close(r);
         mprof__walker_free(w1);
         return -1;
@@ -1019,10 +1021,10 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
     }
     int ret = 0;
     if (rc == -1) {
-        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
+        tool_seterr(err, errlen, "%s: %s", path, mprof_reader_error(r));
         ret = -1;
     } else if (rc == -2) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        tool_seterr(err, errlen, "%s: out of memory", path);
         ret = -1;
     } else {
         mprof__walker_finish(w2);
@@ -1031,7 +1033,7 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
         for (size_t i = 0; i < p2.n_mem; i++)
             series_flush(&p2, &p2.mem[i]);
         if (write_doc(path, &o, r, w2, &p2, &rg, total_zones, out) != 0 || p2.oom) {
-            snprintf(err, errlen, "%s: out of memory", path);
+            tool_seterr(err, errlen, "%s: out of memory", path);
             ret = -1;
         }
     }
@@ -1046,13 +1048,13 @@ int mprof__view_write_html(const char *path, const mprof_view_opts *opts, FILE *
                            size_t errlen)
 {
     if (fwrite(mprof__view_head, 1, mprof__view_head_len, out) != mprof__view_head_len) {
-        snprintf(err, errlen, "write error");
+        tool_seterr(err, errlen, "write error");
         return -1;
     }
     if (mprof__view_write(path, opts, out, err, errlen) != 0)
         return -1;
     if (fwrite(mprof__view_tail, 1, mprof__view_tail_len, out) != mprof__view_tail_len) {
-        snprintf(err, errlen, "write error");
+        tool_seterr(err, errlen, "write error");
         return -1;
     }
     return 0;

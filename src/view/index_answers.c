@@ -9,6 +9,7 @@
 #include "view/index_file.h"
 
 #include "util/json_out.h"
+#include "util/tool.h"
 #include "view/index_search.h"
 #include "view/index_sys.h"
 
@@ -182,20 +183,20 @@ static int answer_image(const mprof_vindex *x, const mprof_vquery *q, FILE *out,
     const vimage *im = (const vimage *)(x->map + x->h->images_off);
     uint64_t n = x->h->n_images;
     if ((uint64_t)q->from >= x->h->n_frames || !n) {
-        snprintf(err, errlen, "no image of frame %lld", (long long)q->from);
+        tool_seterr(err, errlen, "no image of frame %lld", (long long)q->from);
         return -1;
     }
     int64_t end = f[q->from].s + f[q->from].d;
     uint64_t lo = mprof__vfirst_from(im, sizeof *im, offsetof(vimage, ts), 0, n, end);
     if (!lo || im[lo - 1].ts < f[q->from].s - f[q->from].d) {
-        snprintf(err, errlen, "no image of frame %lld", (long long)q->from);
+        tool_seterr(err, errlen, "no image of frame %lld", (long long)q->from);
         return -1;
     }
     const vimage *m = &im[lo - 1];
     uint64_t raw_len = (uint64_t)m->w * m->h * 3;
     if (m->codec != 1 || !m->w || !m->h || raw_len > (1u << 20) || m->off > x->h->image_bytes_len ||
         m->len > x->h->image_bytes_len - m->off) {
-        snprintf(err, errlen, "frame %lld: a damaged image", (long long)q->from);
+        tool_seterr(err, errlen, "frame %lld: a damaged image", (long long)q->from);
         return -1;
     }
     unsigned char *raw = malloc(raw_len);
@@ -204,7 +205,7 @@ static int answer_image(const mprof_vindex *x, const mprof_vquery *q, FILE *out,
     size_t got = ZSTD_decompress(raw, raw_len, x->map + x->h->image_bytes_off + m->off, m->len);
     if (ZSTD_isError(got) || got != raw_len) {
         free(raw);
-        snprintf(err, errlen, "frame %lld: the image does not decompress", (long long)q->from);
+        tool_seterr(err, errlen, "frame %lld: the image does not decompress", (long long)q->from);
         return -1;
     }
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -263,7 +264,7 @@ static int answer_stats(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
 static int answer_hist(const mprof_vindex *x, const mprof_vquery *q, FILE *out, char *err, size_t errlen)
 {
     if (q->loc >= x->h->n_locs || !x->locs[q->loc].hist_off) {
-        snprintf(err, errlen, "no zones of source location %" PRIu32, q->loc);
+        tool_seterr(err, errlen, "no zones of source location %" PRIu32, q->loc);
         return -1;
     }
     const vloc *l = &x->locs[q->loc];
@@ -342,7 +343,7 @@ static uint64_t iheap_pop(iheap *h)
 static int answer_instances(const mprof_vindex *x, const mprof_vquery *q, FILE *out, char *err, size_t errlen)
 {
     if (q->loc >= x->h->n_locs) {
-        snprintf(err, errlen, "no zones of source location %" PRIu32, q->loc);
+        tool_seterr(err, errlen, "no zones of source location %" PRIu32, q->loc);
         return -1;
     }
     const vloc *l = &x->locs[q->loc];
@@ -417,10 +418,10 @@ int mprof__vindex_answer(const mprof_vindex *x, const mprof_vquery *q, FILE *out
     default:
         rc = mprof__vsys_answer(x->map + x->h->sys_off, x->h->sys_len, q, out, err, errlen);
         if (rc == 1)
-            snprintf(err, errlen, "not a query");
+            tool_seterr(err, errlen, "not a query");
         return rc ? -1 : 0;
     }
     if (rc != 0)
-        snprintf(err, errlen, "out of memory or write error");
+        tool_seterr(err, errlen, "out of memory or write error");
     return rc;
 }

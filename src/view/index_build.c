@@ -11,6 +11,8 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen */
 #include "view/index_build.h"
 
+#include "util/tool.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,7 +280,7 @@ int mprof__vindex_build(const char *capture_path, const char *index_path, char *
     b.sp.f = tmpfile();
     b.sys = mprof__vsys_new();
     if (!b.w || !b.sp.f || !b.sys) {
-        snprintf(err, errlen, "%s", b.w ? "cannot create a temporary file for the index" : "out of memory");
+        tool_seterr(err, errlen, "%s", b.w ? "cannot create a temporary file for the index" : "out of memory");
         mprof__walker_free(b.w);
         builder_free(&b);
         mprof_reader_close(r);
@@ -297,9 +299,9 @@ int mprof__vindex_build(const char *capture_path, const char *index_path, char *
     }
     int ret = -1;
     if (rc == -1)
-        snprintf(err, errlen, "%s", mprof_reader_error(r));
+        tool_seterr(err, errlen, "%s", mprof_reader_error(r));
     else if (rc == -2)
-        snprintf(err, errlen, "%s: out of memory or temporary file full while indexing", capture_path);
+        tool_seterr(err, errlen, "%s: out of memory or temporary file full while indexing", capture_path);
     else {
         mprof__walker_finish(b.w);
         size_t tl = strlen(index_path) + 16;
@@ -311,7 +313,7 @@ int mprof__vindex_build(const char *capture_path, const char *index_path, char *
         }
         FILE *f = fd >= 0 ? fdopen(fd, "w+b") : NULL;
         if (!f) {
-            snprintf(err, errlen, "cannot create '%s': %s", index_path, strerror(errno));
+            tool_seterr(err, errlen, "cannot create '%s': %s", index_path, strerror(errno));
             if (fd >= 0) {
                 close(fd);
                 unlink(tmp);
@@ -319,11 +321,11 @@ int mprof__vindex_build(const char *capture_path, const char *index_path, char *
         } else {
             ret = mprof__vidx_write(&b, r, capture_path, f, err, errlen);
             if (fclose(f) != 0 && ret == 0) {
-                snprintf(err, errlen, "cannot write '%s': %s", index_path, strerror(errno));
+                tool_seterr(err, errlen, "cannot write '%s': %s", index_path, strerror(errno));
                 ret = -1;
             }
             if (ret == 0 && rename(tmp, index_path) != 0) {
-                snprintf(err, errlen, "cannot rename the index to '%s': %s", index_path, strerror(errno));
+                tool_seterr(err, errlen, "cannot rename the index to '%s': %s", index_path, strerror(errno));
                 ret = -1;
             }
             if (ret != 0)

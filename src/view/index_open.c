@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "view/index_file.h"
 
+#include "util/tool.h"
 #include "view/index_sys.h"
 
 #include <errno.h>
@@ -33,30 +34,30 @@ static mprof_vindex *try_open(const char *cap_path, const char *index_path, char
     uint64_t cs = 0;
     int64_t cm = 0;
     if (cap_path && mprof__vidx_stamp(cap_path, &cs, &cm) != 0) {
-        snprintf(err, errlen, "%s: %s", cap_path, strerror(errno));
+        tool_seterr(err, errlen, "%s: %s", cap_path, strerror(errno));
         return NULL;
     }
     int fd = open(index_path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(err, errlen, "no index");
+        tool_seterr(err, errlen, "no index");
         return NULL;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < sizeof(vhead)) {
         close(fd);
-        snprintf(err, errlen, "index too short");
+        tool_seterr(err, errlen, "index too short");
         return NULL;
     }
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (m == MAP_FAILED) {
-        snprintf(err, errlen, "cannot map the index: %s", strerror(errno));
+        tool_seterr(err, errlen, "cannot map the index: %s", strerror(errno));
         return NULL;
     }
     mprof_vindex *x = calloc(1, sizeof *x);
     if (!x) {
         munmap(m, (size_t)st.st_size);
-        snprintf(err, errlen, "out of memory");
+        tool_seterr(err, errlen, "out of memory");
         return NULL;
     }
     x->map = m;
@@ -99,16 +100,16 @@ static mprof_vindex *try_open(const char *cap_path, const char *index_path, char
                 why = "damaged index";
     }
     if (why) {
-        snprintf(err, errlen, "%s", why);
+        tool_seterr(err, errlen, "%s", why);
         munmap(m, x->size);
         free(x);
         return NULL;
     }
-    x->path = strdup(index_path);
+    x->path = tool_strdup(index_path);
     if (!x->path) {
         munmap(m, x->size);
         free(x);
-        snprintf(err, errlen, "out of memory");
+        tool_seterr(err, errlen, "out of memory");
         return NULL;
     }
     return x;
@@ -123,7 +124,7 @@ mprof_vindex *mprof__vindex_open(const char *capture_path, const char *index_pat
         *out_built = 0;
     if (!index_path) {
         if (snprintf(def, sizeof def, "%s.vidx", capture_path) >= (int)sizeof def) {
-            snprintf(err, errlen, "capture name too long");
+            tool_seterr(err, errlen, "capture name too long");
             return NULL;
         }
         index_path = def;
@@ -147,7 +148,7 @@ mprof_vindex *mprof__vindex_open(const char *capture_path, const char *index_pat
         *out_built = 1;
     x = try_open(capture_path, index_path, why, sizeof why);
     if (!x) {
-        snprintf(err, errlen, "%s: %s after building it", index_path, why);
+        tool_seterr(err, errlen, "%s: %s after building it", index_path, why);
         if (remove)
             unlink(index_path);
         return NULL;

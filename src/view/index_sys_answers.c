@@ -13,6 +13,7 @@
 
 #include "analysis/system.h"
 #include "util/json_out.h"
+#include "util/tool.h"
 #include "util/umap.h"
 #include "view/index_search.h"
 #include "view/index_sys_file.h"
@@ -355,7 +356,7 @@ int mprof__vsys_answer(const unsigned char *sec, uint64_t len, const mprof_vquer
         q->kind != MPROF_VQ_SAMPLES && q->kind != MPROF_VQ_LOCKS)
         return 1;
     if (len < sizeof(shead)) {
-        snprintf(err, errlen, "this index has no system section");
+        tool_seterr(err, errlen, "this index has no system section");
         return -1;
     }
     const shead *h = (const shead *)sec;
@@ -378,7 +379,7 @@ int mprof__vsys_answer(const unsigned char *sec, uint64_t len, const mprof_vquer
         break;
     }
     if (rc != 0)
-        snprintf(err, errlen, "out of memory or write error");
+        tool_seterr(err, errlen, "out of memory or write error");
     return rc;
 }
 

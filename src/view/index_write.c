@@ -8,8 +8,9 @@
 #define _POSIX_C_SOURCE 200809L /* pread, pwrite */
 #include "view/index_build.h"
 
-#include "util/json_out.h"
 #include "mprof/mprof.h"
+#include "util/json_out.h"
+#include "util/tool.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -219,7 +220,7 @@ int mprof__vidx_write(builder *b, mprof_reader *r, const char *cap_path, FILE *f
     h.version = VIDX_VERSION;
     h.head_bytes = sizeof h;
     if (mprof__vidx_stamp(cap_path, &h.cap_size, &h.cap_mtime_ns) != 0) {
-        snprintf(err, errlen, "%s: %s", cap_path, strerror(errno));
+        tool_seterr(err, errlen, "%s: %s", cap_path, strerror(errno));
         return -1;
     }
     h.total_zones = mprof__walker_zone_count(b->w);
@@ -362,13 +363,13 @@ int mprof__vidx_write(builder *b, mprof_reader *r, const char *cap_path, FILE *f
     free(ltn);
     return 0;
 io:
-    snprintf(err, errlen, "cannot write the index: %s", errno ? strerror(errno) : "I/O error");
+    tool_seterr(err, errlen, "cannot write the index: %s", errno ? strerror(errno) : "I/O error");
     free(tiers);
     free(lt0);
     free(ltn);
     return -1;
 oom:
-    snprintf(err, errlen, "out of memory while writing the index");
+    tool_seterr(err, errlen, "out of memory while writing the index");
     free(tiers);
     free(lt0);
     free(ltn);

@@ -9,6 +9,8 @@
  */
 #include "view/query.h"
 
+#include "util/tool.h"
+
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -101,7 +103,7 @@ static int key_index(const char *k, size_t kn)
 
 static int fail(char *err, size_t errlen, const char *what, const char *s, size_t n)
 {
-    snprintf(err, errlen, "%s '%.*s'", what, (int)(n > 64 ? 64 : n), s);
+    tool_seterr(err, errlen, "%s '%.*s'", what, (int)(n > 64 ? 64 : n), s);
     return -1;
 }
 
@@ -183,7 +185,7 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
     for (size_t i = 0; i < N_KEYS; i++) {
         int req;
         if (!seen[i] && key_allowed(ap->keys, key_names[i], strlen(key_names[i]), &req) && req) {
-            snprintf(err, errlen, "%s needs %s", ap->path, key_names[i]);
+            tool_seterr(err, errlen, "%s needs %s", ap->path, key_names[i]);
             return -1;
         }
     }
@@ -192,7 +194,7 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
         out->t1 = vals[1];
         out->has_t = 1;
         if (out->t1 <= out->t0) {
-            snprintf(err, errlen, "t1 must be after t0");
+            tool_seterr(err, errlen, "t1 must be after t0");
             return -1;
         }
     }
@@ -218,7 +220,7 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
         out->no_lod = vals[10] == 0;
     if (seen[7] || seen[8]) {
         if (!seen[7] || !seen[8] || vals[8] < vals[7]) {
-            snprintf(err, errlen, "frames want from and to with from <= to");
+            tool_seterr(err, errlen, "frames want from and to with from <= to");
             return -1;
         }
         out->from = vals[7];

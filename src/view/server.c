@@ -76,7 +76,7 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *con)
 {
     (void)cls;
     (void)con;
-    return strdup(uri ? uri : "");
+    return tool_strdup(uri ? uri : "");
 }
 
 static void completed(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe)
