@@ -1,5 +1,5 @@
 /*
- * timeline_view.c - writes the document that `mprof view` embeds in its HTML page (the schema is
+ * document.c - writes the document that `mprof view` embeds in its HTML page (the schema is
  * docs/VIEW.md) and the page itself.
  *
  * Two passes over the capture. The first walks everything keeping only frames and a count of
@@ -548,16 +548,23 @@ static void write_series(FILE *o, const series *s, int64_t t0)
     fputc(']', o);
 }
 
+/* The items of a JSON array of sorted times v[0, n), each as its difference from the one before
+ * (the first from 0), which keeps the numbers short. */
+static void write_deltas(FILE *o, const int64_t *v, uint64_t n)
+{
+    int64_t prev = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        fprintf(o, "%s%" PRId64, i ? "," : "", v[i] - prev);
+        prev = v[i];
+    }
+}
+
 static void write_frames(FILE *o, const mprof_tl_frameset *f, const char *name)
 {
     fputs("{\"name\":", o);
     jcstr(o, name);
     fputs(",\"first\":0,\"start\":[", o);
-    int64_t prev = 0;
-    for (uint64_t i = 0; i < f->n; i++) {
-        fprintf(o, "%s%" PRId64, i ? "," : "", f->start[i] - prev);
-        prev = f->start[i];
-    }
+    write_deltas(o, f->start, f->n);
     fputs("],\"dur\":[", o);
     for (uint64_t i = 0; i < f->n; i++)
         fprintf(o, "%s%" PRId64, i ? "," : "", f->dur[i]);
@@ -799,11 +806,7 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
     fputc(']', out);
     if (p->n_msg) {
         fputs(",\"messages\":{\"ts\":[", out);
-        int64_t prev = 0;
-        for (size_t m = 0; m < p->n_msg; m++) {
-            fprintf(out, "%s%" PRId64, m ? "," : "", p->msg_ts[m] - prev);
-            prev = p->msg_ts[m];
-        }
+        write_deltas(out, p->msg_ts, p->n_msg);
         fputs("],\"level\":[", out);
         for (size_t m = 0; m < p->n_msg; m++)
             fprintf(out, "%s%u", m ? "," : "", (unsigned)p->msg_level[m]);
@@ -900,7 +903,7 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
     }
     /* System tracing (docs/SYSTEM.md): thread states, CPU usage, samples; left out when it
      * cannot be read (the rest of the document stands). */
-    mprof__system_view_json(path, out, rg->t0, rg->t1);
+    mprof__document_system_json(path, out, rg->t0, rg->t1);
     if (o->diff_json) {
         fputs(",\"diff\":", out);
         /* The comparison document is our own JSON; keep it safe inside <script> all the same. */
