@@ -176,7 +176,7 @@ static int group_spans(mprof_vsys *s, uint32_t n_locks)
     for (size_t i = 0; i < s->n_sp; i++)
         if (s->sp[i].lock < n_locks)
             out[at[(size_t)s->sp[i].lock * 2 + s->sp[i].waiting]++] = s->sp[i];
-    /* at[k] is now the end of group k. */
+    /* Placing moved each at[k] to the end of group k. */
     for (size_t k = 0, a = 0; k + 1 < nk; a = at[k], k++) {
         size_t e = at[k];
         for (size_t i = a + 1; i < e; i++)

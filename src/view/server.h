@@ -27,8 +27,8 @@ typedef struct vserver {
     uint64_t capture_bytes;
 } vserver;
 
-/* Serves x, the index of capture_bytes bytes of the capture, from now on (s takes it); the
- * previous index goes when its last request ends. Returns 0, or -1 when out of memory (x is
+/* Serves x, the index of capture_bytes bytes of the capture, to every later request (s takes
+ * it); the previous index goes when its last request ends. Returns 0, or -1 when out of memory (x is
  * closed). */
 int mprof__vserver_swap(vserver *s, mprof_vindex *x, uint64_t capture_bytes);
 /* Says that the capture ended, once its final index is served: the page's next /api/live says
