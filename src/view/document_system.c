@@ -62,6 +62,16 @@ static int off_in_range(const mprof_sysmodel *m, uint32_t i, uint32_t k, int64_t
     return !(*b < t0 || *a > t1);
 }
 
+/* Whether CPU-usage sample i lies within 200 ms of [t0, t1] (so that the plot's lines enter and
+ * leave the range), with its time and the other processes' and this one's share. "ts", "other"
+ * and "self" list the same samples, so all three ask this. */
+static int cpu_in_range(const mprof_sysmodel *m, uint32_t i, int64_t t0, int64_t t1, int64_t *ts,
+                        double *other, double *self)
+{
+    mprof__sys_cpu_sample(m, i, ts, other, self);
+    return !(*ts < t0 - 200000000 || *ts > t1 + 200000000);
+}
+
 static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
 {
     char err[256];
@@ -178,8 +188,7 @@ static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
     for (uint32_t i = 0; i < nc; i++) {
         int64_t ts;
         double o, sf;
-        mprof__sys_cpu_sample(m, i, &ts, &o, &sf);
-        if (ts < t0 - 200000000 || ts > t1 + 200000000)
+        if (!cpu_in_range(m, i, t0, t1, &ts, &o, &sf))
             continue;
         fprintf(out, "%s%" PRId64, first ? "" : ",", ts - prev);
         prev = ts;
@@ -191,8 +200,7 @@ static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
         for (uint32_t i = 0; i < nc; i++) {
             int64_t ts;
             double o, sf;
-            mprof__sys_cpu_sample(m, i, &ts, &o, &sf);
-            if (ts < t0 - 200000000 || ts > t1 + 200000000)
+            if (!cpu_in_range(m, i, t0, t1, &ts, &o, &sf))
                 continue;
             if (!first)
                 fputc(',', out);
