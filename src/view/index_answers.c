@@ -1,6 +1,6 @@
 /*
  * index_answers.c - the answers of the served viewer's index (mprof__vindex_answer, view/index.h)
- * but /api/zones (index_zones.c) and the system section's (index_sys.h): plots from their min/max
+ * except /api/zones (index_zones.c) and the system section's (index_sys.h): plots from min/max
  * pyramids, messages, the worst frame per pixel, frame thumbnails, the statistics of a range,
  * duration histograms and the longest instances of a source location. Each reads the mapped file
  * in place: a few binary searches and what it sends.

@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include "view/index_file.h"
+
 #include "view/index_search.h"
 
 #include <inttypes.h>
