@@ -16,8 +16,10 @@
 
 #define CHUNK_BYTES 4096
 
+/* A piece of a stream in the spool file. */
 typedef struct chunk { uint64_t off; uint32_t len; } chunk;
 
+/* Zero-initialised but for rec (and last, for a stream kept sorted): empty. */
 typedef struct stream {
     uint32_t rec;           /* bytes per record */
     unsigned char *buf;     /* CHUNK_BYTES, allocated on first use */
@@ -30,9 +32,10 @@ typedef struct stream {
     uint64_t out_off;       /* where it landed in the final file */
 } stream;
 
+/* The temporary file every stream of one build shares. */
 typedef struct spool {
-    FILE *f;
-    uint64_t size;
+    FILE *f;       /* tmpfile(), owned by the builder */
+    uint64_t size; /* bytes written to it */
 } spool;
 
 /* Appends len bytes of rec to s (records are counted by the caller in s->n). 0, or -1 when out
