@@ -1,12 +1,13 @@
 /*
  * fuzz_view_query.c - libFuzzer target over the request parser of `mprof view --serve`
- * (src/analysis/view_query.c): any bytes as a request target. What it accepts must hold the
+ * (src/view/query.c): any bytes as a request target. What it accepts must hold the
  * parser's promises (a known kind, t1 > t0 when times are given, a width in 1..16384, a page
  * file name without ".." that the file table can be asked for). Build: cmake -DMPROF_BUILD_FUZZ=ON
  * -DCMAKE_C_COMPILER=clang; the corpus in fuzz/corpus/view_query is replayed by ctest
  * (fuzz_view_query_replay).
  */
-#include "view/index.h"
+#include "view/page_files.h"
+#include "view/query.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -347,9 +347,9 @@ static void test_frames_option(void **state)
     }
     assert_true(jnum(range, "omitted_zones") > 0);
     cJSON_Delete(doc);
-    /* Regression: a failed run used to remove() its output, which would delete a device node
-     * such as /dev/null as root. A symlink stands in for any output that is not a regular
-     * file: it must stay a link, and its target must survive. */
+    /* Regression: a failed run must not remove() an output that is not a regular file, which
+     * would delete a device node such as /dev/null as root. A symlink stands in for any such
+     * output: it must stay a link, and its target must survive. */
     char target[512], link[512];
     snprintf(target, sizeof target, "%s", tu_temp_path("view_target.html"));
     snprintf(link, sizeof link, "%s", tu_temp_path("view_link.html"));

@@ -11,6 +11,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "view/index.h"
+#include "view/page_files.h"
 #include "test_util.h"
 
 #include <arpa/inet.h>
@@ -628,7 +629,7 @@ static void test_live_end(void **state)
     unlink(fidx);
 }
 
-/* The system and lock section (view_index_sys.c) of a capture with 1 kHz sampling: every off-CPU
+/* The system and lock section (src/view/index_sys.h) of a capture with 1 kHz sampling: every off-CPU
  * interval comes back, alone or in a merged run, at any width; a range's lock waits and samples
  * add up over its halves to the whole capture's. */
 static void test_system_section(void **state)

@@ -1,9 +1,9 @@
 /*
- * view_stats.js - the viewer's statistics table (tools/view/js/stats.js) under node, without a
+ * view_stats.js - the viewer's statistics table (src/view/page/js/stats.js) under node, without a
  * browser: direct and mutual recursion on two tracks count each stretch of time once in Total,
  * as `mprof report` does, while Count, Self and Mean cover every call.
  *
- * usage: node view_stats.js TOOLS_VIEW_JS_DIR   (exit 0 = pass; prints what failed)
+ * usage: node view_stats.js PAGE_JS_DIR   (exit 0 = pass; prints what failed)
  */
 'use strict';
 const fs = require('fs');

@@ -95,40 +95,40 @@ int cmd_view(int argc, char **argv)
     unsigned long long port = 8717, proc_port = 8086;
     const char *out_path = NULL;
     mprof_view_opts opts = {.first_frame = -1, .last_frame = -1};
-    int files_only = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!files_only && strcmp(a, "--") == 0) {
-            files_only = 1; /* every later argument is a file, even one that starts with '-' */
-        } else if (files_only || a[0] != '-' || !a[1]) {
+    tool_args args;
+    tool_args_init(&args, argc, argv);
+    const char *a;
+    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
+        if (k == TOOL_ARG_FILE) {
             if (n_paths == 2)
                 return tool_error("view", EXIT_USAGE, "at most two captures ('%s' is a third)", a);
             paths[n_paths++] = a;
-        } else if (tool_is_help(a)) {
+        } else if (k == TOOL_ARG_HELP) {
             fputs(help, stdout);
             return tool_finish("view", EXIT_OK);
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc)
+            if (!(out_path = tool_args_value(&args)))
                 return tool_error("view", EXIT_USAGE, "%s needs a file name", a);
-            out_path = argv[++i];
         } else if (strcmp(a, "--frames") == 0) {
+            const char *v = tool_args_value(&args);
             long long fa, fb;
-            if (i + 1 >= argc || parse_frames(argv[i + 1], &fa, &fb) != 0)
+            if (!v || parse_frames(v, &fa, &fb) != 0)
                 return tool_error("view", EXIT_USAGE, "--frames wants A:B with 0 <= A < B (got '%s')",
-                                  i + 1 < argc ? argv[i + 1] : "");
-            i++;
+                                  v ? v : "");
             opts.first_frame = fa;
             opts.last_frame = fb;
         } else if (strcmp(a, "--max-zones") == 0) {
             unsigned long long v;
-            if (tool_parse_uint("view", "--max-zones", i + 1 < argc ? argv[++i] : NULL, 1ull << 40, &v))
+            if (tool_parse_uint("view", "--max-zones", tool_args_value(&args), 1ull << 40, &v))
                 return EXIT_USAGE;
             if (!v)
                 return tool_error("view", EXIT_USAGE, "--max-zones must be at least 1");
             opts.max_zones = v;
         } else if (strcmp(a, "--budget") == 0) {
+            const char *v = tool_args_value(&args);
             char *end;
-            const char *v = i + 1 < argc ? argv[++i] : "";
+            if (!v)
+                v = "";
             opts.budget_ms = strtod(v, &end);
             if (end == v || *end || !(opts.budget_ms > 0 && opts.budget_ms < 1e6))
                 return tool_error("view", EXIT_USAGE, "--budget wants milliseconds > 0 (got '%s')", v);
@@ -141,21 +141,21 @@ int cmd_view(int argc, char **argv)
         } else if (strcmp(a, "-f") == 0) {
             force = 1;
         } else if (strcmp(a, "--address") == 0 || strcmp(a, "-a") == 0) {
-            if (i + 1 >= argc || !argv[i + 1][0])
+            const char *v = tool_args_value(&args);
+            if (!v || !v[0])
                 return tool_error("view", EXIT_USAGE, "%s needs an address", a);
             if (a[1] == 'a')
-                proc_address = argv[++i];
+                proc_address = v;
             else
-                address = argv[++i];
+                address = v;
         } else if (strcmp(a, "--port") == 0 || strcmp(a, "-p") == 0) {
-            if (tool_parse_uint("view", a, i + 1 < argc ? argv[++i] : NULL, 65535, a[1] == 'p' ? &proc_port : &port))
+            if (tool_parse_uint("view", a, tool_args_value(&args), 65535, a[1] == 'p' ? &proc_port : &port))
                 return EXIT_USAGE;
             if (a[1] == 'p' && !proc_port)
                 return tool_error("view", EXIT_USAGE, "-p: port 0 is not valid");
         } else if (strcmp(a, "--index") == 0) {
-            if (i + 1 >= argc || !argv[i + 1][0])
+            if (!(index_path = tool_args_value(&args)) || !index_path[0])
                 return tool_error("view", EXIT_USAGE, "--index needs a file name");
-            index_path = argv[++i];
         } else {
             return tool_error("view", EXIT_USAGE, "unknown option '%s' (see --help)", a);
         }

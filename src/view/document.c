@@ -1,5 +1,5 @@
 /*
- * timeline_view.c - writes the document that `mprof view` embeds in its HTML page (the schema is
+ * document.c - writes the document that `mprof view` embeds in its HTML page (the schema is
  * docs/VIEW.md) and the page itself.
  *
  * Two passes over the capture. The first walks everything keeping only frames and a count of
@@ -12,10 +12,13 @@
  *
  * Contents: JSON helpers - pass 1 - range choice - pass 2 - writing the document - the page.
  */
-#include "analysis/timeline.h"
-#include "analysis/system.h"
 #include "view/document.h"
+
+#include "analysis/system.h"
+#include "analysis/timeline.h"
 #include "mprof/mprof.h"
+#include "util/tool.h"
+#include "view/page_files.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -25,10 +28,6 @@
 #define NONE UINT32_MAX
 #define DEFAULT_MAX_ZONES 1000000u
 #define SAMPLE_BUCKETS 4000
-
-/* Generated from tools/view/ by tools/view/embed.cmake. */
-extern const unsigned char mprof__view_head[], mprof__view_tail[];
-extern const size_t mprof__view_head_len, mprof__view_tail_len;
 
 /* ---- JSON helpers --------------------------------------------------------------------------- */
 
@@ -431,12 +430,12 @@ static int choose_range(const mprof_view_opts *o, mprof_walker *w, const pass1 *
     rg->note[0] = 0;
     if (o->first_frame >= 0) {
         if (!nf) {
-            snprintf(err, errlen, "--frames: the capture has no frames (no MPROF_FRAME_MARK)");
+            tool_seterr(err, errlen, "--frames: the capture has no frames (no MPROF_FRAME_MARK)");
             return -1;
         }
         int64_t a = o->first_frame, b = o->last_frame;
         if (a >= (int64_t)nf || b <= a) {
-            snprintf(err, errlen, "--frames %" PRId64 ":%" PRId64 ": the capture has frames 0:%" PRIu64,
+            tool_seterr(err, errlen, "--frames %" PRId64 ":%" PRId64 ": the capture has frames 0:%" PRIu64,
                      a, b, nf);
             return -1;
         }
@@ -549,16 +548,23 @@ static void write_series(FILE *o, const series *s, int64_t t0)
     fputc(']', o);
 }
 
+/* The items of a JSON array of sorted times v[0, n), each as its difference from the one before
+ * (the first from 0), which keeps the numbers short. */
+static void write_deltas(FILE *o, const int64_t *v, uint64_t n)
+{
+    int64_t prev = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        fprintf(o, "%s%" PRId64, i ? "," : "", v[i] - prev);
+        prev = v[i];
+    }
+}
+
 static void write_frames(FILE *o, const mprof_tl_frameset *f, const char *name)
 {
     fputs("{\"name\":", o);
     jcstr(o, name);
     fputs(",\"first\":0,\"start\":[", o);
-    int64_t prev = 0;
-    for (uint64_t i = 0; i < f->n; i++) {
-        fprintf(o, "%s%" PRId64, i ? "," : "", f->start[i] - prev);
-        prev = f->start[i];
-    }
+    write_deltas(o, f->start, f->n);
     fputs("],\"dur\":[", o);
     for (uint64_t i = 0; i < f->n; i++)
         fprintf(o, "%s%" PRId64, i ? "," : "", f->dur[i]);
@@ -800,11 +806,7 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
     fputc(']', out);
     if (p->n_msg) {
         fputs(",\"messages\":{\"ts\":[", out);
-        int64_t prev = 0;
-        for (size_t m = 0; m < p->n_msg; m++) {
-            fprintf(out, "%s%" PRId64, m ? "," : "", p->msg_ts[m] - prev);
-            prev = p->msg_ts[m];
-        }
+        write_deltas(out, p->msg_ts, p->n_msg);
         fputs("],\"level\":[", out);
         for (size_t m = 0; m < p->n_msg; m++)
             fprintf(out, "%s%u", m ? "," : "", (unsigned)p->msg_level[m]);
@@ -901,7 +903,7 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
     }
     /* System tracing (docs/SYSTEM.md): thread states, CPU usage, samples; left out when it
      * cannot be read (the rest of the document stands). */
-    mprof__system_view_json(path, out, rg->t0, rg->t1);
+    mprof__document_system_json(path, out, rg->t0, rg->t1);
     if (o->diff_json) {
         fputs(",\"diff\":", out);
         /* The comparison document is our own JSON; keep it safe inside <script> all the same. */
@@ -956,7 +958,7 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
     mprof_walker *w1 = mprof__walker_new(r, &h1, 1);
     if (!w1) {
         mprof_reader_close(r);
-        snprintf(err, errlen, "%s: out of memory", path);
+        tool_seterr(err, errlen, "%s: out of memory", path);
         return -1;
     }
     p1.w = w1;
@@ -968,9 +970,9 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
             break;
         }
     if (rc == -1)
-        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
+        tool_seterr(err, errlen, "%s: %s", path, mprof_reader_error(r));
     else if (rc == -2)
-        snprintf(err, errlen, "%s: out of memory", path);
+        tool_seterr(err, errlen, "%s: out of memory", path);
     mprof_reader_close(r);
     if (rc < 0) {
         mprof__walker_free(w1);
@@ -1007,7 +1009,7 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
     }
     mprof_walker *w2 = mprof__walker_new(r, &h2, 1);
     if (!w2) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        tool_seterr(err, errlen, "%s: out of memory", path);
         mprof_reader_close(r);
         mprof__walker_free(w1);
         return -1;
@@ -1022,10 +1024,10 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
     }
     int ret = 0;
     if (rc == -1) {
-        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
+        tool_seterr(err, errlen, "%s: %s", path, mprof_reader_error(r));
         ret = -1;
     } else if (rc == -2) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        tool_seterr(err, errlen, "%s: out of memory", path);
         ret = -1;
     } else {
         mprof__walker_finish(w2);
@@ -1034,7 +1036,7 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
         for (size_t i = 0; i < p2.n_mem; i++)
             series_flush(&p2, &p2.mem[i]);
         if (write_doc(path, &o, r, w2, &p2, &rg, total_zones, out) != 0 || p2.oom) {
-            snprintf(err, errlen, "%s: out of memory", path);
+            tool_seterr(err, errlen, "%s: out of memory", path);
             ret = -1;
         }
     }
@@ -1049,13 +1051,13 @@ int mprof__view_write_html(const char *path, const mprof_view_opts *opts, FILE *
                            size_t errlen)
 {
     if (fwrite(mprof__view_head, 1, mprof__view_head_len, out) != mprof__view_head_len) {
-        snprintf(err, errlen, "write error");
+        tool_seterr(err, errlen, "write error");
         return -1;
     }
     if (mprof__view_write(path, opts, out, err, errlen) != 0)
         return -1;
     if (fwrite(mprof__view_tail, 1, mprof__view_tail_len, out) != mprof__view_tail_len) {
-        snprintf(err, errlen, "write error");
+        tool_seterr(err, errlen, "write error");
         return -1;
     }
     return 0;

@@ -1,8 +1,8 @@
 /*
  * document.h - the document that `mprof view` embeds in its self-contained HTML page (schema in
- * docs/VIEW.md), and the page itself. The walker (analysis/timeline.h) runs twice over the
- * capture: once to learn the frames and where zones fall, once to keep the zones of the chosen
- * range.
+ * docs/VIEW.md), and the page itself (document.c; its "system" object: document_system.c). The
+ * walker (analysis/timeline.h) runs twice over the capture: once to learn the frames and where
+ * zones fall, once to keep the zones of the chosen range.
  */
 #ifndef MPROF_VIEW_DOCUMENT_H
 #define MPROF_VIEW_DOCUMENT_H
@@ -31,6 +31,6 @@ int mprof__view_write_html(const char *path, const mprof_view_opts *opts, FILE *
 /* The "system" object of the viewer's data document (docs/VIEW.md) for [t0, t1], written as
  * ",\"system\":{...}" (nothing when the capture has no system records). Reads the capture at
  * path once more. Returns 0, or -1 when it cannot be read or memory runs out. */
-int mprof__system_view_json(const char *path, FILE *out, int64_t t0, int64_t t1);
+int mprof__document_system_json(const char *path, FILE *out, int64_t t0, int64_t t1);
 
 #endif

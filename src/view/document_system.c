@@ -1,5 +1,5 @@
 /*
- * system_view.c - the "system" object of `mprof view`'s data document (docs/VIEW.md): per traced
+ * document_system.c - the "system" object of `mprof view`'s data document (docs/VIEW.md): per traced
  * thread its off-CPU intervals and why (the viewer draws running / preempted / blocked under
  * the thread's header), the CPU-usage samples (drawn as two plots) and the callstack samples
  * with symbolised frames (the viewer's sample flame graph of a selected range). Everything is
@@ -25,7 +25,8 @@ typedef struct vsample {
     uint32_t stack;
 } vsample;
 
-/* A JSON string safe inside <script> (as timeline_view.c writes them). */
+/* A JSON string safe inside <script>, as document.c's jstr writes them, except that every
+ * control character here is \u00XX. */
 static void jstr(FILE *o, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
@@ -50,6 +51,25 @@ static void jnum(FILE *o, double v)
         fprintf(o, "%.4g", v);
     else
         fputc('0', o);
+}
+
+/* Whether off interval k of thread i overlaps [t0, t1], with its bounds and reason. "off" and
+ * "wk" list the same intervals, so both ask this. */
+static int off_in_range(const mprof_sysmodel *m, uint32_t i, uint32_t k, int64_t t0, int64_t t1,
+                        int64_t *a, int64_t *b, int *why)
+{
+    mprof__sys_tid_off(m, i, k, a, b, why);
+    return !(*b < t0 || *a > t1);
+}
+
+/* Whether CPU-usage sample i lies within 200 ms of [t0, t1] (so that the plot's lines enter and
+ * leave the range), with its time and the other processes' and this one's share. "ts", "other"
+ * and "self" list the same samples, so all three ask this. */
+static int cpu_in_range(const mprof_sysmodel *m, uint32_t i, int64_t t0, int64_t t1, int64_t *ts,
+                        double *other, double *self)
+{
+    mprof__sys_cpu_sample(m, i, ts, other, self);
+    return !(*ts < t0 - 200000000 || *ts > t1 + 200000000);
 }
 
 static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
@@ -121,8 +141,7 @@ static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
         for (uint32_t k = 0; k < n_off; k++) {
             int64_t a, b;
             int why;
-            mprof__sys_tid_off(m, i, k, &a, &b, &why);
-            if (b < t0 || a > t1)
+            if (!off_in_range(m, i, k, t0, t1, &a, &b, &why))
                 continue;
             fprintf(out, "%s%" PRId64 ",%" PRId64 ",%d", first ? "" : ",", a - prev, b - a, why);
             prev = a;
@@ -136,8 +155,7 @@ static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
             for (uint32_t k = 0; k < n_off; k++) {
                 int64_t a, b;
                 int why;
-                mprof__sys_tid_off(m, i, k, &a, &b, &why);
-                if (b < t0 || a > t1)
+                if (!off_in_range(m, i, k, t0, t1, &a, &b, &why))
                     continue;
                 uint32_t w = mprof__sys_tid_waker(m, i, k);
                 fprintf(out, "%s%ld", first ? "" : ",", w == UINT32_MAX ? -1L : (long)w);
@@ -170,8 +188,7 @@ static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
     for (uint32_t i = 0; i < nc; i++) {
         int64_t ts;
         double o, sf;
-        mprof__sys_cpu_sample(m, i, &ts, &o, &sf);
-        if (ts < t0 - 200000000 || ts > t1 + 200000000)
+        if (!cpu_in_range(m, i, t0, t1, &ts, &o, &sf))
             continue;
         fprintf(out, "%s%" PRId64, first ? "" : ",", ts - prev);
         prev = ts;
@@ -183,8 +200,7 @@ static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
         for (uint32_t i = 0; i < nc; i++) {
             int64_t ts;
             double o, sf;
-            mprof__sys_cpu_sample(m, i, &ts, &o, &sf);
-            if (ts < t0 - 200000000 || ts > t1 + 200000000)
+            if (!cpu_in_range(m, i, t0, t1, &ts, &o, &sf))
                 continue;
             if (!first)
                 fputc(',', out);
@@ -235,7 +251,7 @@ out:
     return rc;
 }
 
-int mprof__system_view_json(const char *path, FILE *out, int64_t t0, int64_t t1)
+int mprof__document_system_json(const char *path, FILE *out, int64_t t0, int64_t t1)
 {
     /* Built aside, so that a failure half-way leaves the document without the object rather
      * than with half of it. */

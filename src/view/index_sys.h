@@ -1,14 +1,16 @@
 /*
- * view_index_sys.h - the system-tracing and lock section of the served viewer's index
- * (view_index.h): thread states, CPU usage and callstack samples (tags 0x50-0x54,
+ * index_sys.h - the system-tracing and lock section of the served viewer's index
+ * (view/index.h): thread states, CPU usage and callstack samples (tags 0x50-0x54,
  * docs/SYSTEM.md), and every lock span with prefix sums, so that the page's strips, CPU plot,
  * sample flame graph and lock panel cost a few binary searches per pixel or per lock, whatever
- * the capture's size.
+ * the capture's size (index_sys_file.h: the layout).
  *
- * view_index.c calls it at four points: each event and lock span during the build
- * (mprof__vsys_event, mprof__vsys_lock), once when it writes the index (mprof__vsys_write, which
- * appends the section), once when it opens one (mprof__vsys_check) and for the queries it does
- * not answer itself (mprof__vsys_answer).
+ * The index calls it at four points: each event and lock span during the build
+ * (mprof__vsys_event, mprof__vsys_lock: index_build.c), once when it writes the index
+ * (mprof__vsys_write, which appends the section: index_write.c), once when it opens one
+ * (mprof__vsys_check: index_open.c) and for the queries it does not answer itself
+ * (mprof__vsys_answer: index_answers.c). index_sys_build.c builds the section,
+ * index_sys_answers.c reads it.
  *
  * Threads: building is single-threaded; answering reads the mapped section only.
  */
@@ -16,7 +18,7 @@
 #define MPROF_VIEW_INDEX_SYS_H
 
 #include "analysis/timeline.h"
-#include "view/index.h"
+#include "view/query.h"
 #include "format/format.h"
 
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * view_query.c - the parser of the requests `mprof view --serve` answers (view_index.h).
+ * query.c - the parser of the requests `mprof view --serve` answers (view/query.h).
  *
  * A request target is outside input from whatever can reach the port, so the parser accepts
  * only what the page sends: a known /api/ path with its keys, each at most once, values that are
@@ -7,10 +7,13 @@
  * Anything else is refused with a message that names the offending part. The server never maps
  * a request to a file of the machine: page files come from a table compiled into mprof.
  */
-#include "view/index.h"
+#include "view/query.h"
+
+#include "util/tool.h"
 
 #include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 typedef struct api_path {
@@ -100,7 +103,7 @@ static int key_index(const char *k, size_t kn)
 
 static int fail(char *err, size_t errlen, const char *what, const char *s, size_t n)
 {
-    snprintf(err, errlen, "%s '%.*s'", what, (int)(n > 64 ? 64 : n), s);
+    tool_seterr(err, errlen, "%s '%.*s'", what, (int)(n > 64 ? 64 : n), s);
     return -1;
 }
 
@@ -182,7 +185,7 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
     for (size_t i = 0; i < N_KEYS; i++) {
         int req;
         if (!seen[i] && key_allowed(ap->keys, key_names[i], strlen(key_names[i]), &req) && req) {
-            snprintf(err, errlen, "%s needs %s", ap->path, key_names[i]);
+            tool_seterr(err, errlen, "%s needs %s", ap->path, key_names[i]);
             return -1;
         }
     }
@@ -191,7 +194,7 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
         out->t1 = vals[1];
         out->has_t = 1;
         if (out->t1 <= out->t0) {
-            snprintf(err, errlen, "t1 must be after t0");
+            tool_seterr(err, errlen, "t1 must be after t0");
             return -1;
         }
     }
@@ -217,7 +220,7 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
         out->no_lod = vals[10] == 0;
     if (seen[7] || seen[8]) {
         if (!seen[7] || !seen[8] || vals[8] < vals[7]) {
-            snprintf(err, errlen, "frames want from and to with from <= to");
+            tool_seterr(err, errlen, "frames want from and to with from <= to");
             return -1;
         }
         out->from = vals[7];

@@ -1,6 +1,6 @@
 /*
  * serve.h - `mprof view --serve` and `mprof view --live`: the viewer as a local web server over
- * one capture (serve.c).
+ * one capture (serve.c), or over a capture while it is recorded (live.c).
  */
 #ifndef MPROF_VIEW_SERVE_H
 #define MPROF_VIEW_SERVE_H

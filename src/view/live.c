@@ -1,0 +1,146 @@
+/*
+ * live.c - `mprof view --live`: the served viewer following a capture while it is recorded.
+ *
+ * It runs `mprof capture` (this binary, so the capture is exactly that command's) as a child
+ * writing the capture file, and re-indexes the growing file: each new index replaces the served
+ * one (requests in flight keep theirs), and the page, which polls /api/live, fetches the new
+ * metadata and frames and follows the end of the capture.
+ */
+#define _POSIX_C_SOURCE 200809L /* sigtimedwait, posix_spawn */
+#include "view/serve.h"
+
+#include "util/tool.h"
+#include "view/server.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int mprof__view_live(const mprof_view_live_opts *o)
+{
+    sigset_t stop;
+    mprof__vserver_block_signals(&stop);
+    struct stat st;
+    if (!o->force && stat(o->capture, &st) == 0)
+        return tool_error("view", EXIT_IO, "%s already exists; use -f to overwrite it", o->capture);
+    vserver s = {.mu = PTHREAD_MUTEX_INITIALIZER, .live = 1, .capturing = 1};
+    int rc = EXIT_OK;
+    struct MHD_Daemon *d = mprof__vserver_start(&s, o->address, o->http_port, &rc);
+    if (!d) {
+        mprof__vserver_end(&s, NULL);
+        return rc;
+    }
+    /* The capture is `mprof capture`, run by this same binary. */
+    char port[16];
+    snprintf(port, sizeof port, "%u", o->port);
+    char *args[12];
+    int n = 0;
+    args[n++] = (char *)"mprof";
+    args[n++] = (char *)"capture";
+    args[n++] = (char *)"-o";
+    args[n++] = (char *)o->capture;
+    args[n++] = (char *)"-a";
+    args[n++] = (char *)o->process_address;
+    args[n++] = (char *)"-p";
+    args[n++] = port;
+    if (o->force)
+        args[n++] = (char *)"-f";
+    args[n] = NULL;
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&at, &none); /* the child stops on its own signals */
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+    pid_t child;
+    int e = posix_spawn(&child, "/proc/self/exe", NULL, &at, args, environ);
+    posix_spawnattr_destroy(&at);
+    if (e != 0) {
+        mprof__vserver_end(&s, d);
+        return tool_error("view", EXIT_IO, "cannot start mprof capture: %s", strerror(e));
+    }
+    char idx[4200];
+    if (o->index_path)
+        snprintf(idx, sizeof idx, "%s", o->index_path);
+    else
+        snprintf(idx, sizeof idx, "%s.vidx", o->capture);
+    fprintf(stderr, "mprof view: live: capturing %s:%u into %s; the page follows it; stop with Ctrl-C\n",
+            o->process_address, o->port, o->capture);
+    uint64_t indexed = 0;
+    double next = 0, build_s = 0;
+    int child_rc = -1, sig = 0, stopping = 0, final_done = 0;
+    for (;;) {
+        struct timespec tick = {0, 250000000};
+        sig = sigtimedwait(&stop, NULL, &tick);
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+            if (child_rc >= 0 || stopping)
+                break;
+            kill(child, SIGINT); /* mprof capture finalises the file, then we stop */
+            stopping = 1;
+        }
+        if (child_rc < 0) {
+            int ws;
+            if (waitpid(child, &ws, WNOHANG) == child) {
+                /* The page is told the capture ended only once the index of the finished file
+                 * is served (below): a page that saw "ended" with the last growing index would
+                 * stop polling and keep showing it. */
+                child_rc = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128;
+                if (child_rc != EXIT_OK && child_rc != EXIT_VERDICT && !indexed) {
+                    mprof__vserver_end(&s, d);
+                    return child_rc;
+                }
+            }
+        }
+        /* Re-index when the file grew, no more often than twice the last build took. */
+        int have = stat(o->capture, &st) == 0;
+        if (have && (uint64_t)st.st_size != indexed && (mono_s() >= next || child_rc >= 0)) {
+            double t = mono_s();
+            char err[512];
+            uint64_t size = (uint64_t)st.st_size;
+            mprof_vindex *x = NULL;
+            if (mprof__vindex_build(o->capture, idx, err, sizeof err) == 0)
+                x = mprof__vindex_open_built(idx, err, sizeof err);
+            if (x && mprof__vserver_swap(&s, x, size) == 0)
+                indexed = size;
+            else if (child_rc >= 0) {
+                /* The finished file does not index: say so once and keep serving the last index. */
+                fprintf(stderr, "mprof view: cannot index the finished capture: %s\n", err);
+                indexed = size;
+            }
+            build_s = mono_s() - t;
+            next = mono_s() + (build_s * 2 > 0.5 ? build_s * 2 : 0.5);
+        }
+        if (child_rc >= 0 && (!have || (uint64_t)st.st_size == indexed) && !final_done) {
+            final_done = 1;
+            /* After the final index: the page's next /api/meta is the whole capture. */
+            mprof__vserver_capture_ended(&s);
+            fprintf(stderr, "mprof view: the capture ended (mprof capture exit %d); serving %s until Ctrl-C\n",
+                    child_rc, o->capture);
+            if (stopping)
+                break;
+        }
+    }
+    if (child_rc < 0) {
+        kill(child, SIGINT);
+        int ws;
+        waitpid(child, &ws, 0);
+    }
+    mprof__vserver_end(&s, d);
+    fprintf(stderr, "mprof view: stopped\n");
+    return EXIT_OK;
+}
+

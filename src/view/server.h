@@ -1,0 +1,47 @@
+/*
+ * server.h - the HTTP server of the served viewer (server.c), shared by `mprof view --serve`
+ * (serve.c) and `mprof view --live` (live.c). It answers the page's files and its /api/ queries
+ * from the index it holds; a live capture hands it a new index while requests are in flight.
+ *
+ * Threads: libmicrohttpd's threads answer the requests; the command's own thread starts and ends
+ * the server, swaps its index and says when the capture ended.
+ */
+#ifndef MPROF_VIEW_SERVER_H
+#define MPROF_VIEW_SERVER_H
+
+#include "view/index.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+
+struct MHD_Daemon;
+typedef struct held held; /* an index and the requests using it (server.c) */
+
+/* Zero-initialised but for mu (PTHREAD_MUTEX_INITIALIZER): no index yet. */
+typedef struct vserver {
+    pthread_mutex_t mu;
+    held *cur;          /* NULL until the first index (live: before the process answers) */
+    int live, capturing;
+    unsigned generation;
+    uint64_t capture_bytes;
+} vserver;
+
+/* Serves x, the index of capture_bytes bytes of the capture, to every later request (s takes
+ * it); the previous index goes when its last request ends. Returns 0, or -1 when out of memory (x is
+ * closed). */
+int mprof__vserver_swap(vserver *s, mprof_vindex *x, uint64_t capture_bytes);
+/* Says that the capture ended, once its final index is served: the page's next /api/live says
+ * so. */
+void mprof__vserver_capture_ended(vserver *s);
+/* Starts the HTTP daemon on address:port for s and prints its URL on stdout. NULL after printing
+ * why, with the exit code in *out_rc. */
+struct MHD_Daemon *mprof__vserver_start(vserver *s, const char *address, unsigned port,
+                                        int *out_rc);
+/* Stops the daemon d (NULL: none was started) and closes the index once its requests end. */
+void mprof__vserver_end(vserver *s, struct MHD_Daemon *d);
+/* Blocks the signals that stop the server (SIGINT, SIGTERM, SIGHUP) and SIGCHLD in the calling
+ * thread, before the daemon's threads start, so that the command waits for them (sigwait). */
+void mprof__vserver_block_signals(sigset_t *stop);
+
+#endif
