@@ -572,12 +572,8 @@ static void mem_event(void *state, mprof_analysis *a, const mprof_event *ev)
             return;
         break;
     case MPROF_EV_DEF_MODULE:
-        if (m->sym) {
-            char path[4096], bid[160];
-            snprintf(path, sizeof path, "%.*s", (int)ev->str_lens[0], ev->strs[0]);
-            snprintf(bid, sizeof bid, "%.*s", (int)ev->str_lens[1], ev->strs[1]);
-            mprof_symbolizer_add_module(m->sym, ev->u[0], ev->u[1], path, bid);
-        }
+        if (m->sym)
+            mprof_symbolizer_add_event(m->sym, ev);
         return;
     default:
         return;

@@ -252,6 +252,14 @@ static int cache_grow(mprof_symbolizer *s)
     return 0;
 }
 
+int mprof_symbolizer_add_event(mprof_symbolizer *s, const mprof_event *ev)
+{
+    char path[4096], bid[160];
+    snprintf(path, sizeof path, "%.*s", (int)ev->str_lens[0], ev->strs[0]);
+    snprintf(bid, sizeof bid, "%.*s", (int)ev->str_lens[1], ev->strs[1]);
+    return mprof_symbolizer_add_module(s, ev->u[0], ev->u[1], path, bid);
+}
+
 int mprof_symbolizer_lookup(mprof_symbolizer *s, uint64_t addr, mprof_symbol *out)
 {
     if (!s || !addr) {

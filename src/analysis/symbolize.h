@@ -13,6 +13,8 @@
 #ifndef MPROF_ANALYSIS_SYMBOLIZE_H
 #define MPROF_ANALYSIS_SYMBOLIZE_H
 
+#include "format/format.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +36,8 @@ void mprof_symbolizer_free(mprof_symbolizer *s);
  * opened on first use. Returns 0, or -1 when out of memory. Duplicates are ignored. */
 int mprof_symbolizer_add_module(mprof_symbolizer *s, uint64_t start, uint64_t size,
                                 const char *path, const char *build_id);
+/* The same from a DEF_MODULE event of a capture (its start, extent, path and build id). */
+int mprof_symbolizer_add_event(mprof_symbolizer *s, const mprof_event *ev);
 /* Resolves a return address (the instruction looked up is addr - 1, the call). Fills *out and
  * returns 1 when a function name was found, 0 otherwise (out still says which module). The
  * strings live as long as the symbolizer. */

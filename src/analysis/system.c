@@ -276,12 +276,8 @@ static void sys_prescan(void *state, const mprof_reader *r, const mprof_event *e
     case MPROF_EV_DEF_MODULE:
         if (!p->sym)
             p->sym = mprof_symbolizer_new();
-        if (p->sym) {
-            char path[4096], bid[160];
-            snprintf(path, sizeof path, "%.*s", (int)ev->str_lens[0], ev->strs[0]);
-            snprintf(bid, sizeof bid, "%.*s", (int)ev->str_lens[1], ev->strs[1]);
-            mprof_symbolizer_add_module(p->sym, ev->u[0], ev->u[1], path, bid);
-        }
+        if (p->sym)
+            mprof_symbolizer_add_event(p->sym, ev);
         return;
     default:
         return;

@@ -105,10 +105,7 @@ static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
         } else if (ev.type == MPROF_EV_DEF_MODULE) {
             if (!sym && !(sym = mprof_symbolizer_new()))
                 goto out;
-            char p[4096], bid[160];
-            snprintf(p, sizeof p, "%.*s", (int)ev.str_lens[0], ev.strs[0]);
-            snprintf(bid, sizeof bid, "%.*s", (int)ev.str_lens[1], ev.strs[1]);
-            mprof_symbolizer_add_module(sym, ev.u[0], ev.u[1], p, bid);
+            mprof_symbolizer_add_event(sym, &ev);
         }
     }
     if (more < 0)

@@ -12,6 +12,7 @@
 #include "view/index_build.h"
 
 #include "util/tool.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -48,14 +49,8 @@ static blevel *level_of(builder *b, uint32_t track, uint32_t depth)
         b->track_depths[track] = nd;
     }
     if (!idx[track][depth]) {
-        if (b->n_levels == b->cap_levels) {
-            size_t nc = b->cap_levels ? b->cap_levels * 2 : 16;
-            blevel *l = realloc(b->levels, nc * sizeof *l);
-            if (!l)
-                return NULL;
-            b->levels = l;
-            b->cap_levels = nc;
-        }
+        if (MPROF_GROW(b->levels, b->cap_levels, b->n_levels + 1, 16) != 0)
+            return NULL;
         blevel *l = &b->levels[b->n_levels++];
         memset(l, 0, sizeof *l);
         l->track = track;
@@ -149,14 +144,8 @@ static bplot *plot_of(builder *b, int pool, uint32_t id)
     for (size_t i = 0; i < b->n_plots; i++)
         if (b->plots[i].pool == pool && b->plots[i].id == id)
             return &b->plots[i];
-    if (b->n_plots == b->cap_plots) {
-        size_t nc = b->cap_plots ? b->cap_plots * 2 : 8;
-        bplot *p = realloc(b->plots, nc * sizeof *p);
-        if (!p)
-            return NULL;
-        b->plots = p;
-        b->cap_plots = nc;
-    }
+    if (MPROF_GROW(b->plots, b->cap_plots, b->n_plots + 1, 8) != 0)
+        return NULL;
     bplot *p = &b->plots[b->n_plots++];
     memset(p, 0, sizeof *p);
     p->pool = pool;

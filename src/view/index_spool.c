@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* pread */
 #include "view/index_spool.h"
+#include "util/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +17,8 @@ static int stream_flush(spool *sp, stream *s)
 {
     if (!s->used)
         return 0;
-    if (s->n_chunks == s->cap_chunks) {
-        size_t nc = s->cap_chunks ? s->cap_chunks * 2 : 8;
-        chunk *c = realloc(s->chunks, nc * sizeof *c);
-        if (!c)
-            return -1;
-        s->chunks = c;
-        s->cap_chunks = nc;
-    }
+    if (MPROF_GROW(s->chunks, s->cap_chunks, s->n_chunks + 1, 8) != 0)
+        return -1;
     if (fwrite(s->buf, 1, s->used, sp->f) != s->used)
         return -1;
     s->chunks[s->n_chunks++] = (chunk){sp->size, s->used};

@@ -14,6 +14,7 @@
 #include "analysis/system.h"
 #include "util/umap.h"
 #include "view/index_sys_file.h"
+#include "util/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,19 +54,6 @@ void mprof__vsys_free(mprof_vsys *s)
     free(s);
 }
 
-static int grow(void **p, size_t *cap, size_t n, size_t es)
-{
-    if (n < *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 1024;
-    void *q = realloc(*p, nc * es);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = nc;
-    return 0;
-}
-
 int mprof__vsys_event(mprof_vsys *s, const mprof_reader *r, const mprof_event *ev)
 {
     if (ev->type >= MPROF_EV_SYS_SWITCH && ev->type <= MPROF_EV_SYS_CPU)
@@ -74,10 +62,10 @@ int mprof__vsys_event(mprof_vsys *s, const mprof_reader *r, const mprof_event *e
         return -1;
     if (ev->type == MPROF_EV_SYS_SAMPLE) {
         size_t cap = s->cap_smp;
-        if (grow((void **)&s->smp, &cap, s->n_smp, sizeof *s->smp) != 0)
+        if (MPROF_GROW(s->smp, cap, s->n_smp + 1, 1024) != 0)
             return -1;
         size_t cap2 = s->cap_smp;
-        if (grow((void **)&s->smp_tid, &cap2, s->n_smp, sizeof *s->smp_tid) != 0)
+        if (MPROF_GROW(s->smp_tid, cap2, s->n_smp + 1, 1024) != 0)
             return -1;
         s->cap_smp = cap < cap2 ? cap : cap2;
         s->smp[s->n_smp] = (ssample){ev->ts_ns, (uint32_t)ev->u[1], UINT32_MAX};
@@ -85,10 +73,7 @@ int mprof__vsys_event(mprof_vsys *s, const mprof_reader *r, const mprof_event *e
     } else if (ev->type == MPROF_EV_DEF_MODULE) {
         if (!s->sym && !(s->sym = mprof_symbolizer_new()))
             return -1;
-        char p[4096], bid[160];
-        snprintf(p, sizeof p, "%.*s", (int)ev->str_lens[0], ev->strs[0]);
-        snprintf(bid, sizeof bid, "%.*s", (int)ev->str_lens[1], ev->strs[1]);
-        if (mprof_symbolizer_add_module(s->sym, ev->u[0], ev->u[1], p, bid) != 0)
+        if (mprof_symbolizer_add_event(s->sym, ev) != 0)
             return -1;
     }
     return 0;
@@ -97,7 +82,7 @@ int mprof__vsys_event(mprof_vsys *s, const mprof_reader *r, const mprof_event *e
 int mprof__vsys_lock(mprof_vsys *s, const mprof_walker *w, const mprof_tl_lockspan *span)
 {
     (void)w;
-    if (grow((void **)&s->sp, &s->cap_sp, s->n_sp, sizeof *s->sp) != 0)
+    if (MPROF_GROW(s->sp, s->cap_sp, s->n_sp + 1, 1024) != 0)
         return -1;
     s->sp[s->n_sp++] = (bspan){span->start_ns, span->end_ns < span->start_ns ? span->start_ns : span->end_ns,
                                span->lock, span->waiting ? 0u : 1u};
