@@ -528,8 +528,8 @@ static void test_export_into_gate(void **state)
     assert_int_equal(mprof__export_frames(tp("base.mprof"), tp("based/2.json"), err, sizeof err), 0);
     assert_int_equal(mprof__export_frames(tp("cur.mprof"), tp("curd/1.json"), err, sizeof err), 0);
     assert_int_equal(mprof__export_frames(tp("cur.mprof"), tp("curd/2.json"), err, sizeof err), 0);
-    mprof_gate_side *b = mprof__gate_load(tp("based"), 0, err, sizeof err);
-    mprof_gate_side *c = mprof__gate_load(tp("curd"), 0, err, sizeof err);
+    mprof_frames_runs *b = mprof__frames_load(tp("based"), 0, err, sizeof err);
+    mprof_frames_runs *c = mprof__frames_load(tp("curd"), 0, err, sizeof err);
     assert_non_null(b);
     assert_non_null(c);
     assert_int_equal(b->n_runs, 2);
@@ -553,14 +553,14 @@ static void test_export_into_gate(void **state)
     assert_string_equal(r->cur_git_sha, "bbbb222");
     mprof__gate_result_free(r);
     /* The same capture on both sides passes. */
-    mprof_gate_side *b2 = mprof__gate_load(tp("base.json"), 0, err, sizeof err);
+    mprof_frames_runs *b2 = mprof__frames_load(tp("base.json"), 0, err, sizeof err);
     r = mprof__gate_compare(b, b2, NULL, err, sizeof err);
     assert_int_equal(r->verdict, MPROF_GATE_PASS);
     assert_float_equal(r->p95_ratio, 1.0, 0);
     mprof__gate_result_free(r);
-    mprof__gate_side_free(b);
-    mprof__gate_side_free(b2);
-    mprof__gate_side_free(c);
+    mprof__frames_runs_free(b);
+    mprof__frames_runs_free(b2);
+    mprof__frames_runs_free(c);
 }
 
 static int setup(void **state)

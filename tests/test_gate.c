@@ -118,16 +118,16 @@ static mprof_gate_result *compare(const char *b, const char *c, const mprof_gate
 {
     char err[512];
     int skip = o ? o->skip_frames : 0;
-    mprof_gate_side *sb = mprof__gate_load(tpath(b), skip, err, sizeof err);
+    mprof_frames_runs *sb = mprof__frames_load(tpath(b), skip, err, sizeof err);
     if (!sb)
         fail_msg("%s", err);
-    mprof_gate_side *sc = mprof__gate_load(tpath(c), skip, err, sizeof err);
+    mprof_frames_runs *sc = mprof__frames_load(tpath(c), skip, err, sizeof err);
     if (!sc)
         fail_msg("%s", err);
     mprof_gate_result *r = mprof__gate_compare(sb, sc, o, err, sizeof err);
     assert_non_null(r);
-    mprof__gate_side_free(sb);
-    mprof__gate_side_free(sc);
+    mprof__frames_runs_free(sb);
+    mprof__frames_runs_free(sc);
     return r;
 }
 
@@ -449,7 +449,7 @@ static void expect_load_error(const char *name, const char *content, const char 
     fputs(content, f);
     fclose(f);
     char err[512] = "";
-    mprof_gate_side *s = mprof__gate_load(p, 0, err, sizeof err);
+    mprof_frames_runs *s = mprof__frames_load(p, 0, err, sizeof err);
     assert_null(s);
     if (!strstr(err, needle))
         fail_msg("error \"%s\" lacks \"%s\"", err, needle);
@@ -845,14 +845,14 @@ static void test_bad_input(void **state)
                       "{\"hostname\": 5}}",
                       "not a string");
     char err[256];
-    assert_null(mprof__gate_load(tpath("does-not-exist.json"), 0, err, sizeof err));
+    assert_null(mprof__frames_load(tpath("does-not-exist.json"), 0, err, sizeof err));
     assert_non_null(strstr(err, "does-not-exist.json"));
     mkdir(tpath("empty_dir"), 0755);
-    assert_null(mprof__gate_load(tpath("empty_dir"), 0, err, sizeof err));
+    assert_null(mprof__frames_load(tpath("empty_dir"), 0, err, sizeof err));
     assert_non_null(strstr(err, "no frame exports"));
     /* A parse from memory leaves nothing allocated on failure (checked by ASan in CI). */
-    mprof_gate_run run;
-    assert_int_equal(mprof__gate_parse_run("\x01\x02", 2, "mem", 0, &run, err, sizeof err), -1);
+    mprof_frames_run run;
+    assert_int_equal(mprof__frames_parse("\x01\x02", 2, "mem", 0, 0, &run, err, sizeof err), -1);
     assert_null(run.frames_ms);
 }
 

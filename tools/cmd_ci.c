@@ -470,14 +470,14 @@ static int write_file_with(const char *path, const mprof_gate_result *g,
 static void run_gate(const ci_opts *o, const char *baseline, const char *current, ci_result *r)
 {
     char err[1024];
-    mprof_gate_side *b = mprof__gate_load(baseline, o->skip_frames, err, sizeof err);
-    mprof_gate_side *c = b ? mprof__gate_load(current, o->skip_frames, err, sizeof err) : NULL;
+    mprof_frames_runs *b = mprof__frames_load(baseline, o->skip_frames, err, sizeof err);
+    mprof_frames_runs *c = b ? mprof__frames_load(current, o->skip_frames, err, sizeof err) : NULL;
     mprof_gate_opts go = {0};
     go.threshold_pct = o->threshold > 0 ? o->threshold : (o->threshold == 0 ? -1 : 10);
     go.skip_frames = o->skip_frames;
     mprof_gate_result *g = (b && c) ? mprof__gate_compare(b, c, &go, err, sizeof err) : NULL;
-    mprof__gate_side_free(b);
-    mprof__gate_side_free(c);
+    mprof__frames_runs_free(b);
+    mprof__frames_runs_free(c);
     if (!g) {
         snprintf(r->gate_verdict, sizeof r->gate_verdict, "bad-input");
         snprintf(r->gate_reason, sizeof r->gate_reason, "%s", err);
@@ -995,17 +995,17 @@ static int ci_run(const ci_opts *o, ci_result *r)
     /* The current side's figures: every run's frames pooled. */
     {
         char err[1024];
-        mprof_gate_side *cs = mprof__gate_load(o->runs == 1 ? r->export_path : current_dir, 0,
+        mprof_frames_runs *cs = mprof__frames_load(o->runs == 1 ? r->export_path : current_dir, 0,
                                                err, sizeof err);
-        mprof_gate_summary sum;
-        if (cs && mprof__gate_summarize_side(cs, &sum) == 0) {
+        mprof_frames_summary sum;
+        if (cs && mprof__frames_runs_summarize(cs, &sum) == 0) {
             r->frames = (long)sum.frames;
             r->p50 = sum.p50_ms;
             r->p90 = sum.p90_ms;
             r->p95 = sum.p95_ms;
             r->p99 = sum.p99_ms;
         }
-        mprof__gate_side_free(cs);
+        mprof__frames_runs_free(cs);
     }
 
     const char *baseline = o->baseline_argv ? base_runs_dir : o->baseline;

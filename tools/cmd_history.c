@@ -307,7 +307,7 @@ static int write_html(const char *path, const char *display, const mprof_store_r
     chart(f, "frame-chart", "Frame time over commits (p50, p95)", order, n, series, labels, 2);
 
     /* The top zones of the newest run, each over every run that has it. */
-    const mprof_store_rep *latest = n && runs[0].n_reps ? &runs[0].reps[0] : NULL;
+    const mprof_frames_run *latest = n && runs[0].n_reps ? &runs[0].reps[0] : NULL;
     size_t nz = latest ? latest->n_zones : 0;
     if (nz > MAX_ZONE_CHARTS)
         nz = MAX_ZONE_CHARTS;
@@ -327,7 +327,7 @@ static int write_html(const char *path, const char *display, const mprof_store_r
         double *v = zv + z * (n ? n : 1);
         for (size_t i = 0; i < n; i++) {
             v[i] = NAN;
-            const mprof_store_rep *r = order[i]->n_reps ? &order[i]->reps[0] : NULL;
+            const mprof_frames_run *r = order[i]->n_reps ? &order[i]->reps[0] : NULL;
             for (size_t k = 0; r && k < r->n_zones; k++)
                 if (strcmp(r->zones[k].name, name) == 0)
                     v[i] = r->zones[k].self_mean_ms;

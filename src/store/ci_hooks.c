@@ -137,15 +137,13 @@ void mprof__ci_store_baseline(const char *url, const char **baseline, const char
         for (size_t k = 0; k < runs[i].n_reps; k++) {
             if (runs[i].reps[k].n_frames == 0)
                 continue;
-            char *text = mprof__store_export_json(&runs[i], k);
             char path[1400];
             snprintf(path, sizeof path, "%s/run%06lld-%03zu.json", g_base.dir,
                      (long long)runs[i].id, k + 1);
-            FILE *f = text ? fopen(path, "w") : NULL;
-            int ok = f && fputs(text, f) >= 0;
+            FILE *f = fopen(path, "w");
+            int ok = f && mprof__store_write_export(&runs[i], k, f) == 0;
             if (f && fclose(f) != 0)
                 ok = 0;
-            free(text);
             if (!ok) {
                 g_base.failed = 1;
                 snprintf(g_base.error, sizeof g_base.error, "cannot write the baseline export %s: "
