@@ -13,6 +13,7 @@
 
 #include "store/store_json.h"
 
+#include "ci/report.h"
 #include "util/tool.h"
 
 #include <cjson/cJSON.h>
@@ -21,12 +22,6 @@
 #include <string.h>
 
 #define MAX_FILE_BYTES ((size_t)1 << 30) /* refuse reports and exports past 1 GiB */
-
-static const char *jstr(const cJSON *o, const char *key)
-{
-    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-    return cJSON_IsString(v) && v->valuestring ? v->valuestring : NULL;
-}
 
 /* Sets *dst to a copy of src unless *dst is already set; -1 when out of memory. */
 static int take(char **dst, const char *src)
@@ -99,24 +94,12 @@ mprof_store_result mprof__store_parse_export(const char *json, size_t len, const
     return MPROF_STORE_OK;
 }
 
+/* Adds the frame export at path, which the report at report_path names, as a repetition. */
 static mprof_store_result add_export_file(const char *path, const char *report_path,
                                           mprof_store_run *run, char *err, size_t errlen)
 {
     char alt[4096];
-    const char *use = path;
-    FILE *probe = fopen(path, "rb");
-    if (probe) {
-        fclose(probe);
-    } else if (report_path && path[0] != '/') {
-        /* A relative path in a report is relative to where ci ran; try the report's directory,
-         * which is ci's --output-dir, too. */
-        const char *slash = strrchr(report_path, '/');
-        const char *rel = strchr(path, '/');
-        if (slash && rel) {
-            snprintf(alt, sizeof alt, "%.*s%s", (int)(slash - report_path), report_path, rel);
-            use = alt;
-        }
-    }
+    const char *use = mprof__ci_report_locate(report_path, path, alt, sizeof alt);
     size_t len;
     char *text = tool_read_file(use, MAX_FILE_BYTES, &len, err, errlen);
     if (!text)
@@ -127,28 +110,24 @@ static mprof_store_result add_export_file(const char *path, const char *report_p
 }
 
 /* The command line of a CI report: its arguments joined by spaces, single-quoted where needed. */
-static char *join_command(const cJSON *cmd)
+static char *join_command(const char *const *args, size_t n)
 {
     size_t cap = 64, len = 0;
     char *out = malloc(cap);
     if (!out)
         return NULL;
     out[0] = '\0';
-    const cJSON *a;
-    cJSON_ArrayForEach(a, cmd)
-    {
-        if (!cJSON_IsString(a) || !a->valuestring)
-            continue;
-        const char *s = a->valuestring;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = args[i];
         int quote = !*s || strpbrk(s, " \t'\"\\$`*?;&|<>()[]{}") != NULL;
         size_t need = len + strlen(s) * 4 + 4;
         if (need >= cap) {
-            char *n = realloc(out, need * 2);
-            if (!n) {
+            char *nb = realloc(out, need * 2);
+            if (!nb) {
                 free(out);
                 return NULL;
             }
-            out = n;
+            out = nb;
             cap = need * 2;
         }
         if (len)
@@ -170,6 +149,38 @@ static char *join_command(const cJSON *cmd)
     return out;
 }
 
+/* A CI report into run: its verdict, commit, command and capture, and as repetitions the frame
+ * export of each current-side entry of runs[] (mprof ci --runs; baseline-side entries measure the
+ * baseline build and are not this run), else the one frameExport. A failed run may have none,
+ * and is stored without frames. */
+static mprof_store_result from_report(const char *json, size_t len, const char *name,
+                                      mprof_store_run *run, char *err, size_t errlen)
+{
+    mprof_ci_report rep;
+    if (mprof__ci_report_parse(json, len, name, &rep, err, errlen) != 0)
+        return MPROF_STORE_BAD_INPUT;
+    mprof_store_result rc = MPROF_STORE_OK;
+    run->artifact_bytes = rep.capture.bytes;
+    if (!(run->verdict = tool_strdup(rep.verdict)) || take(&run->git_sha, rep.git_sha) ||
+        take(&run->artifact_path, rep.capture.path) ||
+        (rep.command && !(run->command = join_command(rep.command, rep.n_command)))) {
+        rc = MPROF_STORE_NOMEM;
+        tool_seterr(err, errlen, "out of memory");
+    }
+    size_t from_list = 0;
+    for (size_t i = 0; rc == MPROF_STORE_OK && i < rep.n_runs; i++) {
+        const mprof_ci_report_run *x = &rep.runs[i];
+        if ((x->side && strcmp(x->side, "current") != 0) || !x->frame_export)
+            continue;
+        rc = add_export_file(x->frame_export, name, run, err, errlen);
+        from_list++;
+    }
+    if (rc == MPROF_STORE_OK && !from_list && rep.frame_export)
+        rc = add_export_file(rep.frame_export, name, run, err, errlen);
+    mprof__ci_report_clear(&rep);
+    return rc;
+}
+
 mprof_store_result mprof__store_parse_file(const char *json, size_t len, const char *name,
                                            mprof_store_run *run, char *err, size_t errlen)
 {
@@ -181,67 +192,23 @@ mprof_store_result mprof__store_parse_file(const char *json, size_t len, const c
         tool_seterr(err, errlen, "%s: not a JSON object (a CI report or a frame export)", name);
         return MPROF_STORE_BAD_INPUT;
     }
-    const char *schema = jstr(root, "schema");
-    mprof_store_result rc = MPROF_STORE_OK;
-    if (schema && strcmp(schema, MPROF_FRAMES_SCHEMA) == 0) {
-        cJSON_Delete(root);
+    const cJSON *sv = cJSON_GetObjectItemCaseSensitive(root, "schema");
+    int frames = cJSON_IsString(sv) && sv->valuestring && strcmp(sv->valuestring, MPROF_FRAMES_SCHEMA) == 0;
+    int report = cJSON_IsString(sv) && sv->valuestring && strcmp(sv->valuestring, MPROF_CI_REPORT_SCHEMA) == 0;
+    cJSON_Delete(root);
+    mprof_store_result rc;
+    if (frames) {
         rc = mprof__store_parse_export(json, len, name, run, err, errlen);
         if (rc == MPROF_STORE_OK && !(run->verdict = tool_strdup("no-baseline")))
             rc = MPROF_STORE_NOMEM;
-        goto done;
-    }
-    if (!schema || strcmp(schema, "mprof.ciReport.v1") != 0) {
-        cJSON_Delete(root);
-        tool_seterr(err, errlen, "%s: \"schema\" must be \"mprof.ciReport.v1\" (ci-report.json) or \"%s\" "
-               "(mprof export --format frames)", name, MPROF_FRAMES_SCHEMA);
+    } else if (report) {
+        rc = from_report(json, len, name, run, err, errlen);
+    } else {
+        tool_seterr(err, errlen, "%s: \"schema\" must be \"%s\" (ci-report.json) or \"%s\" "
+                    "(mprof export --format frames)", name, MPROF_CI_REPORT_SCHEMA,
+                    MPROF_FRAMES_SCHEMA);
         return MPROF_STORE_BAD_INPUT;
     }
-    const char *verdict = jstr(root, "verdict");
-    static const char *const known[] = {"pass", "regression", "inconclusive", "no-baseline",
-                                        "failed"};
-    int ok = 0;
-    for (size_t i = 0; verdict && i < sizeof known / sizeof known[0]; i++)
-        ok |= strcmp(verdict, known[i]) == 0;
-    if (!ok) {
-        cJSON_Delete(root);
-        tool_seterr(err, errlen, "%s: \"verdict\" is missing or not one of pass, regression, "
-               "inconclusive, no-baseline, failed", name);
-        return MPROF_STORE_BAD_INPUT;
-    }
-    const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(root, "command");
-    const cJSON *cap = cJSON_GetObjectItemCaseSensitive(root, "capture");
-    const cJSON *bytes = cap ? cJSON_GetObjectItemCaseSensitive(cap, "bytes") : NULL;
-    if (cJSON_IsNumber(bytes) && bytes->valuedouble >= 0 && bytes->valuedouble < 9e18)
-        run->artifact_bytes = (int64_t)bytes->valuedouble;
-    if (!(run->verdict = tool_strdup(verdict)) || take(&run->git_sha, jstr(root, "gitSha")) ||
-        take(&run->artifact_path, jstr(cap, "path")) ||
-        (cJSON_IsArray(cmd) && !(run->command = join_command(cmd)))) {
-        rc = MPROF_STORE_NOMEM;
-        tool_seterr(err, errlen, "out of memory");
-    }
-    /* The repetitions: the frame export of each current-side entry of runs[] (mprof ci --runs;
-     * baseline-side entries measure the baseline build and are not this run), else the one
-     * frameExport. A failed run may have none, and is stored without frames. */
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "runs");
-    if (!cJSON_IsArray(list))
-        list = NULL;
-    const cJSON *one = cJSON_GetObjectItemCaseSensitive(root, "frameExport");
-    size_t from_list = 0;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, list)
-    {
-        if (rc != MPROF_STORE_OK)
-            break;
-        const char *side = jstr(e, "side"), *path = jstr(e, "frameExport");
-        if (!cJSON_IsObject(e) || (side && strcmp(side, "current") != 0) || !path)
-            continue;
-        rc = add_export_file(path, name, run, err, errlen);
-        from_list++;
-    }
-    if (rc == MPROF_STORE_OK && !from_list && cJSON_IsString(one) && one->valuestring)
-        rc = add_export_file(one->valuestring, name, run, err, errlen);
-    cJSON_Delete(root);
-done:
     if (rc == MPROF_STORE_OK && mprof__store_summarise(run) != 0) {
         rc = MPROF_STORE_NOMEM;
         tool_seterr(err, errlen, "out of memory");
