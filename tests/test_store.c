@@ -599,7 +599,7 @@ static void test_ci_store(void **state)
     snprintf(cmd, sizeof cmd, "%s history --store '%s' --json --build-type Other", tu_mprof_bin(),
              url);
     assert_int_equal(tu_run(cmd, out, OUT_SIZE), 0);
-    assert_non_null(strstr(out, "\"runs\":\t[]"));
+    assert_non_null(strstr(out, "\"runs\": []"));
 }
 
 static void test_ci_store_failures(void **state)
