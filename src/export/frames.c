@@ -1,5 +1,6 @@
 /*
- * frames_export.c - writes a capture's frames as mprof.frames.v1 JSON for the regression gate.
+ * frames.c - writes a capture's frames as mprof.frames.v1 JSON for the regression gate (its reader
+ * is frames_read.c).
  *
  * The gate needs three things from a capture: who made it (so it can refuse to compare runs from
  * different machines or builds), the duration of every frame (for percentiles and rank tests),
@@ -14,6 +15,7 @@
 
 #include "export/frames.h"
 #include "util/json_out.h"
+#include "util/tool.h"
 #include "analysis/percentile.h"
 #include "analysis/system.h"
 #include "format/format.h"
@@ -140,23 +142,9 @@ static void warn(exporter *x, const char *fmt, ...)
     if (!w)
         return;
     x->warnings = w;
-    size_t n = strlen(buf) + 1;
-    char *c = malloc(n);
-    if (c) {
-        memcpy(c, buf, n);
+    char *c = tool_strdup(buf);
+    if (c)
         x->warnings[x->n_warnings++] = c;
-    }
-}
-
-static char *dup_str(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
 }
 
 /* Frame sets beyond this many are ignored (a warning says so): real programs have a handful,
@@ -434,9 +422,9 @@ static int build_zones(exporter *x, const mprof_reader *r)
                 return -1;
             x->zones = z;
             memset(&z[k], 0, sizeof z[k]);
-            z[k].name_copy = dup_str(name);
-            z[k].file_copy = dup_str(d && d->file ? d->file : "");
-            z[k].function_copy = dup_str(func);
+            z[k].name_copy = tool_strdup(name);
+            z[k].file_copy = tool_strdup(d && d->file ? d->file : "");
+            z[k].function_copy = tool_strdup(func);
             if (!z[k].name_copy || !z[k].file_copy || !z[k].function_copy) {
                 free(z[k].name_copy);
                 free(z[k].file_copy);
@@ -682,34 +670,13 @@ static int put_summary(FILE *out, const double *d, size_t n, const char *indent)
 /* The git SHA: capture INFO, else $MPROF_GIT_SHA, else `git rev-parse HEAD`. */
 static void git_sha(const mprof_reader *r, char *out, size_t n, const char **source)
 {
-    out[0] = '\0';
-    *source = NULL;
     const char *v = mprof_reader_info(r, "git_sha");
     if (v && *v) {
         snprintf(out, n, "%s", v);
         *source = "capture";
         return;
     }
-    v = getenv("MPROF_GIT_SHA");
-    if (v && *v) {
-        snprintf(out, n, "%s", v);
-        *source = "environment";
-        return;
-    }
-    FILE *p = popen("git rev-parse HEAD 2>/dev/null", "r");
-    if (!p)
-        return;
-    char line[128] = "";
-    char *got = fgets(line, sizeof line, p);
-    int status = pclose(p);
-    if (!got || status != 0)
-        return;
-    line[strcspn(line, "\r\n")] = '\0';
-    size_t len = strlen(line);
-    if (len < 7 || strspn(line, "0123456789abcdef") != len)
-        return;
-    snprintf(out, n, "%s", line);
-    *source = "git";
+    tool_git_sha(out, n, source);
 }
 
 static void start_time(const mprof_reader *r, char *out, size_t n)
