@@ -173,6 +173,20 @@ static fset *get_set(exporter *x, uint32_t name)
     return f;
 }
 
+/* The frame set a frame event names, in *out; NULL past MAX_SETS (the event is then ignored). The
+ * first thread to mark or begin a frame of the set is its thread (marks_thread). Returns 0, or -1
+ * out of memory. */
+static int event_set(exporter *x, const mprof_event *ev, int marks_thread, fset **out)
+{
+    fset *f = get_set(x, (uint32_t)ev->u[0]);
+    *out = f;
+    if (!f)
+        return x->sets_capped ? 0 : fail(x, "out of memory");
+    if (marks_thread && !f->thread)
+        f->thread = ev->thread;
+    return 0;
+}
+
 static tstack *get_stack(exporter *x, uint32_t tid)
 {
     if (mprof_grow_zeroed((void **)&x->stacks, &x->n_stacks, tid, sizeof *x->stacks, 1u << 26))
@@ -225,38 +239,32 @@ static int pass1_event(exporter *x, const mprof_event *ev)
 {
     switch (ev->type) {
     case MPROF_EV_FRAME_MARK: {
-        fset *f = get_set(x, (uint32_t)ev->u[0]);
-        if (!f && x->sets_capped)
-            return 0;
-        if (!f || vec_push(&f->marks, ev->ts_ns))
+        fset *f;
+        if (event_set(x, ev, 1, &f))
+            return -1;
+        if (f && vec_push(&f->marks, ev->ts_ns))
             return fail(x, "out of memory");
-        if (!f->thread)
-            f->thread = ev->thread;
         return 0;
     }
     case MPROF_EV_FRAME_BEGIN: {
-        fset *f = get_set(x, (uint32_t)ev->u[0]);
-        if (!f && x->sets_capped)
-            return 0;
-        if (!f)
-            return fail(x, "out of memory");
-        f->range = 1;
-        f->open = ev->ts_ns;
-        if (!f->thread)
-            f->thread = ev->thread;
+        fset *f;
+        if (event_set(x, ev, 1, &f))
+            return -1;
+        if (f) {
+            f->range = 1;
+            f->open = ev->ts_ns;
+        }
         return 0;
     }
     case MPROF_EV_FRAME_END: {
-        fset *f = get_set(x, (uint32_t)ev->u[0]);
-        if (!f && x->sets_capped)
-            return 0;
-        if (!f)
+        fset *f;
+        if (event_set(x, ev, 0, &f))
+            return -1;
+        if (f && f->open >= 0 && ev->ts_ns >= f->open &&
+            (vec_push(&f->begins, f->open) || vec_push(&f->ends, ev->ts_ns)))
             return fail(x, "out of memory");
-        if (f->open >= 0 && ev->ts_ns >= f->open) {
-            if (vec_push(&f->begins, f->open) || vec_push(&f->ends, ev->ts_ns))
-                return fail(x, "out of memory");
-        }
-        f->open = -1;
+        if (f)
+            f->open = -1;
         return 0;
     }
     case MPROF_EV_ZONE_BEGIN: {

@@ -88,6 +88,26 @@ static int number_array(const cJSON *arr, size_t want, size_t skip, double **out
     return 0;
 }
 
+/* Reads the members keys[0..n) of obj that are there (null counts as there unless
+ * null_absent) as arrays aligned with frameTimesMs (total_frames entries, the first skip
+ * dropped) into *dst[k]. Returns 0, or -1 with the member in *bad_key and what is wrong in *why. */
+static int aligned_arrays(const cJSON *obj, const char *const *keys, double **const *dst, int n,
+                          size_t total_frames, size_t skip, int null_absent, const char **bad_key,
+                          const char **why)
+{
+    for (int k = 0; k < n; k++) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, keys[k]);
+        if (!a || (null_absent && cJSON_IsNull(a)))
+            continue;
+        size_t got;
+        if (number_array(a, total_frames, skip, dst[k], &got, why)) {
+            *bad_key = keys[k];
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* System tracing (contract with the system-tracing export): the "system" object and, when it
  * says contextSwitches, the per-frame arrays aligned with frameTimesMs. An export without the
  * object (older versions) simply has no system data. Returns 0, or -1 with err set. */
@@ -115,18 +135,13 @@ static int parse_system(const cJSON *root, const char *name, size_t total_frames
         tool_seterr(err, errlen, "%s: \"system\": \"whyNot\" is not a string or null", name);
         return -1;
     }
-    const char *ak[4] = {"frameOnCpuMs", "frameOffCpuMs", "frameCpuMs", "frameMachineBusy"};
-    double **av[4] = {&run->on_cpu_ms, &run->off_cpu_ms, &run->cpu_ms, &run->machine_busy};
-    for (int k = 0; k < 4; k++) {
-        const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, ak[k]);
-        if (!a)
-            continue;
-        size_t got;
-        const char *why = NULL;
-        if (number_array(a, total_frames, skip, av[k], &got, &why)) {
-            tool_seterr(err, errlen, "%s: \"%s\" %s", name, ak[k], why);
-            return -1;
-        }
+    const char *const ak[4] = {"frameOnCpuMs", "frameOffCpuMs", "frameCpuMs",
+                               "frameMachineBusy"};
+    double **const av[4] = {&run->on_cpu_ms, &run->off_cpu_ms, &run->cpu_ms, &run->machine_busy};
+    const char *bad = NULL, *why = NULL;
+    if (aligned_arrays(root, ak, av, 4, total_frames, skip, 0, &bad, &why)) {
+        tool_seterr(err, errlen, "%s: \"%s\" %s", name, bad, why);
+        return -1;
     }
     for (size_t i = 0; run->machine_busy && i < run->n_frames; i++)
         if (run->machine_busy[i] > 1.0) {
@@ -148,19 +163,13 @@ static int parse_system(const cJSON *root, const char *name, size_t total_frames
 static int parse_cpu_arrays(const cJSON *root, const char *name, size_t total_frames, size_t skip,
                             mprof_frames_run *run, char *err, size_t errlen)
 {
-    const char *ak[2] = {"frameOnCpuMs", "frameOffCpuMs"};
-    double **av[2] = {&run->on_cpu_ms, &run->off_cpu_ms};
-    for (int k = 0; k < 2; k++) {
-        const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, ak[k]);
-        if (!a || cJSON_IsNull(a))
-            continue;
-        size_t got;
-        const char *why = NULL;
-        if (number_array(a, total_frames, skip, av[k], &got, &why)) {
-            tool_seterr(err, errlen, "%s: \"frameOnCpuMs\" or \"frameOffCpuMs\" is not an array of "
-                        "non-negative numbers as long as \"frameTimesMs\"", name);
-            return -1;
-        }
+    const char *const ak[2] = {"frameOnCpuMs", "frameOffCpuMs"};
+    double **const av[2] = {&run->on_cpu_ms, &run->off_cpu_ms};
+    const char *bad = NULL, *why = NULL;
+    if (aligned_arrays(root, ak, av, 2, total_frames, skip, 1, &bad, &why)) {
+        tool_seterr(err, errlen, "%s: \"frameOnCpuMs\" or \"frameOffCpuMs\" is not an array of "
+                    "non-negative numbers as long as \"frameTimesMs\"", name);
+        return -1;
     }
     return 0;
 }
@@ -216,18 +225,12 @@ static int parse_zone(const cJSON *z, size_t zi, const char *name, size_t total_
         }
         *tv[k] = t->valuedouble;
     }
-    const char *ak[3] = {"selfPerFrameMs", "perFrameMs", "selfOffCpuPerFrameMs"};
-    double **av[3] = {&gz->self_ms, &gz->incl_ms, &gz->self_off_ms};
-    for (int k = 0; k < 3; k++) {
-        const cJSON *a = cJSON_GetObjectItemCaseSensitive(z, ak[k]);
-        if (!a)
-            continue;
-        size_t got;
-        const char *why = NULL;
-        if (number_array(a, total_frames, skip, av[k], &got, &why)) {
-            tool_seterr(err, errlen, "%s: zone \"%s\": \"%s\" %s", name, gz->name, ak[k], why);
-            return -1;
-        }
+    const char *const ak[3] = {"selfPerFrameMs", "perFrameMs", "selfOffCpuPerFrameMs"};
+    double **const av[3] = {&gz->self_ms, &gz->incl_ms, &gz->self_off_ms};
+    const char *bad = NULL, *why = NULL;
+    if (aligned_arrays(z, ak, av, 3, total_frames, skip, 0, &bad, &why)) {
+        tool_seterr(err, errlen, "%s: zone \"%s\": \"%s\" %s", name, gz->name, bad, why);
+        return -1;
     }
     return 0;
 }

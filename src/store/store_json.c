@@ -94,19 +94,29 @@ mprof_store_result mprof__store_parse_export(const char *json, size_t len, const
     return MPROF_STORE_OK;
 }
 
+typedef mprof_store_result (*parse_fn)(const char *json, size_t len, const char *name,
+                                       mprof_store_run *run, char *err, size_t errlen);
+
+/* The file at path given to parse. */
+static mprof_store_result parse_path(const char *path, parse_fn parse, mprof_store_run *run,
+                                     char *err, size_t errlen)
+{
+    size_t len;
+    char *text = tool_read_file(path, MAX_FILE_BYTES, &len, err, errlen);
+    if (!text)
+        return MPROF_STORE_BAD_INPUT;
+    mprof_store_result rc = parse(text, len, path, run, err, errlen);
+    free(text);
+    return rc;
+}
+
 /* Adds the frame export at path, which the report at report_path names, as a repetition. */
 static mprof_store_result add_export_file(const char *path, const char *report_path,
                                           mprof_store_run *run, char *err, size_t errlen)
 {
     char alt[4096];
     const char *use = mprof__ci_report_locate(report_path, path, alt, sizeof alt);
-    size_t len;
-    char *text = tool_read_file(use, MAX_FILE_BYTES, &len, err, errlen);
-    if (!text)
-        return MPROF_STORE_BAD_INPUT;
-    mprof_store_result rc = mprof__store_parse_export(text, len, use, run, err, errlen);
-    free(text);
-    return rc;
+    return parse_path(use, mprof__store_parse_export, run, err, errlen);
 }
 
 /* The command line of a CI report: its arguments joined by spaces, single-quoted where needed. */
@@ -222,13 +232,7 @@ mprof_store_result mprof__store_load_file(const char *path, mprof_store_run *run
                                           size_t errlen)
 {
     memset(run, 0, sizeof *run);
-    size_t len;
-    char *text = tool_read_file(path, MAX_FILE_BYTES, &len, err, errlen);
-    if (!text)
-        return MPROF_STORE_BAD_INPUT;
-    mprof_store_result rc = mprof__store_parse_file(text, len, path, run, err, errlen);
-    free(text);
-    return rc;
+    return parse_path(path, mprof__store_parse_file, run, err, errlen);
 }
 
 /* The store's own members of a baseline export's "capture": which run and repetition it is. */
