@@ -1,8 +1,9 @@
 /*
- * fuzz_gate_json.c - libFuzzer target over the gate's frame-export loader (mprof.frames.v1 JSON,
- * src/analysis/gate.c), and, when an input parses, over the comparison and its writers, with the
- * input on both sides. Build: cmake -DMPROF_BUILD_FUZZ=ON -DCMAKE_C_COMPILER=clang; the corpus in
- * fuzz/corpus/gate_json is replayed by ctest (fuzz_gate_json_replay).
+ * fuzz_gate_json.c - libFuzzer target over the frame-export reader that the gate loads with
+ * (mprof.frames.v1 JSON, src/export/frames_read.c), and, when an input parses, over the
+ * comparison and its writers (src/gate/), with the input on both sides. Build: cmake
+ * -DMPROF_BUILD_FUZZ=ON -DCMAKE_C_COMPILER=clang; the corpus in fuzz/corpus/gate_json is
+ * replayed by ctest (fuzz_gate_json_replay).
  */
 #include "gate/gate.h"
 

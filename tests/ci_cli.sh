@@ -68,9 +68,8 @@ grep -Eq '"baselineP95FrameTimeMs": [0-9]+(\.[0-9]{1,6})?,' "$D/ci-report.json" 
 # 3. A slower build is a regression naming the zone (exit 1): against the synthetic baseline.
 #    Every zone grew against it; the one named is the largest of those whose per-run means grew
 #    by more than the two runs differ. Beside a CPU hog a preemption of a few ms inside Physics
-#    (~15 us a frame) moves a 2,000-frame run's mean by 10 % or more. Once (fresh-clone CI
-#    beside a hog, first try; the repeat passed and overwrote the report) Physics was not the
-#    zone named, most likely for that reason; 10,000 frames make the runs' spread ~2x smaller.
+#    (~15 us a frame) moves a 2,000-frame run's mean by 10 % or more, enough for another zone to
+#    be named; 10,000 frames make the runs' spread ~2x smaller.
 tiny "$W/tiny" run1.json
 tiny "$W/tiny" run2.json
 run 1 slowed --output-dir "$D" --port "$PORT" --runs 2 --baseline "$W/tiny" -- "$MPROF" ci --self-test-workload --frames 10000
@@ -177,7 +176,7 @@ has "$W/wrapped/ci-report.json" '"frameCount": 30000'
 grep -q 'recorded another process' "$W/wrapped/ci-report.json" && fail "wrapped: live capture rejected"
 
 # 6c. The instrumented process is killed with -9 during the capture while the command exits 0:
-#     the capture did not end cleanly, so the run fails (issue 14: it passed, "complete": true).
+#     the capture did not end cleanly, so the run fails, and the report says "complete": false.
 #     When the process dies before the capture connects the run fails too (no artifact), so
 #     the check holds however loaded the machine is; --allow-incomplete accepts a cut capture.
 # Exit 1 (the capture was cut) or 3 (killed before it connected: no artifact); never 0.
@@ -187,7 +186,7 @@ got=$?
 if grep -q '"valid": true' "$W/killed9/ci-report.json"; then
     has "$W/killed9/ci-report.json" 'did not end cleanly'
     has "$W/killed9/ci-report.json" '"complete": false'
-    # The capture object says how it ended (it was "" after several runs were added).
+    # The capture object says how it ended, whatever number of runs came before.
     has "$W/killed9/ci-report.json" '"ending": "peer-lost"'
     run 0 killed9ok --output-dir "$W/killed9ok" --port "$PORT" --allow-incomplete -- sh -c "\"$MPROF\" ci --self-test-workload --frames 10000000 & sleep 2; kill -9 \$!; wait; exit 0"
 fi

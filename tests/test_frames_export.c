@@ -1,5 +1,5 @@
 /*
- * test_frames_export.c - the frame export (src/analysis/frames_export.c) on synthetic captures
+ * test_frames_export.c - the frame export (src/export/frames.c) on synthetic captures
  * whose every timestamp is known, written with the format's own chunk writer, so frame times,
  * percentiles and the per-frame split of zones (self and inclusive, across frame boundaries and
  * threads) can be checked exactly. Ends with the whole path: two exports into the gate.
@@ -445,9 +445,8 @@ static void test_bad_captures(void **state)
     cJSON_Delete(j);
 }
 
-/* Regression: the temp file was always "<out>.tmp", opened with "w" (a user's file of that
- * name was destroyed), and a symlinked output was followed by stat, then replaced by the
- * rename. Now the temp file is fresh (mkstemp) and a symlink is written through, in place. */
+/* The temporary file is a fresh one (mkstemp), so a user's "<out>.tmp" survives, and a
+ * symlinked output is written through, in place, so the link survives the export. */
 static void test_temp_file_and_symlinked_output(void **state)
 {
     (void)state;
@@ -488,7 +487,7 @@ static void test_temp_file_and_symlinked_output(void **state)
     free(s);
 }
 
-/* Regression: an output that is the capture itself (or a link to it) replaced the capture. */
+/* An output that is the capture itself (or a link to it) is refused: the capture survives. */
 static void test_output_is_the_capture(void **state)
 {
     (void)state;

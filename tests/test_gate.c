@@ -1,5 +1,5 @@
 /*
- * test_gate.c - the regression gate (src/analysis/gate.c) on frame exports with known
+ * test_gate.c - the regression gate (src/gate/) on frame exports with known
  * distributions: identical sides pass, a 15 % slower frame caused by one zone is a regression
  * that names the zone, too few frames or runs are inconclusive and say how many more are needed,
  * bad input is refused with a message that names the file.
@@ -600,7 +600,7 @@ static void test_noise_is_not_a_regression(void **state)
     write_sys_side("nz_cur", 3, (sysmodel){600, 200, 1.0, 1.0, 0.3, 1.0, 1, 1, 0, 0, 0, 0});
     mprof_gate_result *r = compare("nz_base", "nz_cur", NULL);
     assert_int_equal(r->noise_model, 2);
-    assert_true(r->raw_p95_ratio > 1.15); /* the seed's bare rule would fail this build */
+    assert_true(r->raw_p95_ratio > 1.15); /* a bare "p95 up 10 %" rule would fail this build */
     assert_true(r->p95_ratio > 0.95 && r->p95_ratio < 1.05);
     assert_false(r->magnitude);
     assert_int_equal(r->verdict, MPROF_GATE_PASS);

@@ -46,7 +46,8 @@ void mprof__ci_check_artifact(const char *path, mprof_ci_result *r)
     while ((rc = mprof_reader_next(rd, &ev)) == 1)
         ;
     if (rc < 0) {
-        mprof__ci_reason(r, "the capture artifact is invalid: %s: %s", path, mprof_reader_error(rd));
+        mprof__ci_reason(r, "the capture artifact is invalid: %s: %s", path,
+                         mprof_reader_error(rd));
         mprof_reader_close(rd);
         return;
     }

@@ -115,7 +115,8 @@ static pid_t spawn_capture(const mprof_ci_opts *o, const char *self, const char 
     _exit(127);
 }
 
-static pid_t spawn_command(const mprof_ci_opts *o, char **argv, const char *sha, const char *inprocess)
+static pid_t spawn_command(const mprof_ci_opts *o, char **argv, const char *sha,
+                           const char *inprocess)
 {
     char port[16];
     snprintf(port, sizeof port, "%u", o->port);
@@ -190,8 +191,8 @@ static void drain_capture(const mprof_ci_opts *o, pid_t cap, mprof_ci_result *r)
 {
     double td = mprof__ci_now();
     int cst = 0;
-    int exited = wait_until(cap, mprof__ci_now() + (o->drain_seconds < 1.0 ? o->drain_seconds : 1.0),
-                            &cst);
+    double first = o->drain_seconds < 1.0 ? o->drain_seconds : 1.0;
+    int exited = wait_until(cap, mprof__ci_now() + first, &cst);
     if (!exited && log_says(r->capture_log, "capturing"))
         exited = wait_until(cap, td + o->drain_seconds, &cst);
     if (!exited) {
@@ -201,7 +202,8 @@ static void drain_capture(const mprof_ci_opts *o, pid_t cap, mprof_ci_result *r)
             wait_until(cap, -1, &cst);
         }
     }
-    r->capture_exit = WIFEXITED(cst) ? WEXITSTATUS(cst) : 128 + (WIFSIGNALED(cst) ? WTERMSIG(cst) : 0);
+    r->capture_exit =
+        WIFEXITED(cst) ? WEXITSTATUS(cst) : 128 + (WIFSIGNALED(cst) ? WTERMSIG(cst) : 0);
     r->t_drain = mprof__ci_now() - td;
 }
 

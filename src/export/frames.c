@@ -1,6 +1,6 @@
 /*
- * frames.c - writes a capture's frames as mprof.frames.v1 JSON for the regression gate (its reader
- * is frames_read.c).
+ * frames.c - writes a capture's frames as mprof.frames.v1 JSON for the regression gate (the
+ * format's reader is frames_read.c).
  *
  * The gate needs three things from a capture: who made it (so it can refuse to compare runs from
  * different machines or builds), the duration of every frame (for percentiles and rank tests),
@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "export/frames.h"
+#include "export/frames_run.h"
 #include "util/json_out.h"
 #include "util/tool.h"
 #include "analysis/percentile.h"
@@ -770,7 +771,7 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
     const char *lost = mprof_reader_end_info(r, "events_lost");
     const char *pid = mprof_reader_info(r, "pid");
 
-    fputs("{\n  \"schema\": \"mprof.frames.v1\",\n  \"capture\": {\n    \"file\": ", out);
+    fputs("{\n  \"schema\": \"" MPROF_FRAMES_SCHEMA "\",\n  \"capture\": {\n    \"file\": ", out);
     put_str(out, x->path);
     fputs(",\n    \"process\": ", out);
     put_str(out, mprof_reader_info(r, "app"));

@@ -355,7 +355,8 @@ int mprof__frames_read(const char *path, int skip_frames, unsigned flags, mprof_
  * frames-9.json (run order matters to a reader of the report). */
 static int cmp_natural(const void *a, const void *b)
 {
-    const unsigned char *x = *(const unsigned char *const *)a, *y = *(const unsigned char *const *)b;
+    const unsigned char *x = *(const unsigned char *const *)a;
+    const unsigned char *y = *(const unsigned char *const *)b;
     while (*x && *y) {
         if (isdigit(*x) && isdigit(*y)) {
             while (*x == '0' && isdigit(x[1]))

@@ -42,7 +42,8 @@ typedef struct mprof_frames_zone {
 
 /* One frame export: who made it, its frames, the main thread's CPU per frame, its zones. */
 typedef struct mprof_frames_run {
-    char *path; /* the file it was read from, which names it in messages; NULL when made in memory */
+    char *path; /* the file it was read from, which names it in messages; NULL when made in
+                   memory */
     /* "capture": the identity that the gate's machine guard compares. NULL when unknown. */
     char *file, *process, *command_line, *git_sha, *hostname, *cpu, *build_type, *start_time;
     double *frames_ms; /* "frameTimesMs", after skipping */

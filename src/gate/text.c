@@ -46,8 +46,8 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
         char pb[32];
         fprintf(out, "  rank test   one-sided p %s (%s, P(current > baseline) = %.2f, "
                      "correlation design effect %.1f)\n",
-                mprof__gate_pstr(r->rank_p, pb, sizeof pb), r->rank_exact ? "exact" : "normal approximation",
-                r->rank_effect,
+                mprof__gate_pstr(r->rank_p, pb, sizeof pb),
+                r->rank_exact ? "exact" : "normal approximation", r->rank_effect,
                 r->rank_design_effect);
         fprintf(out, "  bootstrap   %g %% interval of the p95 ratio: %.3f .. %.3f\n",
                 100.0 * (1.0 - o->alpha), r->ci_lo, r->ci_hi);

@@ -90,7 +90,7 @@ mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out,
     size_t len = strlen(url);
     if (len >= sizeof out->target) {
         tool_seterr(err, errlen, "the store URL is %zu bytes long, more than the %zu accepted", len,
-               sizeof out->target - 1);
+                    sizeof out->target - 1);
         return MPROF_STORE_BAD_URL;
     }
     for (size_t i = 0; i < len; i++) {
@@ -104,19 +104,20 @@ mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out,
         const char *path = url + 7;
         if (strncmp(path, "//", 2) == 0) {
             if (path[2] != '/') {
-                tool_seterr(err, errlen, "'%.200s': a sqlite URL names no host; write sqlite:PATH or "
-                       "sqlite:///ABSOLUTE/PATH", url);
+                tool_seterr(err, errlen, "'%.200s': a sqlite URL names no host; write sqlite:PATH "
+                            "or sqlite:///ABSOLUTE/PATH", url);
                 return MPROF_STORE_BAD_URL;
             }
             path += 2;
         }
         if (!*path) {
-            tool_seterr(err, errlen, "'%s' names no file: write sqlite:PATH, e.g. sqlite:runs.db", url);
+            tool_seterr(err, errlen, "'%s' names no file: write sqlite:PATH, e.g. sqlite:runs.db",
+                        url);
             return MPROF_STORE_BAD_URL;
         }
         if (strcmp(path, ":memory:") == 0 || strncmp(path, "file:", 5) == 0) {
-            tool_seterr(err, errlen, "'%.200s': the store must be a plain file path (an in-memory or "
-                   "URI database keeps nothing between runs)", url);
+            tool_seterr(err, errlen, "'%.200s': the store must be a plain file path (an in-memory "
+                        "or URI database keeps nothing between runs)", url);
             return MPROF_STORE_BAD_URL;
         }
         out->kind = MPROF_STORE_KIND_SQLITE;
@@ -139,8 +140,8 @@ mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out,
     }
     size_t scheme = strcspn(url, ":/");
     if (url[scheme] == ':')
-        tool_seterr(err, errlen, "unknown store URL scheme '%.*s': %s", (int)(scheme > 40 ? 40 : scheme),
-               url, accepted);
+        tool_seterr(err, errlen, "unknown store URL scheme '%.*s': %s",
+                    (int)(scheme > 40 ? 40 : scheme), url, accepted);
     else
         tool_seterr(err, errlen, "a store URL needs a scheme: %s", accepted);
     return MPROF_STORE_BAD_URL;
@@ -229,10 +230,10 @@ mprof_store_result mprof__store_decode_array(const char *text, size_t n, double 
         cJSON_Delete(j);
         if (got > MAX_FRAMES)
             tool_seterr(err, errlen, "a per-frame array holds %zu values, more than %u", got,
-                   MAX_FRAMES);
+                        MAX_FRAMES);
         else
-            tool_seterr(err, errlen, "a per-frame array holds %zu values where the run has %zu frames",
-                   got, n);
+            tool_seterr(err, errlen, "a per-frame array holds %zu values where the run has %zu "
+                        "frames", got, n);
         return MPROF_STORE_BAD_ROW;
     }
     double *v = malloc((got ? got : 1) * sizeof *v);
@@ -249,7 +250,7 @@ mprof_store_result mprof__store_decode_array(const char *text, size_t n, double 
             free(v);
             cJSON_Delete(j);
             tool_seterr(err, errlen, "a per-frame array holds an entry (index %zu) that is not a "
-                   "non-negative number", i);
+                        "non-negative number", i);
             return MPROF_STORE_BAD_ROW;
         }
         v[i++] = e->valuedouble;
@@ -279,7 +280,7 @@ mprof_store_result mprof__store_decode_run(const mprof_store_rows *rows, size_t 
     memset(out, 0, sizeof *out);
     if (row >= rows->n_rows || rows->n_cols < RC_SCHEMA_COLS) {
         tool_seterr(err, errlen, "a run row has %zu columns, %d expected", rows->n_cols,
-               RC_SCHEMA_COLS);
+                    RC_SCHEMA_COLS);
         return MPROF_STORE_BAD_ROW;
     }
     const char *what = NULL;
@@ -341,7 +342,7 @@ mprof_store_result mprof__store_decode_rep(const mprof_store_rows *rows, size_t 
     memset(out, 0, sizeof *out);
     if (row >= rows->n_rows || rows->n_cols < MPROF_STORE_REP_COLS) {
         tool_seterr(err, errlen, "a repetition row has %zu columns, %d expected", rows->n_cols,
-               MPROF_STORE_REP_COLS);
+                    MPROF_STORE_REP_COLS);
         return MPROF_STORE_BAD_ROW;
     }
     int64_t n;
@@ -511,9 +512,9 @@ static mprof_store_result migrate(mprof_store *s, char *err, size_t errlen)
     if (rc == MPROF_STORE_OK && version > MPROF_STORE_SCHEMA_VERSION) {
         rollback(s);
         s->found_version = (int)version;
-        tool_seterr(err, errlen, "%s has schema version %" PRId64 ", newer than this mprof understands "
-               "(%d): upgrade mprof, or use another store", s->url.display, version,
-               MPROF_STORE_SCHEMA_VERSION);
+        tool_seterr(err, errlen, "%s has schema version %" PRId64 ", newer than this mprof "
+                    "understands (%d): upgrade mprof, or use another store", s->url.display,
+                    version, MPROF_STORE_SCHEMA_VERSION);
         return MPROF_STORE_SCHEMA_TOO_NEW;
     }
     s->found_version = (int)version;
@@ -535,7 +536,7 @@ static mprof_store_result migrate(mprof_store *s, char *err, size_t errlen)
     if (rc != MPROF_STORE_OK) {
         rollback(s);
         tool_seterr(err, errlen, "%s: cannot bring the schema from version %" PRId64 " to %d: %s",
-               s->url.display, version, MPROF_STORE_SCHEMA_VERSION, e);
+                    s->url.display, version, MPROF_STORE_SCHEMA_VERSION, e);
     }
     return rc;
 }
@@ -714,14 +715,14 @@ static mprof_store_result check_run(const mprof_store_run *run, char *err, size_
             (r->off_cpu_ms && !array_ok(r->off_cpu_ms, r->n_frames)) ||
             (!r->on_cpu_ms) != (!r->off_cpu_ms)) {
             tool_seterr(err, errlen, "repetition %zu has missing, negative or non-finite per-frame "
-                   "data (or too many frames)", i + 1);
+                        "data (or too many frames)", i + 1);
             return MPROF_STORE_BAD_INPUT;
         }
         for (size_t z = 0; z < r->n_zones; z++)
             if (!r->zones[z].name ||
                 (r->zones[z].self_ms && !array_ok(r->zones[z].self_ms, r->n_frames))) {
-                tool_seterr(err, errlen, "repetition %zu: zone %zu has no name or bad per-frame times",
-                       i + 1, z + 1);
+                tool_seterr(err, errlen, "repetition %zu: zone %zu has no name or bad per-frame "
+                            "times", i + 1, z + 1);
                 return MPROF_STORE_BAD_INPUT;
             }
     }
@@ -842,8 +843,8 @@ static mprof_store_result load_reps(mprof_store *s, mprof_store_run *run, char *
         return rc;
     }
     if (rows.n_rows != run->n_reps_stored) {
-        tool_seterr(err, errlen, "stored run %" PRId64 " has %zu repetitions where its row says %zu",
-               run->id, rows.n_rows, run->n_reps_stored);
+        tool_seterr(err, errlen, "stored run %" PRId64 " has %zu repetitions where its row says "
+                    "%zu", run->id, rows.n_rows, run->n_reps_stored);
         mprof__store_rows_clear(&rows);
         return MPROF_STORE_BAD_ROW;
     }

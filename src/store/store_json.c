@@ -203,8 +203,9 @@ mprof_store_result mprof__store_parse_file(const char *json, size_t len, const c
         return MPROF_STORE_BAD_INPUT;
     }
     const cJSON *sv = cJSON_GetObjectItemCaseSensitive(root, "schema");
-    int frames = cJSON_IsString(sv) && sv->valuestring && strcmp(sv->valuestring, MPROF_FRAMES_SCHEMA) == 0;
-    int report = cJSON_IsString(sv) && sv->valuestring && strcmp(sv->valuestring, MPROF_CI_REPORT_SCHEMA) == 0;
+    const char *schema = cJSON_IsString(sv) && sv->valuestring ? sv->valuestring : "";
+    int frames = strcmp(schema, MPROF_FRAMES_SCHEMA) == 0;
+    int report = strcmp(schema, MPROF_CI_REPORT_SCHEMA) == 0;
     cJSON_Delete(root);
     mprof_store_result rc;
     if (frames) {
