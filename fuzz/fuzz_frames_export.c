@@ -1,5 +1,5 @@
 /*
- * fuzz_frames_export.c - libFuzzer target over the frame export (src/analysis/frames_export.c)
+ * fuzz_frames_export.c - libFuzzer target over the frame export (src/export/frames.c)
  * reading arbitrary captures: the input is written to a file in a private temporary directory and
  * exported to another file there. The corpus in fuzz/corpus/frames_export holds small real
  * captures and is replayed by ctest (fuzz_frames_export_replay).

@@ -1,8 +1,9 @@
 /*
- * fuzz_gate_json.c - libFuzzer target over the gate's frame-export loader (mprof.frames.v1 JSON,
- * src/analysis/gate.c), and, when an input parses, over the comparison and its writers, with the
- * input on both sides. Build: cmake -DMPROF_BUILD_FUZZ=ON -DCMAKE_C_COMPILER=clang; the corpus in
- * fuzz/corpus/gate_json is replayed by ctest (fuzz_gate_json_replay).
+ * fuzz_gate_json.c - libFuzzer target over the frame-export reader that the gate loads with
+ * (mprof.frames.v1 JSON, src/export/frames_read.c), and, when an input parses, over the
+ * comparison and its writers (src/gate/), with the input on both sides. Build: cmake
+ * -DMPROF_BUILD_FUZZ=ON -DCMAKE_C_COMPILER=clang; the corpus in fuzz/corpus/gate_json is
+ * replayed by ctest (fuzz_gate_json_replay).
  */
 #include "gate/gate.h"
 
@@ -15,13 +16,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[512];
-    mprof_gate_run run;
+    mprof_frames_run run;
     int skip = size > 0 ? data[0] % 4 : 0;
-    if (mprof__gate_parse_run((const char *)data, size, "fuzz.json", skip, &run, err, sizeof err))
+    if (mprof__frames_parse((const char *)data, size, "fuzz.json", skip, 0, &run, err, sizeof err))
         return 0;
     /* Compare the run with itself: statistics on whatever the input holds (bounded work). */
     if (run.n_frames <= 4096 && run.n_zones <= 64) {
-        mprof_gate_side side = {(char *)"fuzz", &run, 1};
+        mprof_frames_runs side = {(char *)"fuzz", &run, 1};
         mprof_gate_opts o = {.n_resamples = 20, .min_frames = 1, .blocks = 1 + (int)(size % 3)};
         mprof_gate_result *r = mprof__gate_compare(&side, &side, &o, err, sizeof err);
         if (r) {
@@ -35,6 +36,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             mprof__gate_result_free(r);
         }
     }
-    mprof__gate_run_clear(&run);
+    mprof__frames_run_clear(&run);
     return 0;
 }

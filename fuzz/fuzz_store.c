@@ -90,12 +90,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 2:
         if (split_rows(text, len, MPROF_STORE_REP_COLS, &rows) == 0) {
             for (size_t i = 0; i < rows.n_rows; i++) {
-                mprof_store_rep rep;
-                if (mprof__store_decode_rep(&rows, i, &rep, err, sizeof err) == MPROF_STORE_OK) {
-                    free(rep.frames_ms);
-                    free(rep.on_cpu_ms);
-                    free(rep.off_cpu_ms);
-                }
+                mprof_frames_run rep;
+                if (mprof__store_decode_rep(&rows, i, &rep, err, sizeof err) == MPROF_STORE_OK)
+                    mprof__frames_run_clear(&rep);
             }
             mprof__store_rows_clear(&rows);
         }
@@ -113,7 +110,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (mprof__store_parse_export(text, len, "fuzz.json", &run, err, sizeof err) ==
                 MPROF_STORE_OK &&
             mprof__store_summarise(&run) == 0) {
-            char *again = mprof__store_export_json(&run, 0);
+            char *again = NULL;
+            size_t again_len = 0;
+            FILE *f = open_memstream(&again, &again_len);
+            int wrote = f && mprof__store_write_export(&run, 0, f) == 0;
+            if (f && fclose(f) != 0)
+                wrote = 0;
+            if (!wrote) {
+                free(again);
+                again = NULL;
+            }
             mprof_store_run back;
             if (again && mprof__store_parse_file(again, strlen(again), "again", &back, err,
                                                  sizeof err) != MPROF_STORE_OK)

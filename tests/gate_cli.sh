@@ -74,8 +74,8 @@ has slow1.out "warning: no system tracing"
 run 1 slow --baseline "$W/base2" --current "$W/slow2" --json "$W/slow.report.json" --markdown "$W/slow.md"
 has slow.out "mprof gate: REGRESSION (exit 1)"
 has slow.out 'most of the growth is in zone "Render"'
-has slow.report.json '"schema":	"mprof.gateReport.v1"'
-has slow.report.json '"verdict":	"regression"'
+has slow.report.json '"schema": "mprof.gateReport.v1"'
+has slow.report.json '"verdict": "regression"'
 has slow.md '| `Render` |'
 
 # A directory side: the baseline directory holds two runs.
@@ -89,7 +89,7 @@ has few.out "record 30 more"
 
 run 3 bad --baseline "$W/base.json" --current "$W/bad.json" --json "$W/bad.report.json"
 has bad.err "bad.json: malformed JSON"
-has bad.report.json '"verdict":	"bad-input"'
+has bad.report.json '"verdict": "bad-input"'
 
 run 3 missing --baseline "$W/base.json" --current "$W/nope.json"
 has missing.err "nope.json: No such file or directory"

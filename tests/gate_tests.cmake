@@ -1,4 +1,4 @@
-# Tests of issue 5: statistics, the regression gate, frame exports, the gate command line, the
+# The gate's tests: statistics, the regression gate, frame exports, the gate command line, the
 # proof on noise and the shipping strip. Included from tests/CMakeLists.txt.
 pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
 

@@ -649,8 +649,8 @@ static void test_rebuild_diff_and_gate(void **state)
      * game_update by nothing (merging by name would blame "Update" as one zone). */
     assert_int_equal(mprof__export_frames(tp("id_a.mprof"), tp("id_a.json"), err, sizeof err), 0);
     assert_int_equal(mprof__export_frames(tp("id_b.mprof"), tp("id_b.json"), err, sizeof err), 0);
-    mprof_gate_side *b = mprof__gate_load(tp("id_a.json"), 0, err, sizeof err);
-    mprof_gate_side *c = mprof__gate_load(tp("id_b.json"), 0, err, sizeof err);
+    mprof_frames_runs *b = mprof__frames_load(tp("id_a.json"), 0, err, sizeof err);
+    mprof_frames_runs *c = mprof__frames_load(tp("id_b.json"), 0, err, sizeof err);
     assert_non_null(b);
     assert_non_null(c);
     mprof_gate_opts o = {.top_zones = 100};
@@ -672,8 +672,8 @@ static void test_rebuild_diff_and_gate(void **state)
     assert_int_equal(seen, 3);
     assert_int_equal(r->n_zones, 3); /* Update x 2 and lock (one identity, merged per run) */
     mprof__gate_result_free(r);
-    mprof__gate_side_free(b);
-    mprof__gate_side_free(c);
+    mprof__frames_runs_free(b);
+    mprof__frames_runs_free(c);
 }
 
 /* ---- the real library and binary ----------------------------------------------------------- */

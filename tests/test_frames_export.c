@@ -1,5 +1,5 @@
 /*
- * test_frames_export.c - the frame export (src/analysis/frames_export.c) on synthetic captures
+ * test_frames_export.c - the frame export (src/export/frames.c) on synthetic captures
  * whose every timestamp is known, written with the format's own chunk writer, so frame times,
  * percentiles and the per-frame split of zones (self and inclusive, across frame boundaries and
  * threads) can be checked exactly. Ends with the whole path: two exports into the gate.
@@ -445,9 +445,8 @@ static void test_bad_captures(void **state)
     cJSON_Delete(j);
 }
 
-/* Regression: the temp file was always "<out>.tmp", opened with "w" (a user's file of that
- * name was destroyed), and a symlinked output was followed by stat, then replaced by the
- * rename. Now the temp file is fresh (mkstemp) and a symlink is written through, in place. */
+/* The temporary file is a fresh one (mkstemp), so a user's "<out>.tmp" survives, and a
+ * symlinked output is written through, in place, so the link survives the export. */
 static void test_temp_file_and_symlinked_output(void **state)
 {
     (void)state;
@@ -488,7 +487,7 @@ static void test_temp_file_and_symlinked_output(void **state)
     free(s);
 }
 
-/* Regression: an output that is the capture itself (or a link to it) replaced the capture. */
+/* An output that is the capture itself (or a link to it) is refused: the capture survives. */
 static void test_output_is_the_capture(void **state)
 {
     (void)state;
@@ -528,8 +527,8 @@ static void test_export_into_gate(void **state)
     assert_int_equal(mprof__export_frames(tp("base.mprof"), tp("based/2.json"), err, sizeof err), 0);
     assert_int_equal(mprof__export_frames(tp("cur.mprof"), tp("curd/1.json"), err, sizeof err), 0);
     assert_int_equal(mprof__export_frames(tp("cur.mprof"), tp("curd/2.json"), err, sizeof err), 0);
-    mprof_gate_side *b = mprof__gate_load(tp("based"), 0, err, sizeof err);
-    mprof_gate_side *c = mprof__gate_load(tp("curd"), 0, err, sizeof err);
+    mprof_frames_runs *b = mprof__frames_load(tp("based"), 0, err, sizeof err);
+    mprof_frames_runs *c = mprof__frames_load(tp("curd"), 0, err, sizeof err);
     assert_non_null(b);
     assert_non_null(c);
     assert_int_equal(b->n_runs, 2);
@@ -553,14 +552,14 @@ static void test_export_into_gate(void **state)
     assert_string_equal(r->cur_git_sha, "bbbb222");
     mprof__gate_result_free(r);
     /* The same capture on both sides passes. */
-    mprof_gate_side *b2 = mprof__gate_load(tp("base.json"), 0, err, sizeof err);
+    mprof_frames_runs *b2 = mprof__frames_load(tp("base.json"), 0, err, sizeof err);
     r = mprof__gate_compare(b, b2, NULL, err, sizeof err);
     assert_int_equal(r->verdict, MPROF_GATE_PASS);
     assert_float_equal(r->p95_ratio, 1.0, 0);
     mprof__gate_result_free(r);
-    mprof__gate_side_free(b);
-    mprof__gate_side_free(b2);
-    mprof__gate_side_free(c);
+    mprof__frames_runs_free(b);
+    mprof__frames_runs_free(b2);
+    mprof__frames_runs_free(c);
 }
 
 static int setup(void **state)

@@ -1,5 +1,5 @@
 /*
- * test_gate.c - the regression gate (src/analysis/gate.c) on frame exports with known
+ * test_gate.c - the regression gate (src/gate/) on frame exports with known
  * distributions: identical sides pass, a 15 % slower frame caused by one zone is a regression
  * that names the zone, too few frames or runs are inconclusive and say how many more are needed,
  * bad input is refused with a message that names the file.
@@ -118,16 +118,16 @@ static mprof_gate_result *compare(const char *b, const char *c, const mprof_gate
 {
     char err[512];
     int skip = o ? o->skip_frames : 0;
-    mprof_gate_side *sb = mprof__gate_load(tpath(b), skip, err, sizeof err);
+    mprof_frames_runs *sb = mprof__frames_load(tpath(b), skip, err, sizeof err);
     if (!sb)
         fail_msg("%s", err);
-    mprof_gate_side *sc = mprof__gate_load(tpath(c), skip, err, sizeof err);
+    mprof_frames_runs *sc = mprof__frames_load(tpath(c), skip, err, sizeof err);
     if (!sc)
         fail_msg("%s", err);
     mprof_gate_result *r = mprof__gate_compare(sb, sc, o, err, sizeof err);
     assert_non_null(r);
-    mprof__gate_side_free(sb);
-    mprof__gate_side_free(sc);
+    mprof__frames_runs_free(sb);
+    mprof__frames_runs_free(sc);
     return r;
 }
 
@@ -449,7 +449,7 @@ static void expect_load_error(const char *name, const char *content, const char 
     fputs(content, f);
     fclose(f);
     char err[512] = "";
-    mprof_gate_side *s = mprof__gate_load(p, 0, err, sizeof err);
+    mprof_frames_runs *s = mprof__frames_load(p, 0, err, sizeof err);
     assert_null(s);
     if (!strstr(err, needle))
         fail_msg("error \"%s\" lacks \"%s\"", err, needle);
@@ -600,7 +600,7 @@ static void test_noise_is_not_a_regression(void **state)
     write_sys_side("nz_cur", 3, (sysmodel){600, 200, 1.0, 1.0, 0.3, 1.0, 1, 1, 0, 0, 0, 0});
     mprof_gate_result *r = compare("nz_base", "nz_cur", NULL);
     assert_int_equal(r->noise_model, 2);
-    assert_true(r->raw_p95_ratio > 1.15); /* the seed's bare rule would fail this build */
+    assert_true(r->raw_p95_ratio > 1.15); /* a bare "p95 up 10 %" rule would fail this build */
     assert_true(r->p95_ratio > 0.95 && r->p95_ratio < 1.05);
     assert_false(r->magnitude);
     assert_int_equal(r->verdict, MPROF_GATE_PASS);
@@ -845,14 +845,14 @@ static void test_bad_input(void **state)
                       "{\"hostname\": 5}}",
                       "not a string");
     char err[256];
-    assert_null(mprof__gate_load(tpath("does-not-exist.json"), 0, err, sizeof err));
+    assert_null(mprof__frames_load(tpath("does-not-exist.json"), 0, err, sizeof err));
     assert_non_null(strstr(err, "does-not-exist.json"));
     mkdir(tpath("empty_dir"), 0755);
-    assert_null(mprof__gate_load(tpath("empty_dir"), 0, err, sizeof err));
+    assert_null(mprof__frames_load(tpath("empty_dir"), 0, err, sizeof err));
     assert_non_null(strstr(err, "no frame exports"));
     /* A parse from memory leaves nothing allocated on failure (checked by ASan in CI). */
-    mprof_gate_run run;
-    assert_int_equal(mprof__gate_parse_run("\x01\x02", 2, "mem", 0, &run, err, sizeof err), -1);
+    mprof_frames_run run;
+    assert_int_equal(mprof__frames_parse("\x01\x02", 2, "mem", 0, 0, &run, err, sizeof err), -1);
     assert_null(run.frames_ms);
 }
 

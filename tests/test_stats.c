@@ -1,5 +1,5 @@
 /*
- * test_stats.c - percentiles, the Mann-Whitney U test and the bootstrap (src/analysis/stats.c).
+ * test_stats.c - percentiles, the Mann-Whitney U test and the bootstrap (src/gate/stats.c).
  * Expected values are worked by hand in the comments, so a wrong formula cannot pass.
  */
 #include <setjmp.h>

@@ -1,14 +1,13 @@
 /*
  * cmd_gate.c - `mprof gate`: compare frame exports of a baseline and a current build and decide
- * pass / regression / inconclusive (src/analysis/gate.c does the work; docs/GATE.md explains it).
+ * pass / regression / inconclusive (src/gate/ does the work; docs/GATE.md explains it).
  */
 #include "gate/gate.h"
 #include "mprof_tool.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
-#include <math.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,38 +70,18 @@ static int parse_double(const char *flag, const char *value, double lo, double h
     return 0;
 }
 
+/* Writes a report (the result, or why there is none) to a temporary file renamed into place: a
+ * failed run keeps the previous report. */
 static int write_out(const char *path, const mprof_gate_result *r, const char *err_reason,
-                     int (*fn)(const mprof_gate_result *, FILE *), int is_json)
+                     int (*fn)(const mprof_gate_result *, FILE *),
+                     int (*refused)(const char *, FILE *))
 {
-    /* Written to a temporary file renamed into place: a failed run keeps the previous report. */
     tool_output out;
     char oerr[512];
     if (tool_output_open(&out, path, oerr, sizeof oerr) != 0)
         return tool_error("gate", EXIT_IO, "%s", oerr);
-    FILE *f = out.f;
-    int rc = 0;
-    if (r) {
-        rc = fn(r, f);
-    } else if (is_json) {
-        /* The inputs could not be read: the report still says so, for CI logs. */
-        cJSON *j = cJSON_CreateObject();
-        char *text = NULL;
-        if (j) {
-            cJSON_AddStringToObject(j, "schema", MPROF_GATE_SCHEMA);
-            cJSON_AddStringToObject(j, "verdict", "bad-input");
-            cJSON_AddNumberToObject(j, "exitCode", MPROF_GATE_BAD_INPUT);
-            cJSON_AddStringToObject(j, "reason", err_reason);
-            text = cJSON_Print(j);
-            cJSON_Delete(j);
-        }
-        if (text)
-            fprintf(f, "%s\n", text);
-        else
-            rc = -1;
-        free(text);
-    } else {
-        fprintf(f, "### mprof gate: **bad-input**\n\n%s\n", err_reason);
-    }
+    /* When the inputs could not be read the report still says so, for CI logs. */
+    int rc = r ? fn(r, out.f) : refused(err_reason, out.f);
     if (tool_output_close(&out, rc == 0, oerr, sizeof oerr) != 0)
         return tool_error("gate", EXIT_IO, "%s", rc == 0 ? oerr : "writing the report failed");
     return 0;
@@ -113,47 +92,48 @@ int cmd_gate(int argc, char **argv)
     const char *base_path = NULL, *cur_path = NULL, *json_path = NULL, *md_path = NULL;
     mprof_gate_opts o = {0};
     unsigned long long u;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-        if (tool_is_help(a)) {
+    tool_args args;
+    tool_args_init(&args, argc, argv);
+    const char *a;
+    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
+        if (k == TOOL_ARG_HELP) {
             fputs(help, stdout);
             return tool_finish("gate", EXIT_OK);
+        } else if (k == TOOL_ARG_FILE) {
+            /* gate takes no files: a '--' is as unknown as what follows it. */
+            return tool_error("gate", EXIT_IO, "unknown argument '%s' (see --help)",
+                              args.files_only ? "--" : a);
         } else if (strcmp(a, "--baseline") == 0 || strcmp(a, "--current") == 0 ||
                    strcmp(a, "--json") == 0 || strcmp(a, "--markdown") == 0) {
-            if (!next || !*next)
+            const char *v = tool_args_value(&args);
+            if (!v || !*v)
                 return tool_error("gate", EXIT_IO, "%s needs a path (see --help)", a);
-            i++;
             if (a[2] == 'b')
-                base_path = next;
+                base_path = v;
             else if (a[2] == 'c')
-                cur_path = next;
+                cur_path = v;
             else if (a[2] == 'j')
-                json_path = next;
+                json_path = v;
             else
-                md_path = next;
+                md_path = v;
         } else if (strcmp(a, "--threshold") == 0) {
-            if (parse_double(a, next, 0, 10000, &o.threshold_pct))
+            if (parse_double(a, tool_args_value(&args), 0, 10000, &o.threshold_pct))
                 return EXIT_IO;
-            i++;
             if (o.threshold_pct == 0)
                 o.threshold_pct = -1; /* an explicit 0 %, not the default */
         } else if (strcmp(a, "--alpha") == 0) {
-            if (parse_double(a, next, 1e-9, 0.5, &o.alpha))
+            if (parse_double(a, tool_args_value(&args), 1e-9, 0.5, &o.alpha))
                 return EXIT_IO;
-            i++;
         } else if (strcmp(a, "--resamples") == 0) {
-            /* Bounded: each round resamples every frame, so 1e8 rounds ran for minutes in
+            /* Bounded: each round resamples every frame, so 1e8 rounds would run for minutes in
              * gigabytes without a word; a million is far past where the interval settles. */
-            if (tool_parse_uint("gate", a, next, MAX_RESAMPLES, &u))
+            if (tool_parse_uint("gate", a, tool_args_value(&args), MAX_RESAMPLES, &u))
                 return EXIT_IO;
-            i++;
             o.n_resamples = u ? (int)u : 1;
         } else if (strcmp(a, "--skip-frames") == 0 || strcmp(a, "--min-frames") == 0 ||
                    strcmp(a, "--top") == 0) {
-            if (tool_parse_uint("gate", a, next, 100000000, &u))
+            if (tool_parse_uint("gate", a, tool_args_value(&args), 100000000, &u))
                 return EXIT_IO;
-            i++;
             if (strcmp(a, "--skip-frames") == 0)
                 o.skip_frames = (int)u;
             else if (strcmp(a, "--min-frames") == 0)
@@ -161,9 +141,8 @@ int cmd_gate(int argc, char **argv)
             else
                 o.top_zones = u ? (int)u : INT_MAX;
         } else if (strcmp(a, "--seed") == 0) {
-            if (tool_parse_uint("gate", a, next, ~0ull, &u))
+            if (tool_parse_uint("gate", a, tool_args_value(&args), ~0ull, &u))
                 return EXIT_IO;
-            i++;
             o.seed = u;
         } else if (strcmp(a, "--allow-different-machines") == 0) {
             o.allow_different_machines = 1;
@@ -171,6 +150,8 @@ int cmd_gate(int argc, char **argv)
             return tool_error("gate", EXIT_IO, "unknown argument '%s' (see --help)", a);
         }
     }
+    if (args.files_only)
+        return tool_error("gate", EXIT_IO, "unknown argument '--' (see --help)");
     if (!base_path || !cur_path)
         return tool_error("gate", EXIT_IO, "--baseline and --current are required (see --help)");
     /* A report written over an input, or into an input folder, destroys the baseline or breaks
@@ -188,13 +169,14 @@ int cmd_gate(int argc, char **argv)
         return tool_error("gate", EXIT_IO, "--json and --markdown name one file '%s'", json_path);
 
     char err[1024] = "";
-    mprof_gate_side *base = mprof__gate_load(base_path, o.skip_frames, err, sizeof err);
-    mprof_gate_side *cur = base ? mprof__gate_load(cur_path, o.skip_frames, err, sizeof err) : NULL;
+    mprof_frames_runs *base = mprof__frames_load(base_path, o.skip_frames, err, sizeof err);
+    mprof_frames_runs *cur = base ? mprof__frames_load(cur_path, o.skip_frames, err, sizeof err)
+                                  : NULL;
     mprof_gate_result *r = NULL;
     if (base && cur)
         r = mprof__gate_compare(base, cur, &o, err, sizeof err);
-    mprof__gate_side_free(base);
-    mprof__gate_side_free(cur);
+    mprof__frames_runs_free(base);
+    mprof__frames_runs_free(cur);
 
     int code;
     if (r) {
@@ -206,9 +188,11 @@ int cmd_gate(int argc, char **argv)
     } else {
         code = tool_error("gate", EXIT_IO, "%s", err);
     }
-    if (json_path && write_out(json_path, r, err, mprof__gate_write_json, 1))
+    if (json_path &&
+        write_out(json_path, r, err, mprof__gate_write_json, mprof__gate_write_json_refused))
         code = EXIT_IO;
-    if (md_path && write_out(md_path, r, err, mprof__gate_write_markdown, 0))
+    if (md_path && write_out(md_path, r, err, mprof__gate_write_markdown,
+                             mprof__gate_write_markdown_refused))
         code = EXIT_IO;
     mprof__gate_result_free(r);
     return tool_finish("gate", code);

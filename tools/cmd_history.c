@@ -8,13 +8,11 @@
  * script only switches between zones and reports in #mprof-status what it found, which the
  * headless-browser test reads.
  */
-#define _POSIX_C_SOURCE 200809L
-
-#include "store/ci_hooks.h"
 #include "mprof_tool.h"
+#include "store/ci_hooks.h"
 #include "store/store.h"
+#include "util/json_out.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,75 +39,71 @@ static const char *const help =
 
 #define MAX_ZONE_CHARTS 5
 
-static void add_str(cJSON *o, const char *k, const char *v)
+/* A string that says something, or null. */
+static void str_or_null(mprof_json *j, const char *k, const char *v)
 {
     if (v && *v)
-        cJSON_AddStringToObject(o, k, v);
+        mprof_json_str(j, k, v);
     else
-        cJSON_AddNullToObject(o, k);
+        mprof_json_null(j, k);
 }
 
-static void add_num(cJSON *o, const char *k, int have, double v)
+static void num_or_null(mprof_json *j, const char *k, int have, double v)
 {
     if (have && isfinite(v))
-        cJSON_AddNumberToObject(o, k, v);
+        mprof_json_num(j, k, v);
     else
-        cJSON_AddNullToObject(o, k);
+        mprof_json_null(j, k);
 }
 
-static int print_json(const char *display, const mprof_store_run *runs, size_t n)
+static void run_json(mprof_json *j, const mprof_store_run *r)
 {
-    cJSON *j = cJSON_CreateObject();
-    if (!j)
-        return -1;
-    cJSON_AddStringToObject(j, "schema", "mprof.history.v1");
-    cJSON_AddStringToObject(j, "store", display);
-    cJSON *arr = cJSON_AddArrayToObject(j, "runs");
-    for (size_t i = 0; arr && i < n; i++) {
-        const mprof_store_run *r = &runs[i];
-        cJSON *o = cJSON_CreateObject();
-        if (!o)
-            break;
-        cJSON_AddItemToArray(arr, o);
-        cJSON_AddNumberToObject(o, "id", (double)r->id);
-        add_str(o, "gitSha", r->git_sha);
-        add_str(o, "branch", r->branch);
-        add_str(o, "command", r->command);
-        add_str(o, "host", r->host);
-        add_str(o, "cpu", r->cpu);
-        add_str(o, "buildType", r->build_type);
-        add_str(o, "startTime", r->start_time);
-        add_str(o, "recordedAt", r->recorded_at);
-        add_str(o, "verdict", r->verdict);
-        add_str(o, "artifactPath", r->artifact_path);
-        add_num(o, "artifactBytes", r->artifact_bytes >= 0, (double)r->artifact_bytes);
-        cJSON_AddNumberToObject(o, "frameCount", (double)r->frame_count);
-        cJSON_AddNumberToObject(o, "repetitions", (double)r->n_reps_stored);
-        int hf = r->frame_count > 0;
-        add_num(o, "p50FrameTimeMs", hf, r->p50_ms);
-        add_num(o, "p90FrameTimeMs", hf, r->p90_ms);
-        add_num(o, "p95FrameTimeMs", hf, r->p95_ms);
-        add_num(o, "p99FrameTimeMs", hf, r->p99_ms);
-        add_num(o, "meanFrameTimeMs", hf, r->mean_ms);
-        add_num(o, "onCpuMsPerFrame", r->have_cpu, r->on_cpu_mean_ms);
-        add_num(o, "offCpuMsPerFrame", r->have_cpu, r->off_cpu_mean_ms);
-        cJSON *zs = cJSON_AddArrayToObject(o, "zones");
-        for (size_t z = 0; zs && r->n_reps && z < r->reps[0].n_zones; z++) {
-            cJSON *zo = cJSON_CreateObject();
-            if (!zo)
-                break;
-            cJSON_AddItemToArray(zs, zo);
-            cJSON_AddStringToObject(zo, "name", r->reps[0].zones[z].name);
-            add_num(zo, "selfMsPerFrame", 1, r->reps[0].zones[z].self_mean_ms);
-        }
+    mprof_json_obj_begin(j, NULL);
+    mprof_json_num(j, "id", (double)r->id);
+    str_or_null(j, "gitSha", r->git_sha);
+    str_or_null(j, "branch", r->branch);
+    str_or_null(j, "command", r->command);
+    str_or_null(j, "host", r->host);
+    str_or_null(j, "cpu", r->cpu);
+    str_or_null(j, "buildType", r->build_type);
+    str_or_null(j, "startTime", r->start_time);
+    str_or_null(j, "recordedAt", r->recorded_at);
+    str_or_null(j, "verdict", r->verdict);
+    str_or_null(j, "artifactPath", r->artifact_path);
+    num_or_null(j, "artifactBytes", r->artifact_bytes >= 0, (double)r->artifact_bytes);
+    mprof_json_num(j, "frameCount", (double)r->frame_count);
+    mprof_json_num(j, "repetitions", (double)r->n_reps_stored);
+    int hf = r->frame_count > 0;
+    num_or_null(j, "p50FrameTimeMs", hf, r->p50_ms);
+    num_or_null(j, "p90FrameTimeMs", hf, r->p90_ms);
+    num_or_null(j, "p95FrameTimeMs", hf, r->p95_ms);
+    num_or_null(j, "p99FrameTimeMs", hf, r->p99_ms);
+    num_or_null(j, "meanFrameTimeMs", hf, r->mean_ms);
+    num_or_null(j, "onCpuMsPerFrame", r->have_cpu, r->on_cpu_mean_ms);
+    num_or_null(j, "offCpuMsPerFrame", r->have_cpu, r->off_cpu_mean_ms);
+    mprof_json_arr_begin(j, "zones");
+    for (size_t z = 0; r->n_reps && z < r->reps[0].n_zones; z++) {
+        mprof_json_obj_begin(j, NULL);
+        mprof_json_str(j, "name", r->reps[0].zones[z].name);
+        num_or_null(j, "selfMsPerFrame", 1, r->reps[0].zones[z].self_mean_ms);
+        mprof_json_obj_end(j);
     }
-    char *text = cJSON_Print(j);
-    cJSON_Delete(j);
-    if (!text)
-        return -1;
-    printf("%s\n", text);
-    free(text);
-    return 0;
+    mprof_json_arr_end(j);
+    mprof_json_obj_end(j);
+}
+
+static void print_json(const char *display, const mprof_store_run *runs, size_t n)
+{
+    mprof_json j;
+    mprof_json_init(&j, stdout, 1);
+    mprof_json_obj_begin(&j, NULL);
+    mprof_json_str(&j, "schema", "mprof.history.v1");
+    mprof_json_str(&j, "store", display);
+    mprof_json_arr_begin(&j, "runs");
+    for (size_t i = 0; i < n; i++)
+        run_json(&j, &runs[i]);
+    mprof_json_arr_end(&j);
+    mprof_json_obj_end(&j);
 }
 
 static void print_table(const mprof_store_run *runs, size_t n)
@@ -307,7 +301,7 @@ static int write_html(const char *path, const char *display, const mprof_store_r
     chart(f, "frame-chart", "Frame time over commits (p50, p95)", order, n, series, labels, 2);
 
     /* The top zones of the newest run, each over every run that has it. */
-    const mprof_store_rep *latest = n && runs[0].n_reps ? &runs[0].reps[0] : NULL;
+    const mprof_frames_run *latest = n && runs[0].n_reps ? &runs[0].reps[0] : NULL;
     size_t nz = latest ? latest->n_zones : 0;
     if (nz > MAX_ZONE_CHARTS)
         nz = MAX_ZONE_CHARTS;
@@ -327,7 +321,7 @@ static int write_html(const char *path, const char *display, const mprof_store_r
         double *v = zv + z * (n ? n : 1);
         for (size_t i = 0; i < n; i++) {
             v[i] = NAN;
-            const mprof_store_rep *r = order[i]->n_reps ? &order[i]->reps[0] : NULL;
+            const mprof_frames_run *r = order[i]->n_reps ? &order[i]->reps[0] : NULL;
             for (size_t k = 0; r && k < r->n_zones; k++)
                 if (strcmp(r->zones[k].name, name) == 0)
                     v[i] = r->zones[k].self_mean_ms;
@@ -379,22 +373,28 @@ int cmd_history(int argc, char **argv)
     mprof_store_filter flt = {.last = 50, .with_zone_means = 1};
     int json = 0;
     unsigned long long u;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (tool_is_help(a)) {
+    tool_args args;
+    tool_args_init(&args, argc, argv);
+    const char *a;
+    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
+        if (k == TOOL_ARG_HELP) {
             fputs(help, stdout);
             return tool_finish("history", EXIT_OK);
+        } else if (k == TOOL_ARG_FILE) {
+            /* history takes no files: a '--' is as unknown as what follows it. */
+            return tool_error("history", EXIT_USAGE, "unknown argument '%s' (see --help)",
+                              args.files_only ? "--" : a);
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
         } else if (strcmp(a, "--last") == 0) {
-            if (tool_parse_uint("history", a, v, 100000, &u))
+            if (tool_parse_uint("history", a, tool_args_value(&args), 100000, &u))
                 return EXIT_USAGE;
             if (u == 0)
                 return tool_error("history", EXIT_USAGE, "--last needs at least 1");
             flt.last = (size_t)u;
-            i++;
         } else if (strcmp(a, "--store") == 0 || strcmp(a, "--host") == 0 ||
                    strcmp(a, "--build-type") == 0 || strcmp(a, "--html") == 0) {
+            const char *v = tool_args_value(&args);
             if (!v || !*v)
                 return tool_error("history", EXIT_USAGE, "%s needs a value", a);
             if (a[2] == 's')
@@ -405,11 +405,12 @@ int cmd_history(int argc, char **argv)
                 flt.host = v;
             else
                 html = v;
-            i++;
         } else {
             return tool_error("history", EXIT_USAGE, "unknown argument '%s' (see --help)", a);
         }
     }
+    if (args.files_only)
+        return tool_error("history", EXIT_USAGE, "unknown argument '--' (see --help)");
     if (!url || !*url)
         return tool_error("history", EXIT_USAGE, "no store: give --store URL (or set MPROF_STORE)");
     char err[2048];
@@ -428,8 +429,7 @@ int cmd_history(int argc, char **argv)
     }
     int code = EXIT_OK;
     if (json) {
-        if (print_json(mprof__store_display(s), runs, n) != 0)
-            code = tool_error("history", EXIT_IO, "out of memory writing JSON");
+        print_json(mprof__store_display(s), runs, n);
     } else {
         print_table(runs, n);
     }

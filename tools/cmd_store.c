@@ -2,10 +2,9 @@
  * cmd_store.c - `mprof store add FILE... --store URL`: put runs made elsewhere (a CI report, or a
  * bare frame export) into the run store, one stored run per file. docs/STORE.md describes it.
  */
-#define _POSIX_C_SOURCE 200809L
-
-#include "store/ci_hooks.h"
+#include "ci/report.h"
 #include "mprof_tool.h"
+#include "store/ci_hooks.h"
 #include "store/store.h"
 #include "store/store_json.h"
 
@@ -31,30 +30,6 @@ static const char *const help =
     "malformed (nothing of it is stored); 4 the store cannot be reached, its schema is newer than\n"
     "this mprof, or a write failed.\n";
 
-static int valid_verdict(const char *v)
-{
-    static const char *const known[] = {"pass", "regression", "inconclusive", "no-baseline",
-                                        "failed"};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (strcmp(v, known[i]) == 0)
-            return 1;
-    return 0;
-}
-
-int mprof__store_exit_code(mprof_store_result rc)
-{
-    switch (rc) {
-    case MPROF_STORE_OK:
-        return EXIT_OK;
-    case MPROF_STORE_BAD_URL:
-        return EXIT_USAGE;
-    case MPROF_STORE_BAD_INPUT:
-        return EXIT_IO;
-    default:
-        return EXIT_STORE;
-    }
-}
-
 int cmd_store(int argc, char **argv)
 {
     if (argc < 2 || tool_is_help(argv[1])) {
@@ -68,19 +43,20 @@ int cmd_store(int argc, char **argv)
     const char **files = calloc((size_t)argc, sizeof *files);
     if (!files)
         return tool_error("store", EXIT_IO, "out of memory");
-    int n_files = 0, files_only = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!files_only && strcmp(a, "--") == 0) {
-            files_only = 1; /* every later argument is a file, even one that starts with '-' */
-        } else if (files_only || a[0] != '-' || !a[1]) {
+    int n_files = 0;
+    tool_args args;
+    tool_args_init(&args, argc - 1, argv + 1); /* after "add" */
+    const char *a;
+    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
+        if (k == TOOL_ARG_FILE) {
             files[n_files++] = a;
-        } else if (tool_is_help(a)) {
+        } else if (k == TOOL_ARG_HELP) {
             free(files);
             fputs(help, stdout);
             return tool_finish("store", EXIT_OK);
         } else if (strcmp(a, "--store") == 0 || strcmp(a, "--verdict") == 0 ||
                    strcmp(a, "--branch") == 0) {
+            const char *v = tool_args_value(&args);
             if (!v || !*v) {
                 free(files);
                 return tool_error("store", EXIT_USAGE, "%s needs a value", a);
@@ -91,7 +67,6 @@ int cmd_store(int argc, char **argv)
                 verdict = v;
             else
                 branch = v;
-            i++;
         } else {
             free(files);
             return tool_error("store", EXIT_USAGE, "unknown option '%s' (see --help)", a);
@@ -101,7 +76,7 @@ int cmd_store(int argc, char **argv)
         free(files);
         return tool_error("store", EXIT_USAGE, "no store: give --store URL (or set MPROF_STORE)");
     }
-    if (verdict && !valid_verdict(verdict)) {
+    if (verdict && !mprof__ci_verdict_known(verdict)) {
         free(files);
         return tool_error("store", EXIT_USAGE, "--verdict must be pass, regression, inconclusive, "
                           "no-baseline or failed");
@@ -128,10 +103,10 @@ int cmd_store(int argc, char **argv)
         }
         if (verdict) {
             free(runs[i].verdict);
-            runs[i].verdict = strdup(verdict);
+            runs[i].verdict = tool_strdup(verdict);
         }
         if (branch && *branch && !runs[i].branch)
-            runs[i].branch = strdup(branch);
+            runs[i].branch = tool_strdup(branch);
     }
     mprof_store *s = NULL;
     if (code == EXIT_OK) {

@@ -1,5 +1,5 @@
 /*
- * export_chrome.c - a capture as Chrome Trace Event JSON (the "JSON Object Format": an object
+ * chrome.c - a capture as Chrome Trace Event JSON (the "JSON Object Format": an object
  * with a traceEvents array), written while the capture is read.
  *
  * Mapping (docs/EXPORT.md):
@@ -11,7 +11,7 @@
  *   message       "i" instant event, thread scope, on its thread; args.level, args.severity
  *   plot, memory  "C" counter events on pid 1, args.<counter name> (bytes for memory)
  *   system        thread states as slices on pid 5 ("Thread states"), CPU usage as counters
- *                 (export_chrome_system.c)
+ *                 (chrome_system.c)
  *   names         "M" metadata events (process_name, thread_name, thread_sort_index) at the end,
  *                 since thread names may arrive late in the stream; the format allows any order.
  * Timestamps and durations are microseconds with three decimals (nanosecond precision).

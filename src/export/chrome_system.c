@@ -1,8 +1,8 @@
 /*
- * export_chrome_system.c - the system records of a capture in the Chrome export
- * (docs/EXPORT.md): each traced thread gets a "state" track (pid 5, "Thread states", tid =
- * 0x50000000 + the OS thread id) whose slices say when the thread was running, preempted or blocked, and the
- * CPU usage becomes two counters on the process. Written while the capture is read: a thread's
+ * chrome_system.c - the system records of a capture in the Chrome export (docs/EXPORT.md):
+ * each traced thread gets a "state" track (pid 5, "Thread states", tid = 0x50000000 + the OS
+ * thread id) whose slices say when the thread was running, preempted or blocked, and the CPU
+ * usage becomes two counters on the process. Written while the capture is read: a thread's
  * switch records are in time order in the file, so one pending switch per thread is enough.
  */
 #include "analysis/range.h"
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define PID_STATES 5
-/* Thread ids are distinct across pids (export_chrome.c): state tracks are 0x50000000 + tid. */
+/* Thread ids are distinct across pids (chrome.c): state tracks are 0x50000000 + tid. */
 #define STATE_TID(tid) ((uint64_t)0x50000000u + ((tid) & (uint64_t)0x0fffffffu))
 
 typedef struct tstate {
@@ -140,7 +140,7 @@ int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *o, uint64_t *count,
             sep(o, count);
             fprintf(o, "{\"ph\":\"C\",\"name\":\"%s\",\"pid\":1,\"ts\":", names[i]);
             us(o, ev->ts_ns);
-            /* Keyed by the counter's own name, as export_chrome.c writes plots. */
+            /* Keyed by the counter's own name, as chrome.c writes plots. */
             fprintf(o, ",\"args\":{\"%s\":%.3f}}", names[i], isfinite(v) ? v : 0.0);
         }
         return 0;

@@ -19,7 +19,7 @@
 int mprof__export_chrome(const char *capture_path, FILE *out, char *err, size_t errlen);
 int mprof__export_csv_stats(const char *capture_path, FILE *out, char *err, size_t errlen);
 int mprof__export_csv_zones(const char *capture_path, FILE *out, char *err, size_t errlen);
-/* The same, limited to a resolved range (export_range.h; NULL = everything). */
+/* The same, limited to a resolved range (analysis/range.h; NULL = everything). */
 int mprof__export_chrome_range(const char *capture_path, const mprof_export_range *range,
                                FILE *out, char *err, size_t errlen);
 int mprof__export_csv_stats_range(const char *capture_path, const mprof_export_range *range,

@@ -1,5 +1,6 @@
 /*
- * frames_export.c - writes a capture's frames as mprof.frames.v1 JSON for the regression gate.
+ * frames.c - writes a capture's frames as mprof.frames.v1 JSON for the regression gate (the
+ * format's reader is frames_read.c).
  *
  * The gate needs three things from a capture: who made it (so it can refuse to compare runs from
  * different machines or builds), the duration of every frame (for percentiles and rank tests),
@@ -13,7 +14,9 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "export/frames.h"
+#include "export/frames_run.h"
 #include "util/json_out.h"
+#include "util/tool.h"
 #include "analysis/percentile.h"
 #include "analysis/system.h"
 #include "format/format.h"
@@ -140,23 +143,9 @@ static void warn(exporter *x, const char *fmt, ...)
     if (!w)
         return;
     x->warnings = w;
-    size_t n = strlen(buf) + 1;
-    char *c = malloc(n);
-    if (c) {
-        memcpy(c, buf, n);
+    char *c = tool_strdup(buf);
+    if (c)
         x->warnings[x->n_warnings++] = c;
-    }
-}
-
-static char *dup_str(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
 }
 
 /* Frame sets beyond this many are ignored (a warning says so): real programs have a handful,
@@ -183,6 +172,20 @@ static fset *get_set(exporter *x, uint32_t name)
     f->name = name;
     f->open = -1;
     return f;
+}
+
+/* The frame set a frame event names, in *out; NULL past MAX_SETS (the event is then ignored). The
+ * first thread to mark or begin a frame of the set is its thread (marks_thread). Returns 0, or -1
+ * out of memory. */
+static int event_set(exporter *x, const mprof_event *ev, int marks_thread, fset **out)
+{
+    fset *f = get_set(x, (uint32_t)ev->u[0]);
+    *out = f;
+    if (!f)
+        return x->sets_capped ? 0 : fail(x, "out of memory");
+    if (marks_thread && !f->thread)
+        f->thread = ev->thread;
+    return 0;
 }
 
 static tstack *get_stack(exporter *x, uint32_t tid)
@@ -237,38 +240,32 @@ static int pass1_event(exporter *x, const mprof_event *ev)
 {
     switch (ev->type) {
     case MPROF_EV_FRAME_MARK: {
-        fset *f = get_set(x, (uint32_t)ev->u[0]);
-        if (!f && x->sets_capped)
-            return 0;
-        if (!f || vec_push(&f->marks, ev->ts_ns))
+        fset *f;
+        if (event_set(x, ev, 1, &f))
+            return -1;
+        if (f && vec_push(&f->marks, ev->ts_ns))
             return fail(x, "out of memory");
-        if (!f->thread)
-            f->thread = ev->thread;
         return 0;
     }
     case MPROF_EV_FRAME_BEGIN: {
-        fset *f = get_set(x, (uint32_t)ev->u[0]);
-        if (!f && x->sets_capped)
-            return 0;
-        if (!f)
-            return fail(x, "out of memory");
-        f->range = 1;
-        f->open = ev->ts_ns;
-        if (!f->thread)
-            f->thread = ev->thread;
+        fset *f;
+        if (event_set(x, ev, 1, &f))
+            return -1;
+        if (f) {
+            f->range = 1;
+            f->open = ev->ts_ns;
+        }
         return 0;
     }
     case MPROF_EV_FRAME_END: {
-        fset *f = get_set(x, (uint32_t)ev->u[0]);
-        if (!f && x->sets_capped)
-            return 0;
-        if (!f)
+        fset *f;
+        if (event_set(x, ev, 0, &f))
+            return -1;
+        if (f && f->open >= 0 && ev->ts_ns >= f->open &&
+            (vec_push(&f->begins, f->open) || vec_push(&f->ends, ev->ts_ns)))
             return fail(x, "out of memory");
-        if (f->open >= 0 && ev->ts_ns >= f->open) {
-            if (vec_push(&f->begins, f->open) || vec_push(&f->ends, ev->ts_ns))
-                return fail(x, "out of memory");
-        }
-        f->open = -1;
+        if (f)
+            f->open = -1;
         return 0;
     }
     case MPROF_EV_ZONE_BEGIN: {
@@ -434,9 +431,9 @@ static int build_zones(exporter *x, const mprof_reader *r)
                 return -1;
             x->zones = z;
             memset(&z[k], 0, sizeof z[k]);
-            z[k].name_copy = dup_str(name);
-            z[k].file_copy = dup_str(d && d->file ? d->file : "");
-            z[k].function_copy = dup_str(func);
+            z[k].name_copy = tool_strdup(name);
+            z[k].file_copy = tool_strdup(d && d->file ? d->file : "");
+            z[k].function_copy = tool_strdup(func);
             if (!z[k].name_copy || !z[k].file_copy || !z[k].function_copy) {
                 free(z[k].name_copy);
                 free(z[k].file_copy);
@@ -682,34 +679,13 @@ static int put_summary(FILE *out, const double *d, size_t n, const char *indent)
 /* The git SHA: capture INFO, else $MPROF_GIT_SHA, else `git rev-parse HEAD`. */
 static void git_sha(const mprof_reader *r, char *out, size_t n, const char **source)
 {
-    out[0] = '\0';
-    *source = NULL;
     const char *v = mprof_reader_info(r, "git_sha");
     if (v && *v) {
         snprintf(out, n, "%s", v);
         *source = "capture";
         return;
     }
-    v = getenv("MPROF_GIT_SHA");
-    if (v && *v) {
-        snprintf(out, n, "%s", v);
-        *source = "environment";
-        return;
-    }
-    FILE *p = popen("git rev-parse HEAD 2>/dev/null", "r");
-    if (!p)
-        return;
-    char line[128] = "";
-    char *got = fgets(line, sizeof line, p);
-    int status = pclose(p);
-    if (!got || status != 0)
-        return;
-    line[strcspn(line, "\r\n")] = '\0';
-    size_t len = strlen(line);
-    if (len < 7 || strspn(line, "0123456789abcdef") != len)
-        return;
-    snprintf(out, n, "%s", line);
-    *source = "git";
+    tool_git_sha(out, n, source);
 }
 
 static void start_time(const mprof_reader *r, char *out, size_t n)
@@ -795,7 +771,7 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
     const char *lost = mprof_reader_end_info(r, "events_lost");
     const char *pid = mprof_reader_info(r, "pid");
 
-    fputs("{\n  \"schema\": \"mprof.frames.v1\",\n  \"capture\": {\n    \"file\": ", out);
+    fputs("{\n  \"schema\": \"" MPROF_FRAMES_SCHEMA "\",\n  \"capture\": {\n    \"file\": ", out);
     put_str(out, x->path);
     fputs(",\n    \"process\": ", out);
     put_str(out, mprof_reader_info(r, "app"));

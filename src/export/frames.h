@@ -1,10 +1,10 @@
 /*
- * frames_export.h - the frame export (`mprof export FILE --format frames`): a capture's frame
- * times as JSON with schema mprof.frames.v1, the input of `mprof gate` and `mprof ci`.
- * docs/GATE.md specifies the schema.
+ * frames.h - the frame export (`mprof export FILE --format frames`): a capture's frame times as
+ * JSON with schema mprof.frames.v1, the input of `mprof gate` and `mprof ci`. The format's reader
+ * and its model in memory are in frames_run.h. docs/GATE.md specifies the schema.
  */
-#ifndef MPROF_ANALYSIS_FRAMES_EXPORT_H
-#define MPROF_ANALYSIS_FRAMES_EXPORT_H
+#ifndef MPROF_EXPORT_FRAMES_H
+#define MPROF_EXPORT_FRAMES_H
 
 #include "analysis/range.h"
 
@@ -26,7 +26,7 @@
 int mprof__export_frames(const char *capture_path, const char *out_path, char *err,
                          size_t errlen);
 
-/* The same for the frames inside a resolved range (export_range.h; NULL = all): frames wholly
+/* The same for the frames inside a resolved range (analysis/range.h; NULL = all): frames wholly
  * inside the window, zones that overlap it. */
 int mprof__export_frames_range(const char *capture_path, const mprof_export_range *range,
                                const char *out_path, char *err, size_t errlen);

@@ -1,10 +1,11 @@
 /*
- * gate.h - the regression gate behind `mprof gate`: loads frame exports (mprof.frames.v1) for a
- * baseline and a current side, decides pass / regression / inconclusive, attributes a regression
- * to zones and writes the verdict as text, JSON (mprof.gateReport.v1) and Markdown.
+ * gate.h - the regression gate behind `mprof gate`: compares the frame exports of a baseline and
+ * a current side (export/frames_run.h reads them), decides pass / regression / inconclusive,
+ * attributes a regression to zones and writes the verdict as text, JSON (mprof.gateReport.v1)
+ * and Markdown.
  *
- * A side is one frame export or a directory of them (every *.json file in it, in name order);
- * each export is one run. docs/GATE.md describes the rule; in short, a regression needs both
+ * A side is one frame export or a directory of them (mprof__frames_load); each export is one run.
+ * docs/GATE.md describes the rule; in short, a regression needs both
  *   magnitude:    current p95 > baseline p95 * (1 + threshold / 100), and
  *   significance: two or more runs on each side, the one-sided rank test on frame times gives
  *                 p < alpha, the bootstrap interval of the p95 ratio (runs, then blocks of frames
@@ -13,18 +14,23 @@
  * The frame times are the decision frame times: with system tracing, the part of each frame that
  * the machine took from the main thread is left out (mprof__gate_decision_ms).
  *
+ * Files: decide.c (the rule, step by step), noise.c (decision frame times and the noise model),
+ * attribution.c (which zone grew), result.c (the result and its shared wording), text.c,
+ * json.c and markdown.c (the writers), stats.c (the statistics).
+ *
  * Threads: none; every function may be called from any thread on its own objects.
- * Memory: each *_load / mprof__gate_compare result is owned by the caller and freed with the
- * matching *_free, which accepts NULL.
+ * Memory: a mprof__gate_compare result is owned by the caller and freed with
+ * mprof__gate_result_free, which accepts NULL.
  */
-#ifndef MPROF_ANALYSIS_GATE_H
-#define MPROF_ANALYSIS_GATE_H
+#ifndef MPROF_GATE_GATE_H
+#define MPROF_GATE_GATE_H
+
+#include "export/frames_run.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#define MPROF_FRAMES_SCHEMA "mprof.frames.v1"
 #define MPROF_GATE_SCHEMA "mprof.gateReport.v1"
 
 /* Verdicts double as the exit codes of `mprof gate`. */
@@ -53,68 +59,6 @@ typedef struct mprof_gate_opts {
                                       independent (stats.h) */
 } mprof_gate_opts;
 
-/* One zone's per-frame time in one run (self time: the zone minus its children). */
-typedef struct mprof_gate_zone {
-    char *name;
-    char *function;   /* "function" of the export, NULL when absent (older exports) */
-    double *self_ms;  /* per frame, frames of the run (after skipping); NULL when not exported */
-    double *incl_ms;  /* inclusive per frame, or NULL */
-    double *self_off_ms; /* per frame, the part of self_ms its thread spent off the CPU
-                            (selfOffCpuPerFrameMs, system tracing); NULL when not exported */
-    double self_total_ms, incl_total_ms; /* whole-capture totals (fallback without per-frame) */
-    size_t total_frames;                 /* frames the totals cover */
-} mprof_gate_zone;
-
-/* One frame export. */
-typedef struct mprof_gate_run {
-    char *path;
-    char *process, *git_sha, *hostname, *cpu, *build_type, *start_time;
-    double *frames_ms; /* after --skip-frames */
-    size_t n_frames;
-    size_t n_skipped;
-    mprof_gate_zone *zones;
-    size_t n_zones;
-    /* System tracing (the export's "system" object and the arrays aligned with frameTimesMs),
-     * after --skip-frames like frames_ms. Each array is NULL when the export lacks it. */
-    int context_switches, cpu_usage; /* "system": contextSwitches, cpuUsage */
-    char *system_why_not;            /* "system": whyNot, or NULL */
-    double *on_cpu_ms, *off_cpu_ms;  /* frameOnCpuMs, frameOffCpuMs: the main thread */
-    double *cpu_ms;                  /* frameCpuMs: every thread of the process */
-    double *machine_busy;            /* frameMachineBusy: 0..1, other processes' share */
-} mprof_gate_run;
-
-typedef struct mprof_gate_side {
-    char *origin; /* the path given on the command line */
-    mprof_gate_run *runs;
-    size_t n_runs;
-} mprof_gate_side;
-
-/*
- * Loads a side from a frame export or a directory of them, dropping skip_frames warm-up frames
- * from the start of each run. Returns NULL with a message naming the file and the problem in err
- * (a missing file, malformed JSON, a wrong schema, a negative frame time, ...).
- */
-mprof_gate_side *mprof__gate_load(const char *dir_or_file, int skip_frames, char *err,
-                                  size_t errlen);
-/* Parses one frame export held in memory into run (zeroed first). name labels errors. Returns 0,
- * or -1 with a message in err (run then holds nothing to free). */
-int mprof__gate_parse_run(const char *json, size_t len, const char *name, int skip_frames,
-                          mprof_gate_run *run, char *err, size_t errlen);
-void mprof__gate_run_clear(mprof_gate_run *run);
-void mprof__gate_side_free(mprof_gate_side *s);
-
-/* A side's figures. */
-typedef struct mprof_gate_summary {
-    size_t runs, frames;
-    double p50_ms, p90_ms, p95_ms, p99_ms, mean_ms;
-} mprof_gate_summary;
-
-/*
- * The pooled frame-time figures of a side (every run's frames after skipping). Returns 0, or -1
- * out of memory (*out then zeroed).
- */
-int mprof__gate_summarize_side(const mprof_gate_side *s, mprof_gate_summary *out);
-
 /*
  * The frame time the gate decides on, for frame i of run (docs/GATE.md, "Noise"): with system
  * tracing, the frame time less the part of its main-thread off-CPU time that the machine took,
@@ -122,7 +66,7 @@ int mprof__gate_summarize_side(const mprof_gate_side *s, mprof_gate_summary *out
  *     t - off                 when it has only frameOffCpuMs (all off-CPU time is the machine's),
  * never below the main thread's on-CPU time nor below 0; without system tracing, t.
  */
-double mprof__gate_decision_ms(const mprof_gate_run *run, size_t i, int use_system);
+double mprof__gate_decision_ms(const mprof_frames_run *run, size_t i, int use_system);
 
 /* One row of the attribution: a zone's mean per-frame self time on each side. */
 typedef struct mprof_gate_attrib {
@@ -148,13 +92,13 @@ typedef struct mprof_gate_result {
     mprof_gate_verdict verdict;
     char reason[1024];         /* one sentence: why this verdict */
     mprof_gate_opts opts;     /* with defaults filled in */
-    mprof_gate_summary base, cur; /* raw frame times */
+    mprof_frames_summary base, cur; /* raw frame times */
     /* Noise: with system tracing on every run of both sides, the gate decides on the decision
      * frame times (mprof__gate_decision_ms); base_dec/cur_dec are their figures. Without it,
      * noise_model is 0 and base_dec/cur_dec equal base/cur. */
     int noise_model;              /* 0 none, 1 off-CPU only, 2 off-CPU and machine busy share */
     char noise_note[512];         /* why there is no noise model, or which one is used */
-    mprof_gate_summary base_dec, cur_dec;
+    mprof_frames_summary base_dec, cur_dec;
     double base_p95_off_share, cur_p95_off_share; /* off-CPU share of the time of the frames at
                                                      or above the side's raw p95; -1 unknown */
     double raw_p95_ratio;         /* cur.p95 / base.p95 (raw frame times) */
@@ -188,7 +132,7 @@ typedef struct mprof_gate_result {
  * Compares the two sides. Returns the result (never NULL unless out of memory, reported in err);
  * a comparison refused by the machine guard has verdict MPROF_GATE_BAD_INPUT and says why.
  */
-mprof_gate_result *mprof__gate_compare(const mprof_gate_side *base, const mprof_gate_side *cur,
+mprof_gate_result *mprof__gate_compare(const mprof_frames_runs *base, const mprof_frames_runs *cur,
                                        const mprof_gate_opts *opts, char *err, size_t errlen);
 void mprof__gate_result_free(mprof_gate_result *r);
 
@@ -196,5 +140,9 @@ void mprof__gate_result_free(mprof_gate_result *r);
 int mprof__gate_print_text(const mprof_gate_result *r, FILE *out);
 int mprof__gate_write_json(const mprof_gate_result *r, FILE *out);
 int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out);
+/* The reports of a comparison that could not be made (the inputs could not be read): the
+ * verdict bad-input and why, so that a CI log still finds a report. */
+int mprof__gate_write_json_refused(const char *reason, FILE *out);
+int mprof__gate_write_markdown_refused(const char *reason, FILE *out);
 
 #endif

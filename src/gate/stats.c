@@ -146,15 +146,73 @@ int mprof__runs_log_ratio_ci(const double *base, size_t nb, const double *cur, s
     return 0;
 }
 
-typedef struct ranked {
+typedef struct vidx {
     double v;
-    int from_b;
-} ranked;
+    size_t idx; /* < na: a's value idx; else na + b's value idx */
+} vidx;
 
-static int cmp_ranked(const void *pa, const void *pb)
+static int cmp_vidx(const void *pa, const void *pb)
 {
-    const ranked *a = pa, *b = pb;
+    const vidx *a = pa, *b = pb;
     return (a->v > b->v) - (a->v < b->v);
+}
+
+/* Ranks (1-based) of a's and b's values pooled, a group of ties sharing the mean of its ranks:
+ * the rank sum of b's values, the tie term sum(t^3 - t) over the groups, and with rk each
+ * value's rank (a's values first, then b's, in their order). 0, or -1 out of memory. */
+static int pooled_ranks(const double *a, size_t na, const double *b, size_t nb, double *rk,
+                        double *out_rank_sum_b, double *out_tie_term)
+{
+    size_t n = na + nb;
+    vidx *it = malloc(n * sizeof *it);
+    if (!it)
+        return -1;
+    for (size_t i = 0; i < na; i++)
+        it[i] = (vidx){a[i], i};
+    for (size_t i = 0; i < nb; i++)
+        it[na + i] = (vidx){b[i], na + i};
+    qsort(it, n, sizeof *it, cmp_vidx);
+    double tie_term = 0.0, rank_sum_b = 0.0;
+    size_t i = 0;
+    while (i < n) {
+        size_t j = i + 1;
+        while (j < n && it[j].v == it[i].v)
+            j++;
+        double t = (double)(j - i);
+        double avg = ((double)(i + 1) + (double)j) / 2.0;
+        for (size_t k = i; k < j; k++) {
+            if (rk)
+                rk[it[k].idx] = avg;
+            if (it[k].idx >= na)
+                rank_sum_b += avg;
+        }
+        tie_term += t * t * t - t;
+        i = j;
+    }
+    free(it);
+    *out_rank_sum_b = rank_sum_b;
+    *out_tie_term = tie_term;
+    return 0;
+}
+
+/* The normal approximation of U's tails: the tie-corrected variance, inflated by the design
+ * effect de, and a continuity correction of 1/2. */
+static void normal_tails(double u, size_t na, size_t nb, double tie_term, double de,
+                         mprof_mwu *out)
+{
+    double dna = (double)na, dnb = (double)nb, dn = (double)(na + nb);
+    double mu = dna * dnb / 2.0;
+    double var = dna * dnb / 12.0 * ((dn + 1.0) - tie_term / (dn * (dn - 1.0))) * de;
+    if (var <= 0.0) {
+        /* Every value is tied: no evidence either way. */
+        out->p_greater = 1.0;
+        out->p_less = 1.0;
+        return;
+    }
+    double sd = sqrt(var);
+    out->z = (u - mu) / sd;
+    out->p_greater = fmin(1.0, mprof__normal_sf((u - mu - 0.5) / sd));
+    out->p_less = fmin(1.0, mprof__normal_sf((mu - u - 0.5) / sd));
 }
 
 #define EXACT_MAX 20
@@ -219,38 +277,13 @@ int mprof__mann_whitney(const double *a, size_t na, const double *b, size_t nb, 
     memset(out, 0, sizeof *out);
     if (na == 0 || nb == 0)
         return -1;
-    size_t n = na + nb;
-    ranked *r = malloc(n * sizeof *r);
-    if (!r)
+    double rank_sum_b, tie_term;
+    if (pooled_ranks(a, na, b, nb, NULL, &rank_sum_b, &tie_term))
         return -1;
-    for (size_t i = 0; i < na; i++)
-        r[i] = (ranked){a[i], 0};
-    for (size_t i = 0; i < nb; i++)
-        r[na + i] = (ranked){b[i], 1};
-    qsort(r, n, sizeof *r, cmp_ranked);
-
-    /* Average ranks (1-based) over groups of ties; the tie term sums t^3 - t per group. */
-    double rank_sum_b = 0.0, tie_term = 0.0;
-    size_t i = 0;
-    while (i < n) {
-        size_t j = i + 1;
-        while (j < n && r[j].v == r[i].v)
-            j++;
-        double t = (double)(j - i);
-        double avg_rank = ((double)(i + 1) + (double)j) / 2.0;
-        for (size_t k = i; k < j; k++)
-            if (r[k].from_b)
-                rank_sum_b += avg_rank;
-        tie_term += t * t * t - t;
-        i = j;
-    }
-    free(r);
-
-    double dna = (double)na, dnb = (double)nb, dn = (double)n;
+    double dna = (double)na, dnb = (double)nb;
     double u = rank_sum_b - dnb * (dnb + 1.0) / 2.0;
     out->u = u;
     out->effect = u / (dna * dnb);
-
     if (na <= EXACT_MAX && nb <= EXACT_MAX && tie_term == 0.0) {
         out->exact = 1;
         out->p_greater = exact_upper_tail(na, nb, u);
@@ -258,23 +291,7 @@ int mprof__mann_whitney(const double *a, size_t na, const double *b, size_t nb, 
         out->p_less = exact_upper_tail(na, nb, dna * dnb - u);
         return 0;
     }
-
-    double mu = dna * dnb / 2.0;
-    double var = dna * dnb / 12.0 * ((dn + 1.0) - tie_term / (dn * (dn - 1.0)));
-    if (var <= 0.0) {
-        /* Every value is tied: no evidence either way. */
-        out->p_greater = 1.0;
-        out->p_less = 1.0;
-        return 0;
-    }
-    double sd = sqrt(var);
-    out->z = (u - mu) / sd;
-    out->p_greater = mprof__normal_sf((u - mu - 0.5) / sd);
-    out->p_less = mprof__normal_sf((mu - u - 0.5) / sd);
-    if (out->p_greater > 1.0)
-        out->p_greater = 1.0;
-    if (out->p_less > 1.0)
-        out->p_less = 1.0;
+    normal_tails(u, na, nb, tie_term, 1.0, out);
     return 0;
 }
 
@@ -318,17 +335,6 @@ static double design_effect(const mprof_sample_runs *s, const double *rk)
     return de > 1.0 ? de : 1.0;
 }
 
-typedef struct vidx {
-    double v;
-    size_t idx; /* < na: a's value idx; else na + b's value idx */
-} vidx;
-
-static int cmp_vidx(const void *pa, const void *pb)
-{
-    const vidx *a = pa, *b = pb;
-    return (a->v > b->v) - (a->v < b->v);
-}
-
 int mprof__mann_whitney_runs(const mprof_sample_runs *a, const mprof_sample_runs *b,
                              mprof_mwu *out)
 {
@@ -345,37 +351,13 @@ int mprof__mann_whitney_runs(const mprof_sample_runs *a, const mprof_sample_runs
     }
     if (na == 0 || nb == 0)
         return -1;
-    size_t n = na + nb;
-    vidx *it = malloc(n * sizeof *it);
-    double *rk = malloc(n * sizeof *rk);
-    if (!it || !rk) {
-        free(it);
+    double *rk = malloc((na + nb) * sizeof *rk);
+    double rank_sum_b, tie_term;
+    if (!rk || pooled_ranks(va, na, vb, nb, rk, &rank_sum_b, &tie_term)) {
         free(rk);
         return -1;
     }
-    for (size_t i = 0; i < na; i++)
-        it[i] = (vidx){va[i], i};
-    for (size_t i = 0; i < nb; i++)
-        it[na + i] = (vidx){vb[i], na + i};
-    qsort(it, n, sizeof *it, cmp_vidx);
-    double tie_term = 0.0, rank_sum_b = 0.0;
-    size_t i = 0;
-    while (i < n) {
-        size_t j = i + 1;
-        while (j < n && it[j].v == it[i].v)
-            j++;
-        double t = (double)(j - i);
-        double avg = ((double)(i + 1) + (double)j) / 2.0;
-        for (size_t k = i; k < j; k++) {
-            rk[it[k].idx] = avg;
-            if (it[k].idx >= na)
-                rank_sum_b += avg;
-        }
-        tie_term += t * t * t - t;
-        i = j;
-    }
-    free(it);
-    double dna = (double)na, dnb = (double)nb, dn = (double)n;
+    double dna = (double)na, dnb = (double)nb;
     double u = rank_sum_b - dnb * (dnb + 1.0) / 2.0;
     double de = (design_effect(a, rk) + design_effect(b, rk + na)) / 2.0;
     free(rk);
@@ -384,17 +366,7 @@ int mprof__mann_whitney_runs(const mprof_sample_runs *a, const mprof_sample_runs
     out->u = u;
     out->effect = u / (dna * dnb);
     out->design_effect = de;
-    double mu = dna * dnb / 2.0;
-    double var = dna * dnb / 12.0 * ((dn + 1.0) - tie_term / (dn * (dn - 1.0))) * de;
-    if (var <= 0.0) {
-        out->p_greater = 1.0;
-        out->p_less = 1.0;
-        return 0;
-    }
-    double sd = sqrt(var);
-    out->z = (u - mu) / sd;
-    out->p_greater = fmin(1.0, mprof__normal_sf((u - mu - 0.5) / sd));
-    out->p_less = fmin(1.0, mprof__normal_sf((mu - u - 0.5) / sd));
+    normal_tails(u, na, nb, tie_term, de, out);
     return 0;
 }
 

@@ -13,39 +13,18 @@
 
 #include "store/store.h"
 
-#include "gate/stats.h"
+#include "analysis/percentile.h"
 #include "store/store_backend.h"
+#include "util/tool.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-void mprof__store_seterr(char *err, size_t n, const char *fmt, ...)
-{
-    if (!err || !n)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
-
-char *mprof__store_strdup(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
 
 /* ---- results and URLs ------------------------------------------------------------------- */
 
@@ -105,19 +84,19 @@ mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out,
         "use sqlite:PATH (a file, created when missing) or postgresql://[USER[:PASSWORD]@]HOST"
         "[:PORT]/DATABASE[?PARAM=VALUE...] (any libpq URI)";
     if (!url || !*url) {
-        mprof__store_seterr(err, errlen, "no store URL given: %s", accepted);
+        tool_seterr(err, errlen, "no store URL given: %s", accepted);
         return MPROF_STORE_BAD_URL;
     }
     size_t len = strlen(url);
     if (len >= sizeof out->target) {
-        mprof__store_seterr(err, errlen, "the store URL is %zu bytes long, more than the %zu accepted", len,
-               sizeof out->target - 1);
+        tool_seterr(err, errlen, "the store URL is %zu bytes long, more than the %zu accepted", len,
+                    sizeof out->target - 1);
         return MPROF_STORE_BAD_URL;
     }
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)url[i];
         if (c < 0x20 || c == 0x7f) {
-            mprof__store_seterr(err, errlen, "the store URL holds a control character (byte %zu)", i);
+            tool_seterr(err, errlen, "the store URL holds a control character (byte %zu)", i);
             return MPROF_STORE_BAD_URL;
         }
     }
@@ -125,19 +104,20 @@ mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out,
         const char *path = url + 7;
         if (strncmp(path, "//", 2) == 0) {
             if (path[2] != '/') {
-                mprof__store_seterr(err, errlen, "'%.200s': a sqlite URL names no host; write sqlite:PATH or "
-                       "sqlite:///ABSOLUTE/PATH", url);
+                tool_seterr(err, errlen, "'%.200s': a sqlite URL names no host; write sqlite:PATH "
+                            "or sqlite:///ABSOLUTE/PATH", url);
                 return MPROF_STORE_BAD_URL;
             }
             path += 2;
         }
         if (!*path) {
-            mprof__store_seterr(err, errlen, "'%s' names no file: write sqlite:PATH, e.g. sqlite:runs.db", url);
+            tool_seterr(err, errlen, "'%s' names no file: write sqlite:PATH, e.g. sqlite:runs.db",
+                        url);
             return MPROF_STORE_BAD_URL;
         }
         if (strcmp(path, ":memory:") == 0 || strncmp(path, "file:", 5) == 0) {
-            mprof__store_seterr(err, errlen, "'%.200s': the store must be a plain file path (an in-memory or "
-                   "URI database keeps nothing between runs)", url);
+            tool_seterr(err, errlen, "'%.200s': the store must be a plain file path (an in-memory "
+                        "or URI database keeps nothing between runs)", url);
             return MPROF_STORE_BAD_URL;
         }
         out->kind = MPROF_STORE_KIND_SQLITE;
@@ -150,7 +130,7 @@ mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out,
         if (mprof__store_pg_check_uri(url, msg, sizeof msg) != 0) {
             char shown[4096];
             redact(url, shown, sizeof shown);
-            mprof__store_seterr(err, errlen, "bad PostgreSQL URL '%.300s': %s", shown, msg);
+            tool_seterr(err, errlen, "bad PostgreSQL URL '%.300s': %s", shown, msg);
             return MPROF_STORE_BAD_URL;
         }
         out->kind = MPROF_STORE_KIND_POSTGRESQL;
@@ -160,10 +140,10 @@ mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out,
     }
     size_t scheme = strcspn(url, ":/");
     if (url[scheme] == ':')
-        mprof__store_seterr(err, errlen, "unknown store URL scheme '%.*s': %s", (int)(scheme > 40 ? 40 : scheme),
-               url, accepted);
+        tool_seterr(err, errlen, "unknown store URL scheme '%.*s': %s",
+                    (int)(scheme > 40 ? 40 : scheme), url, accepted);
     else
-        mprof__store_seterr(err, errlen, "a store URL needs a scheme: %s", accepted);
+        tool_seterr(err, errlen, "a store URL needs a scheme: %s", accepted);
     return MPROF_STORE_BAD_URL;
 }
 
@@ -222,7 +202,7 @@ static int dec_str(const char *v, char **out)
     *out = NULL;
     if (!v)
         return 0;
-    *out = mprof__store_strdup(v);
+    *out = tool_strdup(v);
     return *out ? 0 : -1;
 }
 
@@ -236,30 +216,30 @@ mprof_store_result mprof__store_decode_array(const char *text, size_t n, double 
     if (out_n)
         *out_n = 0;
     if (!text) {
-        mprof__store_seterr(err, errlen, "a per-frame array is NULL");
+        tool_seterr(err, errlen, "a per-frame array is NULL");
         return MPROF_STORE_BAD_ROW;
     }
     cJSON *j = cJSON_ParseWithLength(text, strlen(text));
     if (!j || !cJSON_IsArray(j)) {
         cJSON_Delete(j);
-        mprof__store_seterr(err, errlen, "a per-frame array is not a JSON array");
+        tool_seterr(err, errlen, "a per-frame array is not a JSON array");
         return MPROF_STORE_BAD_ROW;
     }
     size_t got = (size_t)cJSON_GetArraySize(j);
     if (got > MAX_FRAMES || (n != SIZE_MAX && got != n)) {
         cJSON_Delete(j);
         if (got > MAX_FRAMES)
-            mprof__store_seterr(err, errlen, "a per-frame array holds %zu values, more than %u", got,
-                   MAX_FRAMES);
+            tool_seterr(err, errlen, "a per-frame array holds %zu values, more than %u", got,
+                        MAX_FRAMES);
         else
-            mprof__store_seterr(err, errlen, "a per-frame array holds %zu values where the run has %zu frames",
-                   got, n);
+            tool_seterr(err, errlen, "a per-frame array holds %zu values where the run has %zu "
+                        "frames", got, n);
         return MPROF_STORE_BAD_ROW;
     }
     double *v = malloc((got ? got : 1) * sizeof *v);
     if (!v) {
         cJSON_Delete(j);
-        mprof__store_seterr(err, errlen, "out of memory");
+        tool_seterr(err, errlen, "out of memory");
         return MPROF_STORE_NOMEM;
     }
     size_t i = 0;
@@ -269,8 +249,8 @@ mprof_store_result mprof__store_decode_array(const char *text, size_t n, double 
         if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0.0) {
             free(v);
             cJSON_Delete(j);
-            mprof__store_seterr(err, errlen, "a per-frame array holds an entry (index %zu) that is not a "
-                   "non-negative number", i);
+            tool_seterr(err, errlen, "a per-frame array holds an entry (index %zu) that is not a "
+                        "non-negative number", i);
             return MPROF_STORE_BAD_ROW;
         }
         v[i++] = e->valuedouble;
@@ -299,14 +279,14 @@ mprof_store_result mprof__store_decode_run(const mprof_store_rows *rows, size_t 
 {
     memset(out, 0, sizeof *out);
     if (row >= rows->n_rows || rows->n_cols < RC_SCHEMA_COLS) {
-        mprof__store_seterr(err, errlen, "a run row has %zu columns, %d expected", rows->n_cols,
-               RC_SCHEMA_COLS);
+        tool_seterr(err, errlen, "a run row has %zu columns, %d expected", rows->n_cols,
+                    RC_SCHEMA_COLS);
         return MPROF_STORE_BAD_ROW;
     }
     const char *what = NULL;
     int64_t v;
     if (dec_int(cell(rows, row, RC_ID), 0, 0, 1, INT64_MAX, &out->id)) {
-        mprof__store_seterr(err, errlen, "a run row has no valid id");
+        tool_seterr(err, errlen, "a run row has no valid id");
         return MPROF_STORE_BAD_ROW;
     }
     char **strs[] = {&out->git_sha, &out->branch, &out->command, &out->host, &out->cpu,
@@ -317,7 +297,7 @@ mprof_store_result mprof__store_decode_run(const mprof_store_rows *rows, size_t 
     for (size_t i = 0; i < sizeof scol / sizeof scol[0]; i++)
         if (dec_str(cell(rows, row, (size_t)scol[i]), strs[i])) {
             mprof__store_run_clear(out);
-            mprof__store_seterr(err, errlen, "out of memory");
+            tool_seterr(err, errlen, "out of memory");
             return MPROF_STORE_NOMEM;
         }
     if (!out->host || !out->build_type || !out->start_time || !out->verdict)
@@ -345,7 +325,7 @@ mprof_store_result mprof__store_decode_run(const mprof_store_rows *rows, size_t 
     if (what) {
         int64_t id = out->id;
         mprof__store_run_clear(out);
-        mprof__store_seterr(err, errlen, "stored run %" PRId64 ": %s is malformed", id, what);
+        tool_seterr(err, errlen, "stored run %" PRId64 ": %s is malformed", id, what);
         return MPROF_STORE_BAD_ROW;
     }
     out->have_cpu = !isnan(out->on_cpu_mean_ms) && !isnan(out->off_cpu_mean_ms);
@@ -357,24 +337,27 @@ mprof_store_result mprof__store_decode_run(const mprof_store_rows *rows, size_t 
     "frame_count, p50_ms, p90_ms, p95_ms, p99_ms, mean_ms, frames_ms, on_cpu_ms, off_cpu_ms"
 
 mprof_store_result mprof__store_decode_rep(const mprof_store_rows *rows, size_t row,
-                                           mprof_store_rep *out, char *err, size_t errlen)
+                                           mprof_frames_run *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (row >= rows->n_rows || rows->n_cols < MPROF_STORE_REP_COLS) {
-        mprof__store_seterr(err, errlen, "a repetition row has %zu columns, %d expected", rows->n_cols,
-               MPROF_STORE_REP_COLS);
+        tool_seterr(err, errlen, "a repetition row has %zu columns, %d expected", rows->n_cols,
+                    MPROF_STORE_REP_COLS);
         return MPROF_STORE_BAD_ROW;
     }
     int64_t n;
     if (dec_int(cell(rows, row, 0), 0, 0, 0, MAX_FRAMES, &n)) {
-        mprof__store_seterr(err, errlen, "a repetition's frame_count is malformed");
+        tool_seterr(err, errlen, "a repetition's frame_count is malformed");
         return MPROF_STORE_BAD_ROW;
     }
     out->n_frames = (size_t)n;
-    double *pv[] = {&out->p50_ms, &out->p90_ms, &out->p95_ms, &out->p99_ms, &out->mean_ms};
+    out->summary.runs = 1;
+    out->summary.frames = (size_t)n;
+    mprof_frames_summary *s = &out->summary;
+    double *pv[] = {&s->p50_ms, &s->p90_ms, &s->p95_ms, &s->p99_ms, &s->mean_ms};
     for (size_t i = 0; i < 5; i++)
         if (dec_real(cell(rows, row, 1 + i), 1, pv[i])) {
-            mprof__store_seterr(err, errlen, "a repetition's percentile is malformed");
+            tool_seterr(err, errlen, "a repetition's percentile is malformed");
             return MPROF_STORE_BAD_ROW;
         }
     char e2[256];
@@ -391,26 +374,10 @@ mprof_store_result mprof__store_decode_rep(const mprof_store_rows *rows, size_t 
         snprintf(e2, sizeof e2, "on_cpu_ms and off_cpu_ms must both be present or both NULL");
     }
     if (rc != MPROF_STORE_OK) {
-        free(out->frames_ms);
-        free(out->on_cpu_ms);
-        free(out->off_cpu_ms);
-        memset(out, 0, sizeof *out);
-        mprof__store_seterr(err, errlen, "a repetition: %s", e2);
+        mprof__frames_run_clear(out);
+        tool_seterr(err, errlen, "a repetition: %s", e2);
     }
     return rc;
-}
-
-static void rep_clear(mprof_store_rep *r)
-{
-    free(r->frames_ms);
-    free(r->on_cpu_ms);
-    free(r->off_cpu_ms);
-    for (size_t i = 0; i < r->n_zones; i++) {
-        free(r->zones[i].name);
-        free(r->zones[i].self_ms);
-    }
-    free(r->zones);
-    memset(r, 0, sizeof *r);
 }
 
 void mprof__store_run_clear(mprof_store_run *run)
@@ -428,7 +395,7 @@ void mprof__store_run_clear(mprof_store_run *run)
     free(run->verdict);
     free(run->artifact_path);
     for (size_t i = 0; i < run->n_reps; i++)
-        rep_clear(&run->reps[i]);
+        mprof__frames_run_clear(&run->reps[i]);
     free(run->reps);
     memset(run, 0, sizeof *run);
 }
@@ -526,7 +493,7 @@ static mprof_store_result migrate(mprof_store *s, char *err, size_t errlen)
         mprof__store_rows_clear(&rows);
     }
     if (rc != MPROF_STORE_OK) {
-        mprof__store_seterr(err, errlen, "%s: cannot start a transaction: %s", s->url.display, e);
+        tool_seterr(err, errlen, "%s: cannot start a transaction: %s", s->url.display, e);
         return rc;
     }
     char *sql = with_types(s->be, "CREATE TABLE IF NOT EXISTS mprof_schema (version {int} NOT NULL)");
@@ -545,9 +512,9 @@ static mprof_store_result migrate(mprof_store *s, char *err, size_t errlen)
     if (rc == MPROF_STORE_OK && version > MPROF_STORE_SCHEMA_VERSION) {
         rollback(s);
         s->found_version = (int)version;
-        mprof__store_seterr(err, errlen, "%s has schema version %" PRId64 ", newer than this mprof understands "
-               "(%d): upgrade mprof, or use another store", s->url.display, version,
-               MPROF_STORE_SCHEMA_VERSION);
+        tool_seterr(err, errlen, "%s has schema version %" PRId64 ", newer than this mprof "
+                    "understands (%d): upgrade mprof, or use another store", s->url.display,
+                    version, MPROF_STORE_SCHEMA_VERSION);
         return MPROF_STORE_SCHEMA_TOO_NEW;
     }
     s->found_version = (int)version;
@@ -568,8 +535,8 @@ static mprof_store_result migrate(mprof_store *s, char *err, size_t errlen)
         rc = sx(s, "COMMIT", NULL, 0, NULL, e, sizeof e);
     if (rc != MPROF_STORE_OK) {
         rollback(s);
-        mprof__store_seterr(err, errlen, "%s: cannot bring the schema from version %" PRId64 " to %d: %s",
-               s->url.display, version, MPROF_STORE_SCHEMA_VERSION, e);
+        tool_seterr(err, errlen, "%s: cannot bring the schema from version %" PRId64 " to %d: %s",
+                    s->url.display, version, MPROF_STORE_SCHEMA_VERSION, e);
     }
     return rc;
 }
@@ -584,7 +551,7 @@ mprof_store *mprof__store_open(const char *url, mprof_store_result *out_rc, char
     mprof_store *s = calloc(1, sizeof *s);
     if (!s) {
         *rc = MPROF_STORE_NOMEM;
-        mprof__store_seterr(err, errlen, "out of memory");
+        tool_seterr(err, errlen, "out of memory");
         return NULL;
     }
     *rc = mprof__store_parse_url(url, &s->url, err, errlen);
@@ -598,7 +565,7 @@ mprof_store *mprof__store_open(const char *url, mprof_store_result *out_rc, char
     else
         s->h = mprof__store_pg_open(s->url.target, &s->be, rc, e, sizeof e);
     if (!s->h) {
-        mprof__store_seterr(err, errlen, "%s: %s", s->url.display, e);
+        tool_seterr(err, errlen, "%s: %s", s->url.display, e);
         free(s);
         return NULL;
     }
@@ -631,37 +598,15 @@ int mprof__store_found_version(const mprof_store *s)
 
 /* ---- add -------------------------------------------------------------------------------- */
 
-static double mean_of(const double *v, size_t n)
-{
-    double s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += v[i];
-    return n ? s / (double)n : 0.0;
-}
-
 int mprof__store_summarise(mprof_store_run *run)
 {
     size_t total = 0, with_cpu = 0;
     for (size_t i = 0; i < run->n_reps; i++) {
-        mprof_store_rep *r = &run->reps[i];
+        mprof_frames_run *r = &run->reps[i];
         total += r->n_frames;
         with_cpu += r->on_cpu_ms && r->off_cpu_ms;
-        if (r->frames_ms && r->n_frames) {
-            double *sorted = malloc(r->n_frames * sizeof *sorted);
-            if (!sorted)
-                return -1;
-            memcpy(sorted, r->frames_ms, r->n_frames * sizeof *sorted);
-            mprof__sort_doubles(sorted, r->n_frames);
-            r->p50_ms = mprof__percentile_sorted(sorted, r->n_frames, 50);
-            r->p90_ms = mprof__percentile_sorted(sorted, r->n_frames, 90);
-            r->p95_ms = mprof__percentile_sorted(sorted, r->n_frames, 95);
-            r->p99_ms = mprof__percentile_sorted(sorted, r->n_frames, 99);
-            r->mean_ms = mean_of(sorted, r->n_frames);
-            free(sorted);
-        }
-        for (size_t z = 0; z < r->n_zones; z++)
-            if (r->zones[z].self_ms)
-                r->zones[z].self_mean_ms = mean_of(r->zones[z].self_ms, r->n_frames);
+        if (mprof__frames_run_summarize(r))
+            return -1;
     }
     run->frame_count = total;
     run->have_cpu = run->n_reps > 0 && with_cpu == run->n_reps;
@@ -673,7 +618,7 @@ int mprof__store_summarise(mprof_store_run *run)
     size_t k = 0;
     double on = 0, off = 0;
     for (size_t i = 0; i < run->n_reps; i++) {
-        const mprof_store_rep *r = &run->reps[i];
+        const mprof_frames_run *r = &run->reps[i];
         if (r->frames_ms)
             memcpy(all + k, r->frames_ms, r->n_frames * sizeof *all);
         else
@@ -686,15 +631,18 @@ int mprof__store_summarise(mprof_store_run *run)
                 off += r->off_cpu_ms[f];
             }
     }
-    mprof__sort_doubles(all, total);
-    run->p50_ms = mprof__percentile_sorted(all, total, 50);
-    run->p90_ms = mprof__percentile_sorted(all, total, 90);
-    run->p95_ms = mprof__percentile_sorted(all, total, 95);
-    run->p99_ms = mprof__percentile_sorted(all, total, 99);
-    run->mean_ms = mean_of(all, total);
+    mprof_frames_summary sum;
+    int rc = mprof__frames_summarize(all, total, run->n_reps, &sum);
+    free(all);
+    if (rc)
+        return -1;
+    run->p50_ms = sum.p50_ms;
+    run->p90_ms = sum.p90_ms;
+    run->p95_ms = sum.p95_ms;
+    run->p99_ms = sum.p99_ms;
+    run->mean_ms = sum.mean_ms;
     run->on_cpu_mean_ms = run->have_cpu ? on / (double)total : 0;
     run->off_cpu_mean_ms = run->have_cpu ? off / (double)total : 0;
-    free(all);
     return 0;
 }
 
@@ -756,25 +704,25 @@ static store_param preal(double d)
 static mprof_store_result check_run(const mprof_store_run *run, char *err, size_t errlen)
 {
     if (!run->verdict || !*run->verdict) {
-        mprof__store_seterr(err, errlen, "the run has no verdict");
+        tool_seterr(err, errlen, "the run has no verdict");
         return MPROF_STORE_BAD_INPUT;
     }
     for (size_t i = 0; i < run->n_reps; i++) {
-        const mprof_store_rep *r = &run->reps[i];
+        const mprof_frames_run *r = &run->reps[i];
         if (r->n_frames > MAX_FRAMES || (r->n_frames && !r->frames_ms) ||
             (r->frames_ms && !array_ok(r->frames_ms, r->n_frames)) ||
             (r->on_cpu_ms && !array_ok(r->on_cpu_ms, r->n_frames)) ||
             (r->off_cpu_ms && !array_ok(r->off_cpu_ms, r->n_frames)) ||
             (!r->on_cpu_ms) != (!r->off_cpu_ms)) {
-            mprof__store_seterr(err, errlen, "repetition %zu has missing, negative or non-finite per-frame "
-                   "data (or too many frames)", i + 1);
+            tool_seterr(err, errlen, "repetition %zu has missing, negative or non-finite per-frame "
+                        "data (or too many frames)", i + 1);
             return MPROF_STORE_BAD_INPUT;
         }
         for (size_t z = 0; z < r->n_zones; z++)
             if (!r->zones[z].name ||
                 (r->zones[z].self_ms && !array_ok(r->zones[z].self_ms, r->n_frames))) {
-                mprof__store_seterr(err, errlen, "repetition %zu: zone %zu has no name or bad per-frame times",
-                       i + 1, z + 1);
+                tool_seterr(err, errlen, "repetition %zu: zone %zu has no name or bad per-frame "
+                            "times", i + 1, z + 1);
                 return MPROF_STORE_BAD_INPUT;
             }
     }
@@ -793,7 +741,7 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
     const char *start = run->start_time && *run->start_time ? run->start_time : rec;
     rc = sx(s, s->be->begin_write, NULL, 0, NULL, e, sizeof e);
     if (rc != MPROF_STORE_OK) {
-        mprof__store_seterr(err, errlen, "%s: cannot start a transaction: %s", s->url.display, e);
+        tool_seterr(err, errlen, "%s: cannot start a transaction: %s", s->url.display, e);
         return rc;
     }
     store_param p[21] = {
@@ -826,7 +774,8 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
     }
     mprof__store_rows_clear(&rows);
     for (size_t i = 0; rc == MPROF_STORE_OK && i < run->n_reps; i++) {
-        const mprof_store_rep *r = &run->reps[i];
+        const mprof_frames_run *r = &run->reps[i];
+        const mprof_frames_summary *rs = &r->summary;
         char *fr = encode_array(r->frames_ms, r->frames_ms ? r->n_frames : 0);
         char *on = r->on_cpu_ms ? encode_array(r->on_cpu_ms, r->n_frames) : NULL;
         char *off = r->off_cpu_ms ? encode_array(r->off_cpu_ms, r->n_frames) : NULL;
@@ -836,11 +785,11 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
         } else {
             int hf = r->n_frames > 0;
             store_param q[] = {pint(id), pint((int64_t)i), pint((int64_t)r->n_frames),
-                               hf ? preal(r->p50_ms) : ptext(NULL),
-                               hf ? preal(r->p90_ms) : ptext(NULL),
-                               hf ? preal(r->p95_ms) : ptext(NULL),
-                               hf ? preal(r->p99_ms) : ptext(NULL),
-                               hf ? preal(r->mean_ms) : ptext(NULL), ptext(fr), ptext(on),
+                               hf ? preal(rs->p50_ms) : ptext(NULL),
+                               hf ? preal(rs->p90_ms) : ptext(NULL),
+                               hf ? preal(rs->p95_ms) : ptext(NULL),
+                               hf ? preal(rs->p99_ms) : ptext(NULL),
+                               hf ? preal(rs->mean_ms) : ptext(NULL), ptext(fr), ptext(on),
                                ptext(off)};
             rc = sx(s,
                     "INSERT INTO mprof_reps (run_id, idx, frame_count, p50_ms, p90_ms, p95_ms, "
@@ -852,7 +801,7 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
         free(on);
         free(off);
         for (size_t z = 0; rc == MPROF_STORE_OK && z < r->n_zones; z++) {
-            const mprof_store_zone *zn = &r->zones[z];
+            const mprof_frames_zone *zn = &r->zones[z];
             char *sm = zn->self_ms ? encode_array(zn->self_ms, r->n_frames) : NULL;
             if (zn->self_ms && !sm) {
                 rc = MPROF_STORE_NOMEM;
@@ -872,7 +821,7 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
         rc = sx(s, "COMMIT", NULL, 0, NULL, e, sizeof e);
     if (rc != MPROF_STORE_OK) {
         rollback(s);
-        mprof__store_seterr(err, errlen, "%s: the run was not stored: %s", s->url.display, e);
+        tool_seterr(err, errlen, "%s: the run was not stored: %s", s->url.display, e);
         return rc;
     }
     run->id = id;
@@ -890,19 +839,19 @@ static mprof_store_result load_reps(mprof_store *s, mprof_store_run *run, char *
     mprof_store_result rc = sx(s, "SELECT " REP_COLUMNS " FROM mprof_reps WHERE run_id = ? "
                                   "ORDER BY idx", p, 1, &rows, e, sizeof e);
     if (rc != MPROF_STORE_OK) {
-        mprof__store_seterr(err, errlen, "%s: %s", s->url.display, e);
+        tool_seterr(err, errlen, "%s: %s", s->url.display, e);
         return rc;
     }
     if (rows.n_rows != run->n_reps_stored) {
-        mprof__store_seterr(err, errlen, "stored run %" PRId64 " has %zu repetitions where its row says %zu",
-               run->id, rows.n_rows, run->n_reps_stored);
+        tool_seterr(err, errlen, "stored run %" PRId64 " has %zu repetitions where its row says "
+                    "%zu", run->id, rows.n_rows, run->n_reps_stored);
         mprof__store_rows_clear(&rows);
         return MPROF_STORE_BAD_ROW;
     }
     run->reps = rows.n_rows ? calloc(rows.n_rows, sizeof *run->reps) : NULL;
     if (rows.n_rows && !run->reps) {
         mprof__store_rows_clear(&rows);
-        mprof__store_seterr(err, errlen, "out of memory");
+        tool_seterr(err, errlen, "out of memory");
         return MPROF_STORE_NOMEM;
     }
     for (size_t i = 0; rc == MPROF_STORE_OK && i < rows.n_rows; i++) {
@@ -912,7 +861,7 @@ static mprof_store_result load_reps(mprof_store *s, mprof_store_run *run, char *
     }
     mprof__store_rows_clear(&rows);
     for (size_t i = 0; rc == MPROF_STORE_OK && i < run->n_reps; i++) {
-        mprof_store_rep *r = &run->reps[i];
+        mprof_frames_run *r = &run->reps[i];
         p[1] = pint((int64_t)i);
         rc = sx(s, "SELECT name, self_total_ms, self_mean_ms, self_ms FROM mprof_zones WHERE "
                    "run_id = ? AND rep = ? ORDER BY idx", p, 2, &rows, e, sizeof e);
@@ -924,7 +873,7 @@ static mprof_store_result load_reps(mprof_store *s, mprof_store_run *run, char *
             snprintf(e, sizeof e, "out of memory");
         }
         for (size_t z = 0; rc == MPROF_STORE_OK && z < rows.n_rows; z++) {
-            mprof_store_zone *zn = &r->zones[z];
+            mprof_frames_zone *zn = &r->zones[z];
             if (rows.n_cols < 4 || !cell(&rows, z, 0) ||
                 dec_real(cell(&rows, z, 1), 1, &zn->self_total_ms) ||
                 dec_real(cell(&rows, z, 2), 1, &zn->self_mean_ms)) {
@@ -932,7 +881,7 @@ static mprof_store_result load_reps(mprof_store *s, mprof_store_run *run, char *
                 snprintf(e, sizeof e, "a zone row is malformed");
                 break;
             }
-            zn->name = mprof__store_strdup(cell(&rows, z, 0));
+            zn->name = tool_strdup(cell(&rows, z, 0));
             r->n_zones++;
             if (!zn->name) {
                 rc = MPROF_STORE_NOMEM;
@@ -946,7 +895,7 @@ static mprof_store_result load_reps(mprof_store *s, mprof_store_run *run, char *
         mprof__store_rows_clear(&rows);
     }
     if (rc != MPROF_STORE_OK)
-        mprof__store_seterr(err, errlen, "stored run %" PRId64 ": %s", run->id, e);
+        tool_seterr(err, errlen, "stored run %" PRId64 ": %s", run->id, e);
     return rc;
 }
 
@@ -962,32 +911,32 @@ static mprof_store_result load_zone_means(mprof_store *s, mprof_store_run *run, 
                                   "run_id = ? GROUP BY name ORDER BY 2 DESC, name", &p, 1,
                                &rows, e, sizeof e);
     if (rc != MPROF_STORE_OK) {
-        mprof__store_seterr(err, errlen, "%s: %s", s->url.display, e);
+        tool_seterr(err, errlen, "%s: %s", s->url.display, e);
         return rc;
     }
     run->reps = calloc(1, sizeof *run->reps);
-    mprof_store_rep *r = run->reps;
+    mprof_frames_run *r = run->reps;
     if (r) {
         run->n_reps = 1;
         r->zones = rows.n_rows ? calloc(rows.n_rows, sizeof *r->zones) : NULL;
     }
     if (!r || (rows.n_rows && !r->zones)) {
         mprof__store_rows_clear(&rows);
-        mprof__store_seterr(err, errlen, "out of memory");
+        tool_seterr(err, errlen, "out of memory");
         return MPROF_STORE_NOMEM;
     }
     for (size_t z = 0; z < rows.n_rows; z++) {
-        mprof_store_zone *zn = &r->zones[z];
+        mprof_frames_zone *zn = &r->zones[z];
         if (rows.n_cols < 2 || !cell(&rows, z, 0) ||
             dec_real(cell(&rows, z, 1), 1, &zn->self_mean_ms)) {
             rc = MPROF_STORE_BAD_ROW;
-            mprof__store_seterr(err, errlen, "stored run %" PRId64 ": a zone row is malformed", run->id);
+            tool_seterr(err, errlen, "stored run %" PRId64 ": a zone row is malformed", run->id);
             break;
         }
-        zn->name = mprof__store_strdup(cell(&rows, z, 0));
+        zn->name = tool_strdup(cell(&rows, z, 0));
         if (!zn->name) {
             rc = MPROF_STORE_NOMEM;
-            mprof__store_seterr(err, errlen, "out of memory");
+            tool_seterr(err, errlen, "out of memory");
             break;
         }
         r->n_zones++;
@@ -1017,13 +966,13 @@ mprof_store_result mprof__store_query(mprof_store *s, const mprof_store_filter *
         "('pass', 'no-baseline')) ORDER BY start_time DESC, id DESC LIMIT ?",
         p, 6, &rows, e, sizeof e);
     if (rc != MPROF_STORE_OK) {
-        mprof__store_seterr(err, errlen, "%s: %s", s->url.display, e);
+        tool_seterr(err, errlen, "%s: %s", s->url.display, e);
         return rc;
     }
     mprof_store_run *runs = rows.n_rows ? calloc(rows.n_rows, sizeof *runs) : NULL;
     if (rows.n_rows && !runs) {
         mprof__store_rows_clear(&rows);
-        mprof__store_seterr(err, errlen, "out of memory");
+        tool_seterr(err, errlen, "out of memory");
         return MPROF_STORE_NOMEM;
     }
     size_t n = 0;

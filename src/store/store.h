@@ -28,6 +28,8 @@
 #ifndef MPROF_STORE_STORE_H
 #define MPROF_STORE_STORE_H
 
+#include "export/frames_run.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,24 +74,11 @@ typedef struct mprof_store_url {
 mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out, char *err,
                                           size_t errlen);
 
-/* One top zone's self time per frame in one repetition. */
-typedef struct mprof_store_zone {
-    char *name;
-    double self_total_ms; /* self time over the whole repetition */
-    double self_mean_ms;  /* mean self time per frame */
-    double *self_ms;      /* per frame (n_frames of the repetition), or NULL in summaries */
-} mprof_store_zone;
-
-/* One repetition (one frame export) of a run. */
-typedef struct mprof_store_rep {
-    size_t n_frames;
-    double p50_ms, p90_ms, p95_ms, p99_ms, mean_ms;
-    double *frames_ms;            /* n_frames; NULL in summaries */
-    double *on_cpu_ms, *off_cpu_ms; /* n_frames each, or NULL when the export had none */
-    mprof_store_zone *zones;
-    size_t n_zones;
-} mprof_store_rep;
-
+/* A repetition of a run is one frame export, the run model of export/frames_run.h: what the store
+ * keeps of it is its frames with their summary, the main thread's on/off-CPU time per frame
+ * (both or neither), and up to MPROF_STORE_TOP_ZONES zones with their name, selfTotalMs, self
+ * time per frame and its mean (self_mean_ms). A summary repetition (mprof_store_filter's
+ * with_zone_means) holds only zones with their self_mean_ms. */
 /* One stored run. Strings may be NULL (unknown); host and build_type are "" when unknown. */
 typedef struct mprof_store_run {
     int64_t id;                  /* set by the store */
@@ -103,7 +92,7 @@ typedef struct mprof_store_run {
     double p50_ms, p90_ms, p95_ms, p99_ms, mean_ms;
     int have_cpu;                /* the on/off-CPU means below are known */
     double on_cpu_mean_ms, off_cpu_mean_ms; /* main thread per frame, pooled */
-    mprof_store_rep *reps;
+    mprof_frames_run *reps;      /* the repetitions */
     size_t n_reps;               /* repetitions loaded in reps (0 in summaries) */
     size_t n_reps_stored;        /* repetitions the stored row counts */
 } mprof_store_run;
@@ -126,8 +115,8 @@ const char *mprof__store_display(const mprof_store *s);
 /* The schema version found when the store was opened (before migrating), 0 for a new store. */
 int mprof__store_found_version(const mprof_store *s);
 
-/* Computes the run's pooled frame count, percentiles and on/off-CPU means, and each zone's
- * self_mean_ms, from its repetitions. Returns 0, or -1 when out of memory. */
+/* Computes the run's pooled frame count, percentiles and on/off-CPU means, and each repetition's
+ * summary and zone self_mean_ms, from its repetitions. Returns 0, or -1 when out of memory. */
 int mprof__store_summarise(mprof_store_run *run);
 
 /* Adds run (its repetitions and zones) in one transaction; sets run->id. On failure nothing is
@@ -176,7 +165,7 @@ mprof_store_result mprof__store_decode_run(const mprof_store_rows *rows, size_t 
                                            mprof_store_run *out, char *err, size_t errlen);
 #define MPROF_STORE_REP_COLS 9
 mprof_store_result mprof__store_decode_rep(const mprof_store_rows *rows, size_t row,
-                                           mprof_store_rep *out, char *err, size_t errlen);
+                                           mprof_frames_run *out, char *err, size_t errlen);
 /* A per-frame array as stored: a JSON array of exactly n non-negative finite numbers (n =
  * SIZE_MAX: any length, returned in *out_n). */
 mprof_store_result mprof__store_decode_array(const char *text, size_t n, double **out,

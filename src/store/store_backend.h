@@ -47,10 +47,4 @@ void *mprof__store_pg_open(const char *uri, const store_backend **out_be, mprof_
 /* Checks a libpq URI without connecting; returns 0 or -1 with libpq's message in err. */
 int mprof__store_pg_check_uri(const char *uri, char *err, size_t errlen);
 
-/* Helpers shared by store.c and store_json.c. seterr formats into err (n bytes; nothing when
- * err is NULL); strdup returns a malloc'ed copy, or NULL for NULL or out of memory. */
-void mprof__store_seterr(char *err, size_t n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-char *mprof__store_strdup(const char *s);
-
 #endif

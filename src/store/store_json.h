@@ -3,12 +3,14 @@
  * back as a frame export (mprof.frames.v1) that `mprof gate` reads. store_json.c says why.
  *
  * Threads: none; any thread on its own objects. Memory: runs are cleared with
- * mprof__store_run_clear(); the export text is the caller's to free().
+ * mprof__store_run_clear().
  */
 #ifndef MPROF_STORE_JSON_H
 #define MPROF_STORE_JSON_H
 
 #include "store/store.h"
+
+#include <stdio.h>
 
 /* Top zones with per-frame self times kept per repetition. */
 #define MPROF_STORE_TOP_ZONES 16
@@ -28,8 +30,9 @@ mprof_store_result mprof__store_parse_file(const char *json, size_t len, const c
 mprof_store_result mprof__store_load_file(const char *path, mprof_store_run *run, char *err,
                                           size_t errlen);
 
-/* Repetition rep_index of run as frame-export JSON text, or NULL (out of memory, no such
- * repetition). */
-char *mprof__store_export_json(const mprof_store_run *run, size_t rep_index);
+/* Writes repetition rep_index of run as a frame export (one line, export/frames_run.h) that
+ * names the run and repetition in "capture" (storeRunId, storeRepetition). Returns 0, or -1 when
+ * there is no such repetition or the stream reports an error. */
+int mprof__store_write_export(const mprof_store_run *run, size_t rep_index, FILE *out);
 
 #endif

@@ -15,7 +15,7 @@
 
 #define BUSY_TIMEOUT_MS 30000
 
-static void seterr(char *err, size_t n, const char *what, sqlite3 *db)
+static void set_lite_err(char *err, size_t n, const char *what, sqlite3 *db)
 {
     snprintf(err, n, "%s: %s", what, db ? sqlite3_errmsg(db) : "out of memory");
 }
@@ -28,7 +28,7 @@ static mprof_store_result lite_exec(void *h, const char *sql, const store_param 
     if (out)
         memset(out, 0, sizeof *out);
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        seterr(err, errlen, "SQLite cannot prepare a statement", db);
+        set_lite_err(err, errlen, "SQLite cannot prepare a statement", db);
         return MPROF_STORE_QUERY;
     }
     int rc = SQLITE_OK;
@@ -49,7 +49,7 @@ static mprof_store_result lite_exec(void *h, const char *sql, const store_param 
         }
     }
     if (rc != SQLITE_OK) {
-        seterr(err, errlen, "SQLite cannot bind a parameter", db);
+        set_lite_err(err, errlen, "SQLite cannot bind a parameter", db);
         sqlite3_finalize(st);
         return MPROF_STORE_QUERY;
     }
@@ -103,7 +103,7 @@ static mprof_store_result lite_exec(void *h, const char *sql, const store_param 
     if (res == MPROF_STORE_NOMEM) {
         snprintf(err, errlen, "out of memory reading SQLite rows");
     } else if (rc != SQLITE_DONE) {
-        seterr(err, errlen, "SQLite statement failed", db);
+        set_lite_err(err, errlen, "SQLite statement failed", db);
         res = MPROF_STORE_QUERY;
     }
     sqlite3_finalize(st);

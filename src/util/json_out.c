@@ -3,6 +3,7 @@
  */
 #include "util/json_out.h"
 
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -125,6 +126,22 @@ void mprof_json_f64(mprof_json *j, const char *key, double v)
         fprintf(j->out, "%.6g", v);
     else
         fputs("null", j->out);
+}
+
+void mprof_json_num(mprof_json *j, const char *key, double v)
+{
+    prefix(j, key);
+    if (!isfinite(v)) {
+        fputs("null", j->out);
+        return;
+    }
+    char buf[32];
+    double back = 0;
+    snprintf(buf, sizeof buf, "%1.15g", v);
+    if (sscanf(buf, "%lg", &back) != 1 ||
+        !(fabs(back - v) <= fmax(fabs(back), fabs(v)) * DBL_EPSILON))
+        snprintf(buf, sizeof buf, "%1.17g", v);
+    fputs(buf, j->out);
 }
 
 void mprof_json_bool(mprof_json *j, const char *key, int v)

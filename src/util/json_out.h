@@ -26,6 +26,9 @@ void mprof_json_strn(mprof_json *j, const char *key, const char *v, size_t n);
 void mprof_json_u64(mprof_json *j, const char *key, uint64_t v);
 void mprof_json_i64(mprof_json *j, const char *key, int64_t v);
 void mprof_json_f64(mprof_json *j, const char *key, double v); /* NaN/inf become null */
+/* A number as cJSON prints one, so that reports keep the figures they always had: %.15g, or
+ * %.17g where %.15g does not read back as the same double; NaN/inf become null. */
+void mprof_json_num(mprof_json *j, const char *key, double v);
 void mprof_json_bool(mprof_json *j, const char *key, int v);
 void mprof_json_null(mprof_json *j, const char *key);
 /* Writes a string with JSON escaping, quotes included. */

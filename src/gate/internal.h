@@ -1,0 +1,39 @@
+/*
+ * internal.h - what the files of the gate share and nothing else uses: the noise model's
+ * decision frame times, the attribution step, and the result's warnings and wording.
+ */
+#ifndef MPROF_GATE_INTERNAL_H
+#define MPROF_GATE_INTERNAL_H
+
+#include "gate/gate.h"
+
+/* Adds a warning (a note that does not change the verdict); dropped when out of memory. */
+void mprof__gate_warn(mprof_gate_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* "= 0.034" or "< 1e-16" (a normal tail below double precision prints as 0 otherwise). */
+const char *mprof__gate_pstr(double p, char *buf, size_t n);
+/* 100 * (cur / base - 1), 0 when base is not positive. */
+double mprof__gate_pct_change(double cur, double base);
+/* True when the significance tests were made (a verdict on enough frames), so that the writers
+ * show them. */
+int mprof__gate_tested(const mprof_gate_result *r);
+/* What the writers say of the noise model: its note, or that there is none. */
+const char *mprof__gate_noise_text(const mprof_gate_result *r);
+
+/* noise.c */
+/* Pooled frame times of a side with run boundaries (run_start has n_runs + 1 entries): the
+ * decision frame times with use_system, else the raw ones. Runs without frames are left out.
+ * Returns 0, or -1 out of memory. */
+int mprof__gate_pool(const mprof_frames_runs *s, int use_system, double **out_v,
+                     size_t **out_starts, size_t *out_runs);
+/* Sets r->noise_model, r->noise_note and the sides' p95 off-CPU shares (r->base and r->cur must
+ * hold the raw figures). */
+void mprof__gate_noise(const mprof_frames_runs *base, const mprof_frames_runs *cur,
+                       mprof_gate_result *r);
+
+/* attribution.c: r->zones, r->n_zones from every zone of both sides (r->opts filled in).
+ * Returns 0, or -1 out of memory. */
+int mprof__gate_attribute(const mprof_frames_runs *b, const mprof_frames_runs *c,
+                          mprof_gate_result *r);
+
+#endif
