@@ -20,6 +20,7 @@
 #include "analysis/percentile.h"
 #include "analysis/system.h"
 #include "format/format.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,14 +40,8 @@ typedef struct i64_vec {
 
 static int vec_push(i64_vec *a, int64_t x)
 {
-    if (a->n == a->cap) {
-        size_t nc = a->cap ? a->cap * 2 : 256;
-        int64_t *p = realloc(a->v, nc * sizeof *p);
-        if (!p)
-            return -1;
-        a->v = p;
-        a->cap = nc;
-    }
+    if (MPROF_GROW(a->v, a->cap, a->n + 1, 256) != 0)
+        return -1;
     a->v[a->n++] = x;
     return 0;
 }
@@ -206,14 +201,8 @@ static int nested_in(const tstack *t, uint32_t loc)
 
 static int push_zone(tstack *t, uint32_t loc, int64_t ts)
 {
-    if (t->depth == t->cap) {
-        uint32_t nc = t->cap ? t->cap * 2 : 32;
-        open_zone *s = realloc(t->s, nc * sizeof *s);
-        if (!s)
-            return -1;
-        t->s = s;
-        t->cap = nc;
-    }
+    if (MPROF_GROW(t->s, t->cap, t->depth + 1, 32) != 0)
+        return -1;
     t->s[t->depth++] = (open_zone){loc, ts, 0};
     return 0;
 }
