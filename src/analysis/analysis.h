@@ -40,6 +40,12 @@ typedef struct mprof_pass_vtbl {
     void (*prescan_end)(void *state, const mprof_reader *r);
 } mprof_pass_vtbl;
 
+/* The six hooks every pass has, named after its prefix: prefix_create, prefix_event, ... */
+#define MPROF_PASS_HOOKS(prefix)                                                                  \
+    .create = prefix##_create, .event = prefix##_event, .finish = prefix##_finish,                \
+    .print_text = prefix##_print_text, .print_json = prefix##_print_json,                         \
+    .destroy = prefix##_destroy
+
 typedef struct mprof_analysis_opts {
     int top_n;                /* rows in each text table (0 = default 20; INT_MAX = all) */
     const char *passes;       /* comma list of optional passes to enable, "all", or NULL */

@@ -417,12 +417,7 @@ static void fibers_print_json(void *state, mprof_analysis *a, mprof_json *j)
 const mprof_pass_vtbl mprof__fibers_pass = {
     .name = "fibers",
     .always = true, /* fiber zones must reach the zone table even without --fibers */
-    .create = fibers_create,
-    .event = fibers_event,
-    .finish = fibers_finish,
-    .print_text = fibers_print_text,
-    .print_json = fibers_print_json,
-    .destroy = fibers_destroy,
+    MPROF_PASS_HOOKS(fibers),
 };
 
 /* ---- results for tests and tools (passes.h) ------------------------------------------------- */

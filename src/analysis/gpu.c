@@ -726,10 +726,5 @@ static void gpu_print_json(void *p, mprof_analysis *a, mprof_json *j)
 const mprof_pass_vtbl mprof__pass_gpu = {
     .name = "gpu",
     .always = false,
-    .create = gpu_create,
-    .event = gpu_event,
-    .finish = gpu_finish,
-    .print_text = gpu_print_text,
-    .print_json = gpu_print_json,
-    .destroy = gpu_destroy,
+    MPROF_PASS_HOOKS(gpu),
 };

@@ -461,6 +461,17 @@ static void json_waiters(mprof_json *j, const char *key, const waiters *w, mprof
     mprof_json_arr_end(j);
 }
 
+/* "key": {total, p50, p95, max} in milliseconds, of durations in ns. */
+static void json_ms(mprof_json *j, const char *key, int64_t total_ns, const mprof_hist *h)
+{
+    mprof_json_obj_begin(j, key);
+    mprof_json_f64(j, "total", (double)total_ns / 1e6);
+    mprof_json_f64(j, "p50", (double)mprof_hist_quantile(h, 0.5) / 1e6);
+    mprof_json_f64(j, "p95", (double)mprof_hist_quantile(h, 0.95) / 1e6);
+    mprof_json_f64(j, "max", (double)h->max / 1e6);
+    mprof_json_obj_end(j);
+}
+
 static void locks_print_json(void *state, mprof_analysis *a, mprof_json *j)
 {
     locks_state *s = state;
@@ -484,18 +495,8 @@ static void locks_print_json(void *state, mprof_analysis *a, mprof_json *j)
         mprof_json_u64(j, "try_failed", l->try_failed);
         mprof_json_u64(j, "corrupt_intervals", l->n_corrupt);
         mprof_json_u64(j, "waits_abandoned", l->waits_abandoned);
-        mprof_json_obj_begin(j, "wait_ms");
-        mprof_json_f64(j, "total", (double)l->wait_total / 1e6);
-        mprof_json_f64(j, "p50", (double)mprof_hist_quantile(&l->wait, 0.5) / 1e6);
-        mprof_json_f64(j, "p95", (double)mprof_hist_quantile(&l->wait, 0.95) / 1e6);
-        mprof_json_f64(j, "max", (double)l->wait.max / 1e6);
-        mprof_json_obj_end(j);
-        mprof_json_obj_begin(j, "hold_ms");
-        mprof_json_f64(j, "total", (double)l->hold_total / 1e6);
-        mprof_json_f64(j, "p50", (double)mprof_hist_quantile(&l->hold, 0.5) / 1e6);
-        mprof_json_f64(j, "p95", (double)mprof_hist_quantile(&l->hold, 0.95) / 1e6);
-        mprof_json_f64(j, "max", (double)l->hold.max / 1e6);
-        mprof_json_obj_end(j);
+        json_ms(j, "wait_ms", l->wait_total, &l->wait);
+        json_ms(j, "hold_ms", l->hold_total, &l->hold);
         json_waiters(j, "waiting_threads", &l->by_thread, a, 0);
         json_waiters(j, "waiting_zones", &l->by_zone, a, 1);
         mprof_json_obj_end(j);
@@ -507,12 +508,7 @@ static void locks_print_json(void *state, mprof_analysis *a, mprof_json *j)
 const mprof_pass_vtbl mprof__locks_pass = {
     .name = "locks",
     .always = false,
-    .create = locks_create,
-    .event = locks_event,
-    .finish = locks_finish,
-    .print_text = locks_print_text,
-    .print_json = locks_print_json,
-    .destroy = locks_destroy,
+    MPROF_PASS_HOOKS(locks),
 };
 
 /* ---- results for tests and tools (passes.h) ------------------------------------------------- */

@@ -906,12 +906,7 @@ static void mem_print_json(void *state, mprof_analysis *a, mprof_json *j)
 const mprof_pass_vtbl mprof__memory_pass = {
     .name = "memory",
     .always = false,
-    .create = mem_create,
-    .event = mem_event,
-    .finish = mem_finish,
-    .print_text = mem_print_text,
-    .print_json = mem_print_json,
-    .destroy = mem_destroy,
+    MPROF_PASS_HOOKS(mem),
 };
 
 /* ---- results for tests and tools (passes.h) ------------------------------------------------- */

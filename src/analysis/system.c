@@ -854,12 +854,7 @@ static void sys_destroy(void *state)
 const mprof_pass_vtbl mprof__system_pass = {
     .name = "samples",
     .always = true,
-    .create = sys_create,
-    .event = sys_event,
-    .finish = sys_finish,
-    .print_text = sys_print_text,
-    .print_json = sys_print_json,
-    .destroy = sys_destroy,
+    MPROF_PASS_HOOKS(sys),
     .prescan = sys_prescan,
     .prescan_end = sys_prescan_end,
 };
