@@ -1,5 +1,5 @@
 /*
- * export_range.c - parsing and resolving an export's --frames / --time range (export_range.h).
+ * range.c - parsing and resolving a --frames / --time range of a capture (range.h).
  */
 #include "analysis/range.h"
 #include "format/format.h"

@@ -1,5 +1,5 @@
 /*
- * export_range.h - the part of a capture an export covers: `--frames A:B` (frames A to B - 1 of
+ * range.h - the part of a capture that an export or a statistic covers: `--frames A:B` (frames A to B - 1 of
  * the main frame set, numbered from 0 as in `mprof view`) or `--time S0:S1` (seconds on the
  * capture's clock, the clock of the Chrome export's "ts"), so that a large capture yields a
  * small trace.
@@ -8,8 +8,8 @@
  * the window: whole zones, lock spans and frames that overlap it, messages, plots and memory
  * changes inside it. Zones are kept whole (not clipped), as the viewer's statistics do.
  */
-#ifndef MPROF_ANALYSIS_EXPORT_RANGE_H
-#define MPROF_ANALYSIS_EXPORT_RANGE_H
+#ifndef MPROF_ANALYSIS_RANGE_H
+#define MPROF_ANALYSIS_RANGE_H
 
 #include "format/format.h"
 
