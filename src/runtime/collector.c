@@ -11,20 +11,20 @@
  * never call the collector. Zone begin/end, which are nearly all of the traffic, take a hand-written fast path;
  * every other event is translated by walking its field list in the event table.
  */
-#include "core.h"
-#include "callstack.h"
-#include "sink/sink.h"
-#include "system/system.h"
+#include "collector.h"
+#include "buffers.h"
+#include "config.h"
+#include "info.h"
+#include "mode.h"
+#include "platform/platform.h"
+#include "stats.h"
+#include "timer.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
-#include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
-#include <sys/utsname.h>
+#include <string.h>
 #include <time.h>
-#include <unistd.h>
 #include <xxhash.h>
 #include <zstd.h>
 
@@ -110,22 +110,22 @@ static struct {
     uint64_t scale;        /* in effect in the current chunk */
     int scale_dropped;     /* a delta did not fit: scale is 1 until one fits the step again */
     unsigned rescales;     /* times the scale was restored in the current chunk */
-    uint64_t q_lowmask, q_inv, q_max; /* divisibility by mprof__g.tick_quantum, see ts_fits */
+    uint64_t q_lowmask, q_inv, q_max; /* divisibility by mprof__clock.tick_quantum, see ts_fits */
     unsigned q_shift;
     uint64_t chunk_started_ns;
-    mprof__sink *sinks[2]; /* the file and live sinks that are open */
+    mprof__sink *sinks[MPROF__MAX_SINKS]; /* the sinks of this session */
     int n_sinks;
-    int has_file;
+    int whole_capture;     /* a sink stores whole captures: INFO first, END last */
+    mprof__kv_list info, end;
+    mprof__kv_fn before_stacks;
     uint64_t events;       /* records translated this session */
     mprof__thread **snap;
     size_t snap_cap;
-    /* Process-context records (thread 0): CALIBRATION, and the raw records handed over by
-     * mprof__collector_process_records; proc carries their timestamp state. */
+    /* Process-context records (thread 0): CALIBRATION, and the raw records of the buffers'
+     * process queue; proc carries their timestamp state. */
     mprof__thread proc;
-    pthread_mutex_t proc_lock;
-    mprof_buf proc_raw, proc_work;
+    mprof_buf proc_work;
 } C = {.m = PTHREAD_MUTEX_INITIALIZER,
-       .proc_lock = PTHREAD_MUTEX_INITIALIZER,
        .wake = PTHREAD_COND_INITIALIZER,
        .done = PTHREAD_COND_INITIALIZER};
 
@@ -141,7 +141,7 @@ static const mprof_buf *chunk_framed(const mprof__chunk *c)
     if (!ci->done) {
         ci->done = 1;
         C.framed.len = 0;
-        int level = c->kind == MPROF_CHUNK_EVENTS ? mprof__g.cfg.compression_level : 0;
+        int level = c->kind == MPROF_CHUNK_EVENTS ? mprof__config.compression_level : 0;
         ci->ok = mprof_fmt_chunk(&C.framed, c->kind, ci->payload->data, ci->payload->len, level,
                                  C.cctx) == 0;
         if (!ci->ok)
@@ -156,7 +156,7 @@ static void emit_framed(int kind, const mprof_buf *payload)
     mprof__chunk c = {kind, payload, chunk_framed, &ci};
     for (int i = 0; i < C.n_sinks; i++)
         C.sinks[i]->ops->chunk(C.sinks[i], &c);
-    atomic_fetch_add(&mprof__g.chunks_written, 1);
+    atomic_fetch_add(&mprof__stats.chunks_written, 1);
 }
 
 /* Hands a definition record to the sinks that keep definitions apart from the chunks. */
@@ -179,7 +179,7 @@ static int sinks_keep(int tag)
 static void emit_chunk(void)
 {
     if (C.chunk.len) {
-        atomic_fetch_add(&mprof__g.bytes_raw, C.chunk.len);
+        atomic_fetch_add(&mprof__stats.bytes_raw, C.chunk.len);
         emit_framed(MPROF_CHUNK_EVENTS, &C.chunk);
     }
     C.chunk.len = 0;
@@ -277,7 +277,8 @@ static uint32_t intern_stack(const unsigned char *frames, unsigned depth)
         return id;
     if (C.next_stack == 0) {
         size_t before = C.chunk.len;
-        mprof__modules_emit(&C.chunk); /* the module map precedes the session's first stack */
+        if (C.before_stacks) /* the module map precedes the session's first stack */
+            C.before_stacks(&C.chunk);
         keep_def(C.chunk.data + before, C.chunk.data + C.chunk.len);
     }
     id = ++C.next_stack;
@@ -309,15 +310,15 @@ static uint32_t intern_stack(const unsigned char *frames, unsigned depth)
  * one context switch record left the rest of its chunk unscaled, and a capture's size doubled
  * with the number of chunks that had one. At most one restore per 64 bytes of chunk: a clock
  * that keeps breaking its step then stays unscaled for the rest of the chunk, so the round
- * trips (4 bytes each) cost at most ~6 % of it. mprof__g.tick_quantum is measured at start-up
+ * trips (4 bytes each) cost at most ~6 % of it. mprof__clock.tick_quantum is measured at start-up
  * (timer.c). */
 static inline unsigned max_rescales(void)
 {
-    return (unsigned)(mprof__g.cfg.chunk_bytes / 64) + 16;
+    return (unsigned)(mprof__config.chunk_bytes / 64) + 16;
 }
 static void scale_setup(void)
 {
-    uint64_t q = mprof__g.tick_quantum > 1 ? mprof__g.tick_quantum : 1;
+    uint64_t q = mprof__clock.tick_quantum > 1 ? mprof__clock.tick_quantum : 1;
     C.q_shift = 0;
     while (!(q & 1)) {
         q >>= 1;
@@ -353,8 +354,8 @@ static inline void chunk_preamble(void)
         return;
     C.preamble_done = 1;
     C.scale = 1;
-    if (mprof__g.tick_quantum > 1)
-        write_scale(mprof__g.tick_quantum);
+    if (mprof__clock.tick_quantum > 1)
+        write_scale(mprof__clock.tick_quantum);
 }
 
 /* Whether the delta d (two's complement) is a whole number of clock steps (its magnitude within
@@ -392,7 +393,7 @@ static inline void ts_fit(int first, uint64_t last, uint64_t ticks)
     uint64_t v;
     if (C.scale_dropped) {
         if (!first && step_multiple(ticks - last)) {
-            write_scale(mprof__g.tick_quantum);
+            write_scale(mprof__clock.tick_quantum);
             C.scale_dropped = 0;
             C.rescales++;
         }
@@ -573,7 +574,7 @@ static void drop_rest(const unsigned char *p, const unsigned char *end)
     uint64_t n = 0;
     for (size_t l; p < end && (l = raw_len(p, end)) > 0; p += l)
         n++;
-    atomic_fetch_add_explicit(&mprof__g.events_lost, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mprof__stats.events_lost, n, memory_order_relaxed);
     if (!logged++)
         mprof__log("the collector ran out of memory: %llu events dropped (counted as lost)",
                    (unsigned long long)n);
@@ -667,7 +668,7 @@ static const unsigned char *translate_one(mprof__thread *th, const unsigned char
 static void translate(mprof__thread *th, const unsigned char *p, const unsigned char *end)
 {
     uint64_t n = 0;
-    const size_t chunk_bytes = mprof__g.cfg.chunk_bytes;
+    const size_t chunk_bytes = mprof__config.chunk_bytes;
     while (p < end) {
         if (C.chunk.len >= chunk_bytes)
             emit_chunk();
@@ -777,117 +778,7 @@ static void translate(mprof__thread *th, const unsigned char *p, const unsigned 
     if (C.chunk.len >= chunk_bytes)
         emit_chunk();
     C.events += n;
-    atomic_fetch_add_explicit(&mprof__g.events_recorded, n, memory_order_relaxed);
-}
-
-/* Returns a drained block to its thread for reuse; a thread keeps at most 8 spare blocks. */
-static void give_back(mprof__thread *th, mprof__block *b)
-{
-    if (atomic_load_explicit(&th->n_returned, memory_order_relaxed) >= 8 ||
-        atomic_load_explicit(&th->exited, memory_order_relaxed)) {
-        mprof__block_recycle(b);
-        return;
-    }
-    atomic_fetch_add_explicit(&th->n_returned, 1, memory_order_relaxed);
-    b->free_next = atomic_load_explicit(&th->returned, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(&th->returned, &b->free_next, b,
-                                                  memory_order_release, memory_order_relaxed))
-        ;
-}
-
-/* Drains what thread th has published. discard: skip instead of translating. Returns 1 when the
- * thread has exited and everything it wrote has been drained (it can be freed). */
-static int drain(mprof__thread *th, int discard)
-{
-    for (;;) {
-        mprof__block *b = atomic_load_explicit(&th->head, memory_order_acquire);
-        if (!b)
-            return atomic_load_explicit(&th->exited, memory_order_acquire);
-        if (!th->col_pos)
-            th->col_pos = b->data;
-        int exited = atomic_load_explicit(&th->exited, memory_order_acquire);
-        mprof__block *next = atomic_load_explicit(&b->next, memory_order_acquire);
-        unsigned char *lim;
-        if (next) {
-            lim = atomic_load_explicit(&b->final_end, memory_order_acquire);
-        } else {
-            lim = __atomic_load_n(&th->tb.cur, __ATOMIC_ACQUIRE);
-            if (lim < b->data || lim > b->data + b->size)
-                continue; /* the owner moved to a new block just now: next is set, retry */
-        }
-        if (lim > th->col_pos && !discard)
-            translate(th, th->col_pos, lim);
-        th->col_pos = lim;
-        if (!next)
-            return exited;
-        atomic_store_explicit(&th->head, next, memory_order_release);
-        th->col_pos = next->data;
-        atomic_fetch_sub(&mprof__g.buffered_bytes, sizeof(mprof__block) + MPROF__BLOCK_BYTES);
-        give_back(th, b);
-    }
-}
-
-static void free_thread(mprof__thread *th)
-{
-    for (mprof__block *f = atomic_load(&th->returned), *nx; f; f = nx) {
-        nx = f->free_next;
-        mprof__block_recycle(f);
-    }
-    for (mprof__block *f = th->spare, *nx; f; f = nx) {
-        nx = f->free_next;
-        mprof__block_recycle(f);
-    }
-    mprof__block *b = atomic_load(&th->head);
-    while (b) {
-        mprof__block *n = atomic_load(&b->next);
-        mprof__block_recycle(b);
-        atomic_fetch_sub(&mprof__g.buffered_bytes, sizeof(mprof__block) + MPROF__BLOCK_BYTES);
-        b = n;
-    }
-    free(th);
-}
-
-/* Drains every thread; frees the ones that have exited. */
-static void drain_all(int discard)
-{
-    pthread_mutex_lock(&mprof__g.threads_lock);
-    size_t n = 0;
-    for (mprof__thread *t = mprof__g.threads; t; t = t->next)
-        n++;
-    if (n > C.snap_cap) {
-        mprof__thread **s = realloc(C.snap, n * 2 * sizeof *s);
-        if (s) {
-            C.snap = s;
-            C.snap_cap = n * 2;
-        }
-    }
-    n = 0;
-    for (mprof__thread *t = mprof__g.threads; t && n < C.snap_cap; t = t->next)
-        C.snap[n++] = t;
-    pthread_mutex_unlock(&mprof__g.threads_lock);
-
-    int any_gone = 0;
-    for (size_t i = 0; i < n; i++)
-        if (drain(C.snap[i], discard))
-            any_gone = 1;
-    if (!any_gone)
-        return;
-    pthread_mutex_lock(&mprof__g.threads_lock);
-    for (mprof__thread **pp = &mprof__g.threads; *pp;) {
-        mprof__thread *t = *pp;
-        int gone = atomic_load_explicit(&t->exited, memory_order_acquire);
-        if (gone) {
-            mprof__block *b = atomic_load(&t->head);
-            gone = !b || (!atomic_load(&b->next) && t->col_pos == __atomic_load_n(&t->tb.cur, __ATOMIC_ACQUIRE));
-        }
-        if (gone) {
-            *pp = t->next;
-            free_thread(t);
-        } else {
-            pp = &t->next;
-        }
-    }
-    pthread_mutex_unlock(&mprof__g.threads_lock);
+    atomic_fetch_add_explicit(&mprof__stats.events_recorded, n, memory_order_relaxed);
 }
 
 /* ---- INFO and END chunks ------------------------------------------------------------------- */
@@ -895,7 +786,7 @@ static void drain_all(int discard)
 static void write_info(void)
 {
     mprof_buf b = {0};
-    mprof__info_payload(&b);
+    mprof__kv_list_write(&C.info, &b);
     emit_framed(MPROF_CHUNK_INFO, &b);
     mprof_buf_free(&b);
 }
@@ -904,13 +795,13 @@ static void write_end(void)
 {
     mprof_buf b = {0};
     mprof__kvf(&b, "events", "%" PRIu64, C.events);
-    mprof__kvf(&b, "events_lost", "%" PRIu64, atomic_load(&mprof__g.events_lost));
-    mprof__kvf(&b, "bytes_raw", "%" PRIu64, atomic_load(&mprof__g.bytes_raw));
-    mprof__kvf(&b, "chunks", "%" PRIu64, atomic_load(&mprof__g.chunks_written));
-    mprof__kvf(&b, "peak_buffered_bytes", "%" PRIu64, atomic_load(&mprof__g.peak_buffered_bytes));
-    mprof__kvf(&b, "gpu_queries_lost", "%" PRIu64, atomic_load(&mprof__g.gpu_queries_lost));
+    mprof__kvf(&b, "events_lost", "%" PRIu64, atomic_load(&mprof__stats.events_lost));
+    mprof__kvf(&b, "bytes_raw", "%" PRIu64, atomic_load(&mprof__stats.bytes_raw));
+    mprof__kvf(&b, "chunks", "%" PRIu64, atomic_load(&mprof__stats.chunks_written));
+    mprof__kvf(&b, "peak_buffered_bytes", "%" PRIu64, atomic_load(&mprof__stats.peak_buffered_bytes));
+    mprof__kvf(&b, "gpu_queries_lost", "%" PRIu64, atomic_load(&mprof__stats.gpu_queries_lost));
     mprof__kvf(&b, "end_ticks", "%" PRIu64, mprof__ticks());
-    mprof__system_end_info(&b);
+    mprof__kv_list_write(&C.end, &b);
     emit_framed(MPROF_CHUNK_END, &b);
     mprof_buf_free(&b);
 }
@@ -930,40 +821,14 @@ static void calibration_record(void)
         return;
     *o++ = MPROF_EV_CALIBRATION;
     o = put_ts(o, &C.proc, t);
-    o = mprof_put_varint(o, mprof__mono_ns() - mprof__g.mono0_ns);
+    o = mprof_put_varint(o, mprof__mono_ns() - mprof__clock.mono0_ns);
     out_commit(o);
-}
-
-/* Raw process-context records waiting for the collector are capped; past it they are dropped
- * and counted as lost. */
-#define PROC_RAW_LIMIT (16u << 20)
-
-int mprof__collector_process_records(const unsigned char *raw, size_t len, uint64_t n_records)
-{
-    int rc = -1;
-    pthread_mutex_lock(&C.proc_lock);
-    if (C.running && __atomic_load_n(&mprof__mode, __ATOMIC_ACQUIRE) == MPROF__MODE_RECORDING) {
-        if (C.proc_raw.len + len <= PROC_RAW_LIMIT && mprof_buf_reserve(&C.proc_raw, len) == 0) {
-            memcpy(C.proc_raw.data + C.proc_raw.len, raw, len);
-            C.proc_raw.len += len;
-            rc = 0;
-        } else {
-            atomic_fetch_add_explicit(&mprof__g.events_lost, n_records, memory_order_relaxed);
-        }
-    }
-    pthread_mutex_unlock(&C.proc_lock);
-    return rc;
 }
 
 /* Translates the process-context records handed over since the last call. */
 static void drain_process_records(void)
 {
-    pthread_mutex_lock(&C.proc_lock);
-    mprof_buf t = C.proc_work;
-    C.proc_work = C.proc_raw;
-    C.proc_raw = t;
-    C.proc_raw.len = 0;
-    pthread_mutex_unlock(&C.proc_lock);
+    mprof__process_queue_take(&C.proc_work);
     if (C.proc_work.len)
         translate(&C.proc, C.proc_work.data, C.proc_work.data + C.proc_work.len);
     C.proc_work.len = 0;
@@ -992,7 +857,7 @@ static void *collector_main(void *arg)
         uint64_t req = C.flush_req;
         pthread_mutex_unlock(&C.m);
 
-        drain_all(0);
+        mprof__buffers_drain(translate);
         drain_process_records();
         sinks_poll();
         uint64_t now = mprof__mono_ns();
@@ -1012,13 +877,13 @@ static void *collector_main(void *arg)
             continue;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)mprof__g.cfg.flush_interval_ms * 1000000u;
+        uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)mprof__config.flush_interval_ms * 1000000u;
         ts.tv_sec += (time_t)(ns / 1000000000u);
         ts.tv_nsec = (long)(ns % 1000000000u);
         pthread_cond_timedwait(&C.wake, &C.m, &ts);
     }
     pthread_mutex_unlock(&C.m);
-    drain_all(0);
+    mprof__buffers_drain(translate);
     drain_process_records();
     emit_chunk();
     return NULL;
@@ -1029,26 +894,36 @@ static void close_sinks(void)
     for (int i = C.n_sinks; i-- > 0;)
         C.sinks[i]->ops->close(C.sinks[i]);
     C.n_sinks = 0;
-    C.has_file = 0;
+    C.whole_capture = 0;
 }
 
-int mprof__collector_start(void)
+static void reset_thread(mprof__thread *t)
 {
-    const char *path = mprof__g.cfg.capture_path;
-    C.n_sinks = 0;
-    C.has_file = 0;
+    t->col_named = 0;
+}
+
+mprof_result mprof__collector_init(void)
+{
     if (!C.cctx && !(C.cctx = ZSTD_createCCtx()))
         return MPROF_ERR_NOMEM;
-    if (path) {
-        mprof__sink *f = mprof__sink_file_open(path);
-        if (!f)
-            return MPROF_ERR_IO;
-        C.sinks[C.n_sinks++] = f;
-        C.has_file = 1;
+    return MPROF_OK;
+}
+
+mprof_result mprof__collector_start(const mprof__collector_setup *setup)
+{
+    C.n_sinks = 0;
+    C.whole_capture = 0;
+    for (int i = 0; i < setup->n_sinks; i++) {
+        C.sinks[C.n_sinks++] = setup->sinks[i];
+        if (setup->sinks[i]->ops->whole_capture)
+            C.whole_capture = 1;
     }
+    C.info = setup->info;
+    C.end = setup->end;
+    C.before_stacks = setup->before_stacks;
     /* A new session: leftovers written after the previous stop are discarded, and every
      * definition is announced again. */
-    drain_all(1);
+    mprof__buffers_drain(NULL);
     map_clear(&C.locs);
     map_clear(&C.names);
     map_clear(&C.name_text);
@@ -1063,48 +938,28 @@ int mprof__collector_start(void)
     C.proc.idx = 0;
     C.proc.col_named = 1; /* thread 0 is never defined */
     C.proc.col_chunk_seq = 0;
-    pthread_mutex_lock(&C.proc_lock);
-    C.proc_raw.len = 0;
-    pthread_mutex_unlock(&C.proc_lock);
     C.events = 0;
     C.chunk.len = 0;
     C.chunk_seq++;
     C.cur_thread = 0;
     C.chunk_started_ns = mprof__mono_ns();
-    atomic_store(&mprof__g.events_lost, 0);
-    atomic_store(&mprof__g.events_recorded, 0);
-    atomic_store(&mprof__g.bytes_raw, 0);
-    atomic_store(&mprof__g.bytes_written, 0);
-    atomic_store(&mprof__g.chunks_written, 0);
-    atomic_store(&mprof__g.peak_buffered_bytes, atomic_load(&mprof__g.buffered_bytes));
-    pthread_mutex_lock(&mprof__g.threads_lock);
-    for (mprof__thread *t = mprof__g.threads; t; t = t->next)
-        t->col_named = 0;
-    pthread_mutex_unlock(&mprof__g.threads_lock);
+    mprof__stats_new_session();
+    mprof__threads_each(reset_thread);
 
-    if (C.has_file)
+    if (C.whole_capture)
         write_info();
-    int live_recording = 0;
-    mprof__sink *live = mprof__sink_live_open(C.has_file, &live_recording);
-    if (live)
-        C.sinks[C.n_sinks++] = live;
-    int recording = C.has_file || live_recording;
     C.stop = 0;
     C.flush_req = C.flush_done = 0;
     /* The mode is set before the thread starts so that a capture session attached by the
      * collector (which may switch IDLE to RECORDING) is never overwritten. */
-    __atomic_store_n(&mprof__mode, recording ? MPROF__MODE_RECORDING : MPROF__MODE_IDLE,
-                     __ATOMIC_RELEASE);
+    mprof__mode_set(setup->record ? MPROF__MODE_RECORDING : MPROF__MODE_IDLE);
     if (pthread_create(&C.thread, NULL, collector_main, NULL) != 0) {
-        __atomic_store_n(&mprof__mode, MPROF__MODE_OFF, __ATOMIC_RELEASE);
+        mprof__mode_set(MPROF__MODE_OFF);
         close_sinks();
         return MPROF_ERR_STATE;
     }
     C.running = 1;
-    if (mprof__g.cfg.verbose == MPROF_TOGGLE_ON)
-        mprof__log("started%s%s%s", C.has_file ? ", capturing to " : "", C.has_file ? path : "",
-                   live_recording ? ", keeping history for live capture"
-                                  : (recording ? "" : " (not recording)"));
+    mprof__process_queue_open();
     return MPROF_OK;
 }
 
@@ -1118,17 +973,18 @@ void mprof__collector_stop(void)
     pthread_mutex_unlock(&C.m);
     pthread_join(C.thread, NULL);
     C.running = 0;
-    uint64_t lost = atomic_load(&mprof__g.events_lost);
-    if (C.has_file)
+    mprof__process_queue_close();
+    uint64_t lost = atomic_load(&mprof__stats.events_lost);
+    if (C.whole_capture)
         write_end();
     close_sinks();
     if (lost)
         mprof__log("%" PRIu64 " events were dropped (memory cap %zu MiB reached); they are "
                    "counted in the capture",
-                   lost, mprof__g.cfg.memory_limit_bytes >> 20);
-    if (mprof__g.cfg.verbose == MPROF_TOGGLE_ON)
+                   lost, mprof__config.memory_limit_bytes >> 20);
+    if (mprof__config.verbose == MPROF_TOGGLE_ON)
         mprof__log("stopped: %" PRIu64 " events, %" PRIu64 " bytes written", C.events,
-                   atomic_load(&mprof__g.bytes_written));
+                   atomic_load(&mprof__stats.bytes_written));
 }
 
 void mprof__collector_flush(void)

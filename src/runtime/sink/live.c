@@ -19,7 +19,10 @@
  * so a vanished or stalled tool costs the game nothing but the dropped chunks.
  */
 #include "live.h"
+#include "config.h"
 #include "format/wire.h"
+#include "platform/platform.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +31,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -94,7 +98,7 @@ typedef struct session {
     _Atomic int shutdown;
     uint64_t id;
     uint64_t dropped_chunks, dropped_events;
-    uint64_t lost_at_attach; /* mprof__g.events_lost when the stream began */
+    uint64_t lost_at_attach; /* mprof__stats.events_lost when the stream began */
     int need_defs;            /* re-send definitions before the next delivered chunk */
     uint64_t unannounced_lost; /* dropped events not yet written as a LOST record */
     /* Sender thread writes, listener reads: when the tool last refused bytes without taking
@@ -107,6 +111,7 @@ static struct {
     pthread_mutex_t m;
     int enabled;  /* listening */
     int has_file; /* a file sink exists (the process records regardless of sessions) */
+    mprof__live_hooks hooks;
     int listen_fd;
     int wake[2];
     pthread_t listener;
@@ -237,7 +242,7 @@ static blob *blob_frame(const blob *r)
     if (!L.cctx)
         L.cctx = ZSTD_createCCtx(); /* NULL: mprof_fmt_chunk makes a context per call */
     if (mprof_fmt_chunk(&L.framed, MPROF_CHUNK_EVENTS, r->data, r->len,
-                        mprof__g.cfg.compression_level, L.cctx) != 0)
+                        mprof__config.compression_level, L.cctx) != 0)
         return NULL;
     blob *b = blob_new(L.framed.data, L.framed.len);
     if (b) {
@@ -446,7 +451,7 @@ static blob *defs_blob(uint64_t ts_ticks, uint64_t lost)
         return NULL;
     L.framed.len = 0;
     if (mprof_fmt_chunk(&L.framed, MPROF_CHUNK_EVENTS, L.build.data, L.build.len,
-                        mprof__g.cfg.compression_level, NULL) != 0)
+                        mprof__config.compression_level, NULL) != 0)
         return NULL;
     return blob_new(L.framed.data, L.framed.len);
 }
@@ -489,9 +494,7 @@ static void queue_clear_locked(session *s)
 
 static void set_recording(int on)
 {
-    int from = on ? MPROF__MODE_IDLE : MPROF__MODE_RECORDING;
-    int to = on ? MPROF__MODE_RECORDING : MPROF__MODE_IDLE;
-    __atomic_compare_exchange_n(&mprof__mode, &from, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    L.hooks.set_recording(on);
 }
 
 static int always_recording(void)
@@ -582,7 +585,7 @@ static void live_attach(void)
         for (hnode *h = first; h && n_hist; h = h->next, n_hist--)
             if (h->b->raw || enqueue_locked(s, h->b) != 0)
                 s->dropped_chunks += h->b->raw ? 0 : 1;
-        s->lost_at_attach = atomic_load(&mprof__g.events_lost);
+        s->lost_at_attach = atomic_load(&mprof__stats.events_lost);
         s->attached = 1;
         if (!always_recording())
             set_recording(1);
@@ -760,7 +763,7 @@ static blob *end_blob(session *s, const char *why, const sent_counts *sc)
     pthread_mutex_lock(&L.m);
     uint64_t dropped = s->dropped_events, dchunks = s->dropped_chunks;
     pthread_mutex_unlock(&L.m);
-    uint64_t lost = atomic_load(&mprof__g.events_lost) - s->lost_at_attach + dropped;
+    uint64_t lost = atomic_load(&mprof__stats.events_lost) - s->lost_at_attach + dropped;
     snprintf(v, sizeof v, "%" PRIu64, lost);
     mprof_fmt_kv(&kv, "events_lost", v);
     snprintf(v, sizeof v, "%" PRIu64, dropped);
@@ -854,8 +857,8 @@ static void *sender_main(void *arg)
         }
     }
     if (gone) {
-        atomic_fetch_add(&mprof__g.sessions_dropped, 1);
-        if (mprof__g.cfg.verbose == MPROF_TOGGLE_ON)
+        atomic_fetch_add(&mprof__stats.sessions_dropped, 1);
+        if (mprof__config.verbose == MPROF_TOGGLE_ON)
             mprof__log("the capture tool went away; the session is closed");
     }
     mprof_buf_free(&sc.raw);
@@ -978,10 +981,10 @@ static void handshake_done(int fd, const mprof_wire_hello *hp)
     atomic_init(&s->evict, 0);
     /* The tool's -m, but never more than this process's own memory cap. */
     s->limit_bytes = (size_t)(hello.queue_mib ? hello.queue_mib : DEFAULT_QUEUE_MIB) << 20;
-    if (s->limit_bytes > mprof__g.cfg.memory_limit_bytes)
-        s->limit_bytes = mprof__g.cfg.memory_limit_bytes;
+    if (s->limit_bytes > mprof__config.memory_limit_bytes)
+        s->limit_bytes = mprof__config.memory_limit_bytes;
     mprof_buf info = {0};
-    mprof__info_payload(&info);
+    mprof__kv_list_write(&L.hooks.info, &info);
     char v[64];
     mprof_fmt_kv(&info, "capture", "live");
     snprintf(v, sizeof v, "%g", L.history_s > 0 ? L.history_s : 0.0);
@@ -1123,14 +1126,14 @@ static void *listener_main(void *arg)
 static int open_listener(void)
 {
     char port[16];
-    snprintf(port, sizeof port, "%u", (unsigned)mprof__g.cfg.listen_port);
+    snprintf(port, sizeof port, "%u", (unsigned)mprof__config.listen_port);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *res = NULL;
-    int gai = getaddrinfo(mprof__g.cfg.listen_address, port, &hints, &res);
+    int gai = getaddrinfo(mprof__config.listen_address, port, &hints, &res);
     if (gai != 0) {
         mprof__log("live capture disabled: cannot resolve listen address %s: %s",
-                   mprof__g.cfg.listen_address, gai_strerror(gai));
+                   mprof__config.listen_address, gai_strerror(gai));
         return -1;
     }
     int fd = -1, err = 0;
@@ -1152,18 +1155,19 @@ static int open_listener(void)
     }
     freeaddrinfo(res);
     if (fd < 0)
-        mprof__log("live capture disabled: cannot listen on %s:%s: %s", mprof__g.cfg.listen_address,
+        mprof__log("live capture disabled: cannot listen on %s:%s: %s", mprof__config.listen_address,
                    port, strerror(err));
     return fd;
 }
 
 /* ---- start and stop ------------------------------------------------------------------------ */
 
-static int live_start(int has_file)
+static int live_start(const mprof__live_hooks *hooks, int has_file)
 {
-    const mprof_config *c = &mprof__g.cfg;
+    const mprof_config *c = &mprof__config;
     int want = c->listen == MPROF_TOGGLE_ON || (c->listen == MPROF_TOGGLE_DEFAULT && !c->capture_path);
     L.enabled = 0;
+    L.hooks = *hooks;
     L.has_file = has_file;
     L.defs.len = L.sticky.len = 0;
     hist_clear();
@@ -1308,8 +1312,9 @@ static const mprof__sink_ops live_ops = {
 /* One listener per process: the sink is a handle on the module's state. */
 static mprof__sink live_sink = {&live_ops};
 
-mprof__sink *mprof__sink_live_open(int has_file, int *out_record)
+mprof__sink *mprof__sink_live_open(const mprof__live_hooks *hooks, int has_file,
+                                   int *out_record)
 {
-    *out_record = live_start(has_file);
+    *out_record = live_start(hooks, has_file);
     return L.enabled ? &live_sink : NULL;
 }

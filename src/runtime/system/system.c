@@ -25,13 +25,16 @@
  */
 
 #include "system/system.h"
-#include "core.h"
+#include "buffers.h"
+#include "platform/platform.h"
+#include "timer.h"
 
 #include <dirent.h>
 #include <sched.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +69,7 @@ static struct {
     pthread_t thread;
     int running;
     _Atomic int stop;
-    _Atomic int rescan; /* a thread registered with mprof since the last scan */
+    uint32_t seen_generation; /* mprof__thread_generation at the last poll */
     uint64_t self_tid;
     traced *t;
     size_t n, cap;
@@ -121,8 +124,8 @@ static uint64_t perf_ticks(uint64_t ns)
 {
     if (!mprof__use_tsc)
         return ns; /* the OS-clock timer ticks in CLOCK_MONOTONIC nanoseconds */
-    double d = (double)(int64_t)(ns - mprof__g.mono0_ns) / mprof__g.ns_per_tick;
-    return mprof__g.tick0 + (uint64_t)(int64_t)d;
+    double d = (double)(int64_t)(ns - mprof__clock.mono0_ns) / mprof__clock.ns_per_tick;
+    return mprof__clock.tick0 + (uint64_t)(int64_t)d;
 }
 
 static int read_paranoid(void)
@@ -473,7 +476,7 @@ static void hand_over(void)
 {
     if (!S.out.len)
         return;
-    if (mprof__collector_process_records(S.out.data, S.out.len, S.out_records) != 0)
+    if (mprof__process_records(S.out.data, S.out.len, S.out_records) != 0)
         S.n_dropped += S.out_records;
     S.out.len = 0;
     S.out_records = 0;
@@ -1429,7 +1432,11 @@ static void *system_main(void *arg)
     while (!atomic_load(&S.stop)) {
         if (tracing) {
             uint64_t t = mprof__mono_ns();
-            if (atomic_exchange(&S.rescan, 0) || t - last_scan >= SCAN_EVERY_MS * 1000000ull) {
+            /* A thread that registered with mprof since the last poll asks for a scan now. */
+            uint32_t gen = atomic_load_explicit(&mprof__thread_generation, memory_order_relaxed);
+            int registered = gen != S.seen_generation;
+            S.seen_generation = gen;
+            if (registered || t - last_scan >= SCAN_EVERY_MS * 1000000ull) {
                 scan_threads();
                 last_scan = t;
             }
@@ -1488,11 +1495,6 @@ void mprof__system_start(void)
         return;
     }
     S.running = 1;
-}
-
-void mprof__system_thread_started(void)
-{
-    atomic_store_explicit(&S.rescan, 1, memory_order_relaxed);
 }
 
 void mprof__system_stop(void)
