@@ -12,8 +12,6 @@
 #include "mprof/mprof.h"
 #include "sink/sink.h"
 
-#define MPROF__MAX_SINKS 2
-
 typedef struct mprof__collector_setup {
     mprof__sink *sinks[MPROF__MAX_SINKS]; /* every chunk goes to each, in this order */
     int n_sinks;

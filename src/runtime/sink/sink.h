@@ -59,6 +59,9 @@ struct mprof__sink {
     const mprof__sink_ops *ops;
 };
 
+/* The most sinks a session has at once (the file and live capture). */
+#define MPROF__MAX_SINKS 2
+
 /* A contributor to an INFO or END payload (or the module map): appends its part to out. */
 typedef void (*mprof__kv_fn)(mprof_buf *out);
 
