@@ -289,11 +289,11 @@ static uint32_t intern_stack(const unsigned char *frames, unsigned depth)
  * (a system record's timestamp, converted from the kernel's nanoseconds, is anywhere between
  * two steps) is written after a TS_SCALE 1 record, so the encoding never loses a tick, and the
  * next delta that is a multiple again restores the scale with TS_SCALE q. Without the restore
- * one context switch record left the rest of its chunk unscaled, and a capture's size doubled
- * with the number of chunks that had one. At most one restore per 64 bytes of chunk: a clock
- * that keeps breaking its step then stays unscaled for the rest of the chunk, so the round
- * trips (4 bytes each) cost at most ~6 % of it. mprof__clock.tick_quantum is measured at start-up
- * (timer.c). */
+ * one context switch record would leave the rest of its chunk unscaled, and a capture's size
+ * would grow with the number of chunks that have one. At most one restore per 64 bytes of
+ * chunk: a clock that keeps breaking its step then stays unscaled for the rest of the chunk, so
+ * the round trips (4 bytes each) cost at most ~6 % of it. mprof__clock.tick_quantum is measured
+ * at start-up (timer.c). */
 static inline unsigned max_rescales(void)
 {
     return (unsigned)(mprof__config.chunk_bytes / 64) + 16;

@@ -1,11 +1,11 @@
 /*
  * mode.c - the recording mode's word, alone on its cache line.
  *
- * Every event reads it, so it starts a cache line of its own: a line shared with counters that
- * the collector updates would be pulled away from every recording core on each update. The
+ * Every event reads it, so it starts a cache line, and the link order (CMakeLists.txt) puts the
+ * configuration after it, which nothing writes while a session runs: a line shared with counters
+ * that the collector updates would be pulled away from every recording core on each update. The
  * word sits below everything that reads it (the buffers' process queue, the collector) so that
- * no module has to reach up to lifecycle.c for it; the modules allowed to write it say so in
- * mode.h.
+ * no module has to reach up to lifecycle.c for it; mode.h says which modules may write it.
  */
 #include "mode.h"
 

@@ -65,7 +65,7 @@ mprof__live_blob *mprof__live_blob_new(const void *data, size_t len)
  * (mprof__pages_alloc: populated at once, in huge pages where the kernel allows). Kept unframed,
  * a chunk is 10-30x the bytes of its compressed form, and while the ring fills (its first
  * MPROF_HISTORY_SECONDS) every one of them is fresh memory: faulted in one 4 KiB page at a time
- * that cost ~11-20 us a page on this project's VM, 10-14 ns an event, more than compressing.
+ * that costs ~11-20 us a page on this project's VM, 10-14 ns an event, more than compressing.
  * A slab whose blobs are all freed (the ring drops the oldest first) is kept for the next one,
  * so a full ring reuses its memory. Collector thread only. */
 static raw_slab *slab_new(size_t need)

@@ -18,7 +18,6 @@
 #include "format/format.h"
 #include "system/kernel.h"
 #include "system/records.h"
-#include "timer.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -25,11 +25,11 @@
 
 #include "system/system.h"
 #include "buffers.h"
+#include "mprof/mprof.h"
 #include "platform/platform.h"
 #include "system/kernel.h"
 #include "system/records.h"
 #include "system/sched.h"
-#include "timer.h"
 
 #include <dirent.h>
 #include <errno.h>
