@@ -14,6 +14,7 @@
 
 #include "mprof/mprof.h"
 #include "format/format.h"
+#include "visibility.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -64,12 +65,12 @@ typedef struct mprof__thread {
 } mprof__thread;
 
 /* The buffer of a thread that has none (cur == end == NULL): every event takes the slow path. */
-extern mprof__tbuf mprof__dummy_tbuf;
+extern MPROF__HIDDEN mprof__tbuf mprof__dummy_tbuf;
 /* Thread blocks malloc'd rather than recycled (tests check that recycling works). */
-extern _Atomic uint64_t mprof__blocks_allocated;
+extern MPROF__HIDDEN _Atomic uint64_t mprof__blocks_allocated;
 /* Bumps each time a thread registers (relaxed): system tracing polls it to trace new threads
  * soon, without being called from here. */
-extern _Atomic uint32_t mprof__thread_generation;
+extern MPROF__HIDDEN _Atomic uint32_t mprof__thread_generation;
 
 /* ---- the owner's side ---------------------------------------------------------------------- */
 

@@ -6,6 +6,7 @@
 #define MPROF_LIFECYCLE_H
 
 #include "buffers.h"
+#include "visibility.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -13,7 +14,7 @@
 
 /* Bumps on every startup: modules that announce something once per capture (locks, GPU
  * contexts) compare it with the session they last announced in. */
-extern _Atomic uint32_t mprof__session;
+extern MPROF__HIDDEN _Atomic uint32_t mprof__session;
 
 /* The calling thread's buffer, registering the thread on its first event; NULL when not
  * recording. When the profiler has never started, this starts it first (zero setup). */

@@ -9,6 +9,8 @@
 #ifndef MPROF_STATS_H
 #define MPROF_STATS_H
 
+#include "visibility.h"
+
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -25,7 +27,7 @@ typedef struct mprof__statistics {
     _Atomic uint64_t frames_marked; /* MPROF_FRAME_MARK() calls, recording or not (automation) */
 } mprof__statistics;
 
-extern mprof__statistics mprof__stats;
+extern MPROF__HIDDEN mprof__statistics mprof__stats;
 
 /* Adds bytes to buffered_bytes and raises the peak when it is passed. Any thread; inline
  * because a thread's block refill calls it. */

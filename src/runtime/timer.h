@@ -10,6 +10,7 @@
 #define MPROF_TIMER_H
 
 #include "mprof/mprof.h"
+#include "visibility.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,7 +27,7 @@ typedef struct mprof__clock {
     double zone_cost_ns;    /* an empty zone's cost, measured at start-up */
 } mprof__clock_state;
 
-extern mprof__clock_state mprof__clock;
+extern MPROF__HIDDEN mprof__clock_state mprof__clock;
 
 /* The check argument of mprof__timer_init: MPROF_TOGGLE_DEFAULT/ON check that the counter is
  * invariant, OFF trusts it, MPROF__FORCE_OS_CLOCK uses the OS clock (env MPROF_TIMER=clock). */

@@ -6,6 +6,8 @@
 #ifndef MPROF_SYSTEM_RECORDS_H
 #define MPROF_SYSTEM_RECORDS_H
 
+#include "visibility.h"
+
 #include <stdint.h>
 
 /* The CPU-usage window: one SYS_CPU (and SYS_CPU_CORE per CPU) record each. */
@@ -17,7 +19,7 @@ typedef struct mprof__sys_counts {
     char untracked_why[256]; /* the last thread that could not be traced, and why */
 } mprof__sys_counts;
 
-extern mprof__sys_counts mprof__sys_count;
+extern MPROF__HIDDEN mprof__sys_counts mprof__sys_count;
 
 /* A new session: no records waiting, the counts restart (untracked_why stays until replaced). */
 void mprof__sys_records_reset(void);
