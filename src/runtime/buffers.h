@@ -113,7 +113,8 @@ static inline unsigned char *mprof__w_str(unsigned char *p, const char *s, size_
 /* ---- the consumer's side (the collector thread, or startup while it is not running) -------- */
 
 /* Receives the published raw records [p, end) of thread th. */
-typedef void (*mprof__drain_fn)(mprof__thread *th, const unsigned char *p, const unsigned char *end);
+typedef void (*mprof__drain_fn)(mprof__thread *th, const unsigned char *p,
+                                const unsigned char *end);
 /* Hands what every thread has published to fn (NULL: skips it), gives the drained blocks back
  * for reuse, and frees the threads that have exited and are fully drained. */
 void mprof__buffers_drain(mprof__drain_fn fn);

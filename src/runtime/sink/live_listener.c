@@ -230,8 +230,8 @@ static int open_listener(void)
     }
     freeaddrinfo(res);
     if (fd < 0)
-        mprof__log("live capture disabled: cannot listen on %s:%s: %s", mprof__config.listen_address,
-                   port, strerror(err));
+        mprof__log("live capture disabled: cannot listen on %s:%s: %s",
+                   mprof__config.listen_address, port, strerror(err));
     return fd;
 }
 

@@ -18,7 +18,8 @@
  * Threads that exist at startup are traced before mprof_startup returns; a thread that registers
  * with mprof later (its first event) asks for a scan at the next poll (at most POLL_MS late, more
  * on a loaded machine), other threads are found by the full rescan every SCAN_EVERY_MS; a thread
- * that exits is drained, ends with SYS_THREAD(end) at the kernel's exit time, and its event is closed.
+ * that exits is drained, ends with SYS_THREAD(end) at the kernel's exit time, and its event is
+ * closed.
  * Whatever the kernel refuses (perf_event_open, mmap, /proc) is said in INFO and counted in END;
  * nothing else stops.
  */
