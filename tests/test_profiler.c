@@ -6,7 +6,8 @@
 #define MPROF_ENABLE 1
 #include "mprof/mprof.h"
 #include "test_util.h"
-#include "core.h"
+#include "buffers.h"
+#include "lifecycle.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -605,7 +606,7 @@ static void test_blocks_recycled_across_threads(void **state)
     enum { WAVES = 8, N = 2, RAW_PER_ITER = 52 /* two nested zones: 17 + 17 + 9 + 9 bytes */ };
     const char *path = start_capture("waves.mprof", (size_t)1 << 30);
     uint64_t first_wave = 0, per = 100000, total = 0;
-    uint64_t base = atomic_load(&mprof__g.blocks_allocated);
+    uint64_t base = atomic_load(&mprof__blocks_allocated);
     for (int w = 0; w < WAVES; w++) {
         pthread_t t[N];
         worker_arg a[N];
@@ -618,7 +619,7 @@ static void test_blocks_recycled_across_threads(void **state)
         total += N * per;
         mprof_flush(); /* the collector drains the exited threads and pools their blocks */
         if (w == 0) {
-            first_wave = atomic_load(&mprof__g.blocks_allocated) - base;
+            first_wave = atomic_load(&mprof__blocks_allocated) - base;
             assert_true(first_wave >= 4);
             uint64_t pooled = first_wave < 256 ? first_wave : 256;
             /* Each thread of a later wave: at most 80 % of its share of the pooled blocks,
@@ -626,7 +627,7 @@ static void test_blocks_recycled_across_threads(void **state)
             per = ((pooled * 4 / 5) / N - 1) * MPROF__BLOCK_BYTES / RAW_PER_ITER;
         }
     }
-    uint64_t later = atomic_load(&mprof__g.blocks_allocated) - base - first_wave;
+    uint64_t later = atomic_load(&mprof__blocks_allocated) - base - first_wave;
     mprof_stats st;
     mprof_get_stats(&st);
     mprof_shutdown();

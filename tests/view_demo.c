@@ -7,13 +7,14 @@
  * color 0, zone text, value and a dynamic name, frame marks, messages of every level, two plots,
  * a contended lock, heap allocations, a frame image per frame, a fiber and a GPU context (through the public GPU API, with
  * made-up GPU timestamps). Locks, memory and fibers are written with the library's internal
- * raw-event writer (core.h) so that the test does not depend on which wrapper API each module
+ * raw-event writer (lifecycle.h, buffers.h) so that the test does not depend on which wrapper API each module
  * offers; the records are those of format.h's event table.
  * "slow" makes Physics::step four times as long, for the diff test; "deep=N" adds a recursion
  * N zones deep ("Recurse") under Update, for the served page's layout test.
  */
 #define MPROF_ENABLE 1
-#include "core.h"
+#include "buffers.h"
+#include "lifecycle.h"
 
 #include <pthread.h>
 #include <stdio.h>

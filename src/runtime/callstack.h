@@ -34,7 +34,8 @@ void mprof__callstack_set_method(int method);
 /* Appends one compact DEF_MODULE record (format.h) per loaded ELF object to out: mapped start
  * address, extent in bytes, path, GNU build id in hex ("" when none). The collector calls it
  * once per session before the first DEF_CALLSTACK. On out-of-memory it stops early; every record
- * written is complete. Implemented in memory.c. Collector thread (any thread is safe). */
+ * written is complete. An mprof__kv_fn (sink.h), handed to the collector by lifecycle.c. Any
+ * thread. */
 void mprof__modules_emit(mprof_buf *out);
 
 #endif

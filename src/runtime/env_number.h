@@ -1,7 +1,7 @@
 /*
  * env_number.h - the parser of numeric environment variables (MPROF_PORT, MPROF_MEMORY_MIB...).
  *
- * Kept apart from profiler.c so that its fuzz target (fuzz/fuzz_env_number.c) links it alone.
+ * Kept apart from config.c so that its fuzz target (fuzz/fuzz_env_number.c) links it alone.
  */
 #ifndef MPROF_ENV_NUMBER_H
 #define MPROF_ENV_NUMBER_H

@@ -1,17 +1,21 @@
 /*
- * info.c - the INFO payload: who recorded the capture, with which clock, on which machine.
+ * info.c - the process's INFO keys: who recorded the capture, with which clock, on which
+ * machine.
  *
- * The file sink writes it as the capture's INFO chunk; live capture sends it in the handshake
- * reply, which `mprof capture` stores as the INFO chunk of its file. One function, so the two
- * captures describe the process the same way.
+ * The collector writes them into the capture's INFO chunk; live capture sends them in the
+ * handshake reply, which `mprof capture` stores as the INFO chunk of its file. Both get them
+ * from the same contributor list (lifecycle.c), so the two captures describe the process the
+ * same way.
  */
-#include "sink/sink.h"
-#include "system/system.h"
+#include "info.h"
+#include "config.h"
+#include "timer.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -64,23 +68,23 @@ static void cpu_model(char *out, size_t n)
     fclose(f);
 }
 
-void mprof__info_payload(mprof_buf *out)
+void mprof__process_info(mprof_buf *out)
 {
     mprof_buf b = *out;
     struct utsname u;
     char buf[1024];
     mprof__kvf(&b, "format", "mprof %d.%d", MPROF_FMT_VERSION_MAJOR, MPROF_FMT_VERSION_MINOR);
     mprof__kvf(&b, "library", "%d.%d", MPROF_VERSION_MAJOR, MPROF_VERSION_MINOR);
-    mprof__kvf(&b, "app", "%s", mprof__g.cfg.app_name);
+    mprof__kvf(&b, "app", "%s", mprof__config.app_name);
     mprof__kvf(&b, "pid", "%ld", (long)getpid());
     read_small_file("/proc/self/cmdline", buf, sizeof buf, 1);
     mprof__kvf(&b, "cmdline", "%s", buf);
-    mprof__kvf(&b, "start_unix_ns", "%" PRIu64, mprof__g.real0_ns);
-    mprof__kvf(&b, "timer", "%s", mprof__g.timer_name);
-    mprof__kvf(&b, "ns_per_tick", "%.17g", mprof__g.ns_per_tick);
-    mprof__kvf(&b, "tick0", "%" PRIu64, mprof__g.tick0);
-    if (mprof__g.zone_cost_ns > 0)
-        mprof__kvf(&b, "zone_cost_ns", "%.1f", mprof__g.zone_cost_ns);
+    mprof__kvf(&b, "start_unix_ns", "%" PRIu64, mprof__clock.real0_ns);
+    mprof__kvf(&b, "timer", "%s", mprof__clock.timer_name);
+    mprof__kvf(&b, "ns_per_tick", "%.17g", mprof__clock.ns_per_tick);
+    mprof__kvf(&b, "tick0", "%" PRIu64, mprof__clock.tick0);
+    if (mprof__clock.zone_cost_ns > 0)
+        mprof__kvf(&b, "zone_cost_ns", "%.1f", mprof__clock.zone_cost_ns);
     if (uname(&u) == 0) {
         mprof__kvf(&b, "hostname", "%s", u.nodename);
         mprof__kvf(&b, "os", "%s %s %s", u.sysname, u.release, u.machine);
@@ -94,8 +98,7 @@ void mprof__info_payload(mprof_buf *out)
         mprof__kvf(&b, "git_sha", "%s", v);
     if ((v = getenv("MPROF_BUILD_TYPE")) && *v)
         mprof__kvf(&b, "build_type", "%s", v);
-    mprof__kvf(&b, "memory_limit_bytes", "%zu", mprof__g.cfg.memory_limit_bytes);
-    mprof__system_info(&b);
+    mprof__kvf(&b, "memory_limit_bytes", "%zu", mprof__config.memory_limit_bytes);
     *out = b;
 }
 

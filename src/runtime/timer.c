@@ -11,7 +11,8 @@
  * Ticks are converted to nanoseconds by the reader, with the rate measured here against
  * CLOCK_MONOTONIC_RAW and stored in the capture (INFO "ns_per_tick", "tick0").
  */
-#include "core.h"
+#include "timer.h"
+#include "platform/platform.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <time.h>
 
 int mprof__use_tsc;
+mprof__clock_state mprof__clock;
 
 uint64_t mprof__ticks_os(void)
 {
@@ -134,38 +136,38 @@ void mprof__timer_init(mprof_toggle check, bool verbose)
         nanosleep(&d, NULL);
         pair(&t1, &n1);
         if (t1 > t0 && n1 > n0) {
-            mprof__g.ns_per_tick = (double)(n1 - n0) / (double)(t1 - t0);
-            mprof__g.tick0 = t1;
+            mprof__clock.ns_per_tick = (double)(n1 - n0) / (double)(t1 - t0);
+            mprof__clock.tick0 = t1;
 #if defined(__x86_64__)
-            mprof__g.timer_name = "tsc";
+            mprof__clock.timer_name = "tsc";
 #else
-            mprof__g.timer_name = "cntvct";
+            mprof__clock.timer_name = "cntvct";
 #endif
             __atomic_store_n(&mprof__use_tsc, 1, __ATOMIC_RELEASE);
             if (verbose)
-                mprof__log("timer: %s at %.3f MHz", mprof__g.timer_name,
-                           1e3 / mprof__g.ns_per_tick);
+                mprof__log("timer: %s at %.3f MHz", mprof__clock.timer_name,
+                           1e3 / mprof__clock.ns_per_tick);
         } else {
             ok = 0;
         }
     }
     if (!ok) {
-        mprof__g.ns_per_tick = 1.0;
-        mprof__g.tick0 = mprof__ticks_os();
-        mprof__g.timer_name = "clock";
+        mprof__clock.ns_per_tick = 1.0;
+        mprof__clock.tick0 = mprof__ticks_os();
+        mprof__clock.timer_name = "clock";
         __atomic_store_n(&mprof__use_tsc, 0, __ATOMIC_RELEASE);
     }
-    mprof__g.mono0_ns = mprof__use_tsc ? raw_ns() : mprof__g.tick0;
-    mprof__g.real0_ns = mprof__real_ns();
-    mprof__g.zone_cost_ns = zone_cost_ns();
+    mprof__clock.mono0_ns = mprof__use_tsc ? raw_ns() : mprof__clock.tick0;
+    mprof__clock.real0_ns = mprof__real_ns();
+    mprof__clock.zone_cost_ns = zone_cost_ns();
     /* MPROF_TIMER_STEP=n states the step instead (tests use it to force scaled deltas that do
      * not fit, which the collector must then store unscaled). */
     const char *step = getenv("MPROF_TIMER_STEP");
     unsigned long long q = step && *step ? strtoull(step, NULL, 10) : 0;
-    mprof__g.tick_quantum = q >= 1 && q < (1u << 20) ? q : measure_quantum();
-    if (verbose && mprof__g.tick_quantum > 1)
+    mprof__clock.tick_quantum = q >= 1 && q < (1u << 20) ? q : measure_quantum();
+    if (verbose && mprof__clock.tick_quantum > 1)
         mprof__log("timer: the counter advances in steps of %llu ticks",
-                   (unsigned long long)mprof__g.tick_quantum);
+                   (unsigned long long)mprof__clock.tick_quantum);
 }
 
 /* The counter's step. Some virtual machines advance the counter in multiples of a fixed step
@@ -192,7 +194,7 @@ static uint64_t measure_quantum(void)
 
 uint64_t mprof__ticks_to_ns(uint64_t ticks)
 {
-    return (uint64_t)((double)(int64_t)(ticks - mprof__g.tick0) * mprof__g.ns_per_tick);
+    return (uint64_t)((double)(int64_t)(ticks - mprof__clock.tick0) * mprof__clock.ns_per_tick);
 }
 
 uint64_t mprof_now_ns(void)

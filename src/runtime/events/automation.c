@@ -8,7 +8,9 @@
  * first chunks. The tool's stderr goes to OUTPUT.log, kept only when the capture failed, so the
  * reason string can quote the tool's own message.
  */
-#include "core.h"
+#include "config.h"
+#include "platform/platform.h"
+#include "stats.h"
 #include "format/format.h"
 #include "mprof/automation.h"
 
@@ -202,9 +204,9 @@ static void spawn(mprof_capture_automation *a)
     }
     char port[16], secs[32], hist[32], mib[16];
     unsigned listen_port = a->cfg.port ? a->cfg.port
-                           : mprof__g.cfg.listen_port ? mprof__g.cfg.listen_port : 8086u;
+                           : mprof__config.listen_port ? mprof__config.listen_port : 8086u;
     char *address = a->address ? a->address
-                    : mprof__g.cfg.listen_address ? (char *)mprof__g.cfg.listen_address
+                    : mprof__config.listen_address ? (char *)mprof__config.listen_address
                                                   : (char *)"127.0.0.1";
     snprintf(port, sizeof port, "%u", listen_port);
     snprintf(secs, sizeof secs, "%g", a->cfg.seconds);
@@ -363,7 +365,7 @@ mprof_capture_status mprof_capture_automation_poll(mprof_capture_automation *a)
     switch (a->status) {
     case MPROF_CAPTURE_ARMED:
         if (a->cfg.trigger == MPROF_TRIGGER_FRAME &&
-            atomic_load_explicit(&mprof__g.frames_marked, memory_order_relaxed) >= a->cfg.frame)
+            atomic_load_explicit(&mprof__stats.frames_marked, memory_order_relaxed) >= a->cfg.frame)
             a->triggered = 1;
         if (a->triggered)
             spawn(a);

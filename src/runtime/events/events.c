@@ -3,7 +3,9 @@
  * plots, messages, thread names. Each reserves a raw record in the calling thread's buffer
  * (format.h gives the layout), fills it and commits it. None of them blocks or takes a lock.
  */
-#include "core.h"
+#include "buffers.h"
+#include "lifecycle.h"
+#include "stats.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,7 +51,7 @@ static void record_frame(int tag, const char *name)
 void mprof__frame_mark(const char *name)
 {
     if (!name)
-        atomic_fetch_add_explicit(&mprof__g.frames_marked, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&mprof__stats.frames_marked, 1, memory_order_relaxed);
     record_frame(MPROF_EV_FRAME_MARK, name);
 }
 

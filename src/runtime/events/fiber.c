@@ -11,7 +11,8 @@
  * use one literal per fiber (e.g. from a static table), not one shared by all fibers. Entering a
  * fiber while in another implies leaving the first.
  */
-#include "core.h"
+#include "buffers.h"
+#include "lifecycle.h"
 
 void mprof__fiber_enter(const char *name)
 {

@@ -9,7 +9,8 @@
  * when the buffer is full it is lost and counted like any event. Work and memory are bounded by
  * the thumbnail: the source is read once, row by row.
  */
-#include "core.h"
+#include "buffers.h"
+#include "lifecycle.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -15,16 +15,21 @@
  * over freed pairs, and new pairs are taken at the window's end. When the window covers the
  * whole ring (an old query is late, or was never submitted), pairs freed inside it are found by
  * a cursor, so one stuck query costs one pair, not the ring. When every pair is in flight,
- * zone_begin drops the zone, counts it in mprof__g.gpu_queries_lost and logs once.
+ * zone_begin drops the zone, counts it in mprof__stats.gpu_queries_lost and logs once.
  *
  * Contexts may be created before mprof_startup. Each context remembers the session it was last
  * announced in (GPU_CONTEXT and its latest GPU_CALIBRATE); any GPU call made in a newer session
  * announces it again, so every capture is self-contained.
  */
-#include "core.h"
+#include "buffers.h"
+#include "lifecycle.h"
+#include "platform/platform.h"
+#include "stats.h"
+#include "timer.h"
 
 #include <math.h>
 #include <sched.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #define MAX_CONTEXTS 255u
@@ -79,8 +84,8 @@ static gpu_context *lookup(mprof_gpu_ctx id)
 /* CPU nanoseconds (the mprof_now_ns clock) to raw ticks: the inverse of mprof__ticks_to_ns. */
 static uint64_t ns_to_ticks(uint64_t ns)
 {
-    double per = mprof__g.ns_per_tick > 0.0 ? mprof__g.ns_per_tick : 1.0;
-    return mprof__g.tick0 + (uint64_t)((double)ns / per + 0.5);
+    double per = mprof__clock.ns_per_tick > 0.0 ? mprof__clock.ns_per_tick : 1.0;
+    return mprof__clock.tick0 + (uint64_t)((double)ns / per + 0.5);
 }
 
 static void write_calibrate(gpu_context *c)
@@ -99,7 +104,7 @@ static void write_calibrate(gpu_context *c)
  * c->lock held. Returns 0 when not recording. */
 static int announce(gpu_context *c)
 {
-    uint32_t session = atomic_load_explicit(&mprof__g.session, memory_order_relaxed);
+    uint32_t session = atomic_load_explicit(&mprof__session, memory_order_relaxed);
     if (c->announced == session && session != 0)
         return 1;
     unsigned char *p = mprof__reserve(30);
@@ -198,7 +203,7 @@ void mprof_gpu_calibrate(mprof_gpu_ctx ctx, int64_t gpu_ts, uint64_t cpu_ns)
     c->have_calibration = 1;
     c->cal_gpu = gpu_ts;
     c->cal_ticks = ticks;
-    uint32_t session = atomic_load_explicit(&mprof__g.session, memory_order_relaxed);
+    uint32_t session = atomic_load_explicit(&mprof__session, memory_order_relaxed);
     if (c->announced != session || session == 0)
         (void)announce(c); /* writes the calibration too */
     else
@@ -217,7 +222,7 @@ static void advance_tail(gpu_context *c)
 
 static void count_lost(gpu_context *c)
 {
-    atomic_fetch_add_explicit(&mprof__g.gpu_queries_lost, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mprof__stats.gpu_queries_lost, 1, memory_order_relaxed);
     if (atomic_exchange_explicit(&lost_logged, 1, memory_order_relaxed) == 0)
         mprof__log("GPU context '%s': all %u query ids are in flight; GPU zones are dropped and "
                    "counted (gpu_queries_lost). Collect more often or create it with more queries.",

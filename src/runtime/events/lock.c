@@ -11,8 +11,10 @@
  *
  * Each event is one raw record: tag, TS, U32 id, U8 shared (format.h).
  */
-#include "core.h"
+#include "buffers.h"
+#include "lifecycle.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #define PAGE_LOCKS 1024u
@@ -71,7 +73,7 @@ mprof_lock_id mprof__lock_announce(const char *name, mprof_lock_kind kind, const
 /* Writes the announcement if this session has not had it yet. */
 static void ensure_announced(mprof_lock_id id, lock_info *li, uint64_t ts)
 {
-    uint32_t s = atomic_load_explicit(&mprof__g.session, memory_order_relaxed);
+    uint32_t s = atomic_load_explicit(&mprof__session, memory_order_relaxed);
     uint32_t seen = atomic_load_explicit(&li->session, memory_order_relaxed);
     if (seen == s || !atomic_compare_exchange_strong(&li->session, &seen, s))
         return;

@@ -2,7 +2,10 @@
  * platform_posix.c - the few operating-system services the library needs (Linux and other
  * POSIX systems): thread ids and names, clocks, directory creation, the program name.
  */
-#include "core.h"
+#include "platform/platform.h"
+
+#include <pthread.h>
+#include <string.h>
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*
- * sink_file.c - the capture file sink: the file header, then every chunk the collector hands
+ * file.c - the capture file sink: the file header, then every chunk the collector hands
  * over, written in order with write(2) on the collector thread.
  *
  * A write error (a full disk, a size limit) is logged once and ends the file (recording goes on
@@ -8,15 +8,19 @@
  * ended_by=disk-full|write-error, the error and the counts of what was not written, giving back
  * whole chunks (up to six) until it fits; the reader compares END's chunk and event counts with
  * what the file holds, so the report says what is missing. The bytes written are counted in
- * mprof__g.bytes_written.
+ * mprof__stats.bytes_written.
  */
-#include "sink.h"
+#include "file.h"
+#include "info.h"
+#include "platform/platform.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define N_ENDS 8 /* file offsets kept after the last whole writes */
@@ -62,7 +66,7 @@ static int write_bytes(file_sink *f, const void *data, size_t len)
         }
         p += n;
         len -= (size_t)n;
-        atomic_fetch_add(&mprof__g.bytes_written, (uint64_t)n);
+        atomic_fetch_add(&mprof__stats.bytes_written, (uint64_t)n);
     }
     uint64_t prev = f->n_writes ? f->ends[(f->n_writes - 1) % N_ENDS] : 0;
     f->ends[f->n_writes++ % N_ENDS] = prev + whole;
@@ -140,6 +144,7 @@ static void file_close(mprof__sink *s)
 
 static const mprof__sink_ops file_ops = {
     .name = "file",
+    .whole_capture = 1,
     .chunk = file_chunk,
     .close = file_close,
 };

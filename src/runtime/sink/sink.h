@@ -2,18 +2,22 @@
  * sink.h - where the collector's output goes.
  *
  * Data flows one way: instrumented threads write their buffers, the collector translates and
- * frames them into chunks, and hands every chunk to each open sink. A sink never calls back
- * into the collector; what it needs from the collector (a chunk boundary before a tool's stream
- * begins) it asks for through want_boundary, which the collector polls once per wake-up.
+ * frames them into chunks, and hands every chunk to each sink it was given. A sink never calls
+ * back into the collector; what it needs from the collector (a chunk boundary before a tool's
+ * stream begins) it asks for through want_boundary, which the collector polls once per wake-up.
  *
- * Two sinks exist: the capture file (sink_file.c) and live capture (live.c: the history ring
- * and the connected tool). All hooks run on the collector thread, except open/close, which run
- * under mprof__g.lock while the collector thread is not running.
+ * Two sinks exist: the capture file (file.c) and live capture (live.c: the history ring and the
+ * connected tool). lifecycle.c opens them and hands them to the collector at start; the
+ * collector never names one. All hooks run on the collector thread, except open and close,
+ * which run under the lifecycle lock while the collector thread is not running.
+ *
+ * What the capture says about the process (the INFO and END keys, the module map) comes from
+ * contributors handed over the same way, as mprof__kv_fn lists.
  */
 #ifndef MPROF_SINK_H
 #define MPROF_SINK_H
 
-#include "core.h"
+#include "format/format.h"
 
 typedef struct mprof__sink mprof__sink;
 
@@ -29,6 +33,9 @@ typedef struct mprof__chunk {
 
 typedef struct mprof__sink_ops {
     const char *name;
+    /* Non-zero for a sink that stores a whole capture (the file): the collector then writes the
+     * INFO chunk first and the END chunk last. Other sinks receive them too and may ignore them. */
+    int whole_capture;
     /* A chunk, in order. */
     void (*chunk)(mprof__sink *s, const mprof__chunk *c);
     /* A definition record (DEF_SRCLOC, DEF_STRING, DEF_THREAD, DEF_CALLSTACK, DEF_MODULE) was
@@ -52,19 +59,23 @@ struct mprof__sink {
     const mprof__sink_ops *ops;
 };
 
-/* The file sink: writes the header and then every chunk to path. NULL (logged) when the file
- * cannot be created. bytes_written and the write error go to mprof__g. */
-mprof__sink *mprof__sink_file_open(const char *path);
+/* The most sinks a session has at once (the file and live capture). */
+#define MPROF__MAX_SINKS 2
 
-/* The live sink (live.c): opens the listener when the config asks for it. has_file: a file
- * sink is open. *out_record: set to 1 when the process must record now (listening with a
- * history ring). NULL when not listening. */
-mprof__sink *mprof__sink_live_open(int has_file, int *out_record);
+/* A contributor to an INFO or END payload (or the module map): appends its part to out. */
+typedef void (*mprof__kv_fn)(mprof_buf *out);
 
-/* The INFO key/value payload (process, clock calibration, build), appended to out (info.c). */
-void mprof__info_payload(mprof_buf *out);
-/* Appends one key/value pair to an INFO or END payload, the value formatted like printf. */
-void mprof__kvf(mprof_buf *b, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Contributors, called in order: their keys appear in that order. */
+#define MPROF__MAX_KV 4
+typedef struct mprof__kv_list {
+    mprof__kv_fn fn[MPROF__MAX_KV];
+    int n;
+} mprof__kv_list;
+
+static inline void mprof__kv_list_write(const mprof__kv_list *l, mprof_buf *out)
+{
+    for (int i = 0; i < l->n; i++)
+        l->fn[i](out);
+}
 
 #endif

@@ -1,0 +1,27 @@
+/*
+ * lifecycle.h - starting and stopping the profiler (lifecycle.c), and the gate every event
+ * passes: whether the calling thread records now, and where its next record goes.
+ */
+#ifndef MPROF_LIFECYCLE_H
+#define MPROF_LIFECYCLE_H
+
+#include "buffers.h"
+#include "visibility.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bumps on every startup: modules that announce something once per capture (locks, GPU
+ * contexts) compare it with the session they last announced in. */
+extern MPROF__HIDDEN _Atomic uint32_t mprof__session;
+
+/* The calling thread's buffer, registering the thread on its first event; NULL when not
+ * recording. When the profiler has never started, this starts it first (zero setup). */
+mprof__thread *mprof__thread_get(void);
+/* Reserves n raw bytes in the calling thread's buffer. NULL when not recording or when the
+ * memory cap is reached (then the event is counted as lost). n <= MPROF__BLOCK_BYTES / 2.
+ * Fill the bytes with the mprof__w_* writers and publish them with mprof__commit (buffers.h). */
+unsigned char *mprof__reserve(size_t n);
+
+#endif
