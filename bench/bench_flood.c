@@ -1,6 +1,6 @@
 /*
  * bench_flood.c - the sample engine's frame rate while a local client floods its capture port
- * with connections (issue 14: about 3,000 handshakes a second once halved it).
+ * with connections (about 3,000 handshakes a second is the flood it must survive).
  *
  * The real engine (examples/engine, --listen --renderer cpu) runs a fixed number of frames
  * three ways, interleaved so that a change in the machine's load hits all of them alike:

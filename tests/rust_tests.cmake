@@ -1,4 +1,4 @@
-# The Rust bindings (issue 17, bindings/rust): cargo's tests against this build's libmprof and
+# The Rust bindings (bindings/rust): cargo's tests against this build's libmprof and
 # mprof binary. Skipped (exit 77) where no cargo is installed. Not in sanitizer builds: the
 # sanitizer's runtime would have to be linked into the Rust test programs too.
 if(NOT MPROF_SANITIZE)

@@ -500,8 +500,8 @@ static void test_failed_export_keeps_or_removes_output(void **state)
     for (int i = 0; i < 2; i++) {
         snprintf(args, sizeof args, "export --format %s -o %s %s", formats[i], keep, bad);
         assert_int_equal(run(args), 3);
-        /* The export is written beside the output and renamed only on success (issue 14): the
-         * existing file survives, as it is. */
+        /* The export is written beside the output and renamed only on success: the existing
+         * file survives, as it is. */
         char *s = slurp(keep, NULL);
         assert_non_null(s);
         assert_string_equal(s, "keep");

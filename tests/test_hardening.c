@@ -1,5 +1,5 @@
 /*
- * test_hardening.c - issue 14's regression tests, end to end through the real mprof binary:
+ * test_hardening.c - hardening regression tests, end to end through the real mprof binary:
  * outputs that survive a failed run, gate outputs that would change an input, corrupt and cut
  * captures that must not read as complete, and how a capture ended.
  */
@@ -1034,7 +1034,7 @@ static void test_env_numbers_checked(void **state)
     assert_null(strstr(out, "ignored"));
 }
 
-/* The smaller CLI items of issue 14. */
+/* The smaller CLI items: option values, outputs, escaping. */
 static void test_cli_small_items(void **state)
 {
     (void)state;
