@@ -457,17 +457,16 @@ int cmd_ci(int argc, char **argv)
     char art_default[1200], base_default[1200];
     int first = argc; /* where COMMAND starts */
     tool_args args;
-    tool_args_init(&args, argc, argv);
+    tool_args_init(&args, "ci", help, argc, argv);
     const char *a;
     for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
         if (k == TOOL_ARG_FILE) {
             if (!args.files_only && strcmp(a, "-") == 0)
-                return tool_error("ci", EXIT_USAGE, "unknown option '%s' (see --help)", a);
+                return tool_args_unknown(&args, a);
             first = args.i - 1; /* the command starts here (the -- is optional) */
             break;
         } else if (k == TOOL_ARG_HELP) {
-            fputs(help, stdout);
-            return tool_finish("ci", EXIT_OK);
+            return tool_args_help(&args);
         } else if (strcmp(a, "--self-test") == 0) {
             self = 1;
         } else if (strcmp(a, "--self-test-workload") == 0) {
@@ -525,7 +524,7 @@ int cmd_ci(int argc, char **argv)
             if (parse_exit_codes(tool_args_value(&args), &o))
                 return EXIT_USAGE;
         } else {
-            return tool_error("ci", EXIT_USAGE, "unknown option '%s' (see --help)", a);
+            return tool_args_unknown(&args, a);
         }
     }
     if (workload) {

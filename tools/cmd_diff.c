@@ -29,7 +29,7 @@ int cmd_diff(int argc, char **argv)
     int n = 0, json = 0;
     unsigned long long top = 30;
     tool_args args;
-    tool_args_init(&args, argc, argv);
+    tool_args_init(&args, "diff", help, argc, argv);
     const char *a;
     for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
         if (k == TOOL_ARG_FILE) {
@@ -37,15 +37,14 @@ int cmd_diff(int argc, char **argv)
                 return tool_error("diff", EXIT_USAGE, "two captures only ('%s' is a third)", a);
             paths[n++] = a;
         } else if (k == TOOL_ARG_HELP) {
-            fputs(help, stdout);
-            return tool_finish("diff", EXIT_OK);
+            return tool_args_help(&args);
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
         } else if (strcmp(a, "--top") == 0) {
             if (tool_parse_uint("diff", "--top", tool_args_value(&args), 1000000, &top))
                 return EXIT_USAGE;
         } else {
-            return tool_error("diff", EXIT_USAGE, "unknown option '%s' (see --help)", a);
+            return tool_args_unknown(&args, a);
         }
     }
     if (n != 2)

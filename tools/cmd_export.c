@@ -44,16 +44,14 @@ int cmd_export(int argc, char **argv)
     mprof_export_range range = {.first_frame = -1};
     char rerr[512];
     tool_args args;
-    tool_args_init(&args, argc, argv);
+    tool_args_init(&args, "export", help, argc, argv);
     const char *a;
     for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
         if (k == TOOL_ARG_FILE) {
-            if (path)
-                return tool_error("export", EXIT_USAGE, "one capture at a time ('%s' and '%s')", path, a);
-            path = a;
+            if (tool_args_one_file(&args, &path, a) != 0)
+                return EXIT_USAGE;
         } else if (k == TOOL_ARG_HELP) {
-            fputs(help, stdout);
-            return tool_finish("export", EXIT_OK);
+            return tool_args_help(&args);
         } else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
             if (!(format = tool_args_value(&args)))
                 return tool_error("export", EXIT_USAGE, "%s needs a value: chrome, csv or frames", a);
@@ -75,7 +73,7 @@ int cmd_export(int argc, char **argv)
             if (bad)
                 return tool_error("export", EXIT_USAGE, "%s", rerr);
         } else {
-            return tool_error("export", EXIT_USAGE, "unknown option '%s' (see --help)", a);
+            return tool_args_unknown(&args, a);
         }
     }
     if (!path)

@@ -93,12 +93,11 @@ int cmd_gate(int argc, char **argv)
     mprof_gate_opts o = {0};
     unsigned long long u;
     tool_args args;
-    tool_args_init(&args, argc, argv);
+    tool_args_init(&args, "gate", help, argc, argv);
     const char *a;
     for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
         if (k == TOOL_ARG_HELP) {
-            fputs(help, stdout);
-            return tool_finish("gate", EXIT_OK);
+            return tool_args_help(&args);
         } else if (k == TOOL_ARG_FILE) {
             /* gate takes no files: a '--' is as unknown as what follows it. */
             return tool_error("gate", EXIT_IO, "unknown argument '%s' (see --help)",

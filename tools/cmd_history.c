@@ -374,12 +374,11 @@ int cmd_history(int argc, char **argv)
     int json = 0;
     unsigned long long u;
     tool_args args;
-    tool_args_init(&args, argc, argv);
+    tool_args_init(&args, "history", help, argc, argv);
     const char *a;
     for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
         if (k == TOOL_ARG_HELP) {
-            fputs(help, stdout);
-            return tool_finish("history", EXIT_OK);
+            return tool_args_help(&args);
         } else if (k == TOOL_ARG_FILE) {
             /* history takes no files: a '--' is as unknown as what follows it. */
             return tool_error("history", EXIT_USAGE, "unknown argument '%s' (see --help)",

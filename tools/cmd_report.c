@@ -42,16 +42,14 @@ int cmd_report(int argc, char **argv)
     unsigned long long top = 20;
     char passes[256] = "";
     tool_args args;
-    tool_args_init(&args, argc, argv);
+    tool_args_init(&args, "report", help, argc, argv);
     const char *a;
     for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
         if (k == TOOL_ARG_FILE) {
-            if (path)
-                return tool_error("report", EXIT_USAGE, "one capture at a time ('%s' and '%s')", path, a);
-            path = a;
+            if (tool_args_one_file(&args, &path, a) != 0)
+                return EXIT_USAGE;
         } else if (k == TOOL_ARG_HELP) {
-            fputs(help, stdout);
-            return tool_finish("report", EXIT_OK);
+            return tool_args_help(&args);
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
         } else if (strcmp(a, "--top") == 0) {
@@ -67,7 +65,7 @@ int cmd_report(int argc, char **argv)
                 snprintf(passes + l, sizeof passes - l, "%s%s", l ? "," : "", a + 2);
             }
         } else {
-            return tool_error("report", EXIT_USAGE, "unknown option '%s' (see --help)", a);
+            return tool_args_unknown(&args, a);
         }
     }
     if (!path)

@@ -45,15 +45,14 @@ int cmd_store(int argc, char **argv)
         return tool_error("store", EXIT_IO, "out of memory");
     int n_files = 0;
     tool_args args;
-    tool_args_init(&args, argc - 1, argv + 1); /* after "add" */
+    tool_args_init(&args, "store", help, argc - 1, argv + 1); /* after "add" */
     const char *a;
     for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
         if (k == TOOL_ARG_FILE) {
             files[n_files++] = a;
         } else if (k == TOOL_ARG_HELP) {
             free(files);
-            fputs(help, stdout);
-            return tool_finish("store", EXIT_OK);
+            return tool_args_help(&args);
         } else if (strcmp(a, "--store") == 0 || strcmp(a, "--verdict") == 0 ||
                    strcmp(a, "--branch") == 0) {
             const char *v = tool_args_value(&args);
@@ -69,7 +68,7 @@ int cmd_store(int argc, char **argv)
                 branch = v;
         } else {
             free(files);
-            return tool_error("store", EXIT_USAGE, "unknown option '%s' (see --help)", a);
+            return tool_args_unknown(&args, a);
         }
     }
     if (!url || !*url) {

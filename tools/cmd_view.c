@@ -96,7 +96,7 @@ int cmd_view(int argc, char **argv)
     const char *out_path = NULL;
     mprof_view_opts opts = {.first_frame = -1, .last_frame = -1};
     tool_args args;
-    tool_args_init(&args, argc, argv);
+    tool_args_init(&args, "view", help, argc, argv);
     const char *a;
     for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
         if (k == TOOL_ARG_FILE) {
@@ -104,8 +104,7 @@ int cmd_view(int argc, char **argv)
                 return tool_error("view", EXIT_USAGE, "at most two captures ('%s' is a third)", a);
             paths[n_paths++] = a;
         } else if (k == TOOL_ARG_HELP) {
-            fputs(help, stdout);
-            return tool_finish("view", EXIT_OK);
+            return tool_args_help(&args);
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (!(out_path = tool_args_value(&args)))
                 return tool_error("view", EXIT_USAGE, "%s needs a file name", a);
@@ -157,7 +156,7 @@ int cmd_view(int argc, char **argv)
             if (!(index_path = tool_args_value(&args)) || !index_path[0])
                 return tool_error("view", EXIT_USAGE, "--index needs a file name");
         } else {
-            return tool_error("view", EXIT_USAGE, "unknown option '%s' (see --help)", a);
+            return tool_args_unknown(&args, a);
         }
     }
     if (live) {

@@ -35,9 +35,11 @@ int tool_is_help(const char *arg)
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
-void tool_args_init(tool_args *a, int argc, char **argv)
+void tool_args_init(tool_args *a, const char *cmd, const char *help, int argc, char **argv)
 {
     memset(a, 0, sizeof *a);
+    a->cmd = cmd;
+    a->help = help;
     a->argc = argc;
     a->argv = argv;
     a->i = 1;
@@ -58,6 +60,27 @@ int tool_args_next(tool_args *a, const char **out)
     }
     *out = NULL;
     return TOOL_ARG_END;
+}
+
+int tool_args_help(const tool_args *a)
+{
+    fputs(a->help, stdout);
+    return tool_finish(a->cmd, EXIT_OK);
+}
+
+int tool_args_one_file(const tool_args *a, const char **path, const char *file)
+{
+    if (*path) {
+        tool_error(a->cmd, EXIT_USAGE, "one capture at a time ('%s' and '%s')", *path, file);
+        return -1;
+    }
+    *path = file;
+    return 0;
+}
+
+int tool_args_unknown(const tool_args *a, const char *arg)
+{
+    return tool_error(a->cmd, EXIT_USAGE, "unknown option '%s' (see --help)", arg);
 }
 
 const char *tool_args_value(tool_args *a)

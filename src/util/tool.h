@@ -57,20 +57,30 @@ int tool_is_help(const char *arg);
  * file, even one that starts with '-'; a lone '-' is a file (standard input or output). main.c
  * has already split '--opt=value' into '--opt' 'value'. Typical use:
  *     tool_args args;
- *     tool_args_init(&args, argc, argv);
+ *     tool_args_init(&args, "report", help, argc, argv);
  *     for (const char *a; (k = tool_args_next(&args, &a));)
- *         if (k == TOOL_ARG_FILE) ... else if (k == TOOL_ARG_HELP) ...
+ *         if (k == TOOL_ARG_FILE) ... else if (k == TOOL_ARG_HELP) return tool_args_help(&args);
  *         else if (strcmp(a, "--top") == 0) value = tool_args_value(&args); ... */
 typedef struct tool_args {
+    const char *cmd;  /* the command's name, for messages */
+    const char *help; /* what -h and --help print */
     int argc;
     char **argv;
     int i;          /* the next argument */
     int files_only; /* '--' was seen */
 } tool_args;
 enum { TOOL_ARG_END = 0, TOOL_ARG_FILE, TOOL_ARG_OPTION, TOOL_ARG_HELP };
-void tool_args_init(tool_args *a, int argc, char **argv);
+void tool_args_init(tool_args *a, const char *cmd, const char *help, int argc, char **argv);
 /* The next argument in *out and what it is (TOOL_ARG_END when there is none). */
 int tool_args_next(tool_args *a, const char **out);
+/* Prints the command's help on stdout; returns its exit code (EXIT_OK, or EXIT_IO when stdout
+ * cannot be written). */
+int tool_args_help(const tool_args *a);
+/* Takes file as the command's one capture into *path; a second one is a usage error (a message,
+ * then -1). */
+int tool_args_one_file(const tool_args *a, const char **path, const char *file);
+/* "unknown option" for arg, as a usage error; returns EXIT_USAGE. */
+int tool_args_unknown(const tool_args *a, const char *arg);
 /* The value of the option just read (the next argument, taken), or NULL when none is left. */
 const char *tool_args_value(tool_args *a);
 /* Parses a non-negative integer option value; returns 0 or prints an error and returns -1. */
