@@ -456,8 +456,7 @@ int cmd_ci(int argc, char **argv)
     unsigned long long u;
     char art_default[1200], base_default[1200];
     int first = argc; /* where COMMAND starts */
-    tool_args args;
-    tool_args_init(&args, "ci", help, argc, argv);
+    tool_args args = tool_args_start("ci", help, argc, argv, NULL, 0);
     const char *a;
     for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
         if (k == TOOL_ARG_FILE) {
@@ -465,8 +464,6 @@ int cmd_ci(int argc, char **argv)
                 return tool_args_unknown(&args, a);
             first = args.i - 1; /* the command starts here (the -- is optional) */
             break;
-        } else if (k == TOOL_ARG_HELP) {
-            return tool_args_help(&args);
         } else if (strcmp(a, "--self-test") == 0) {
             self = 1;
         } else if (strcmp(a, "--self-test-workload") == 0) {
@@ -527,6 +524,8 @@ int cmd_ci(int argc, char **argv)
             return tool_args_unknown(&args, a);
         }
     }
+    if (args.stop)
+        return args.code;
     if (workload) {
         mprof__ci_workload((long)frames, slow);
         return (int)exit_with & 255;

@@ -26,19 +26,11 @@ static const char *const help =
 int cmd_diff(int argc, char **argv)
 {
     const char *paths[2] = {NULL, NULL};
-    int n = 0, json = 0;
+    int json = 0;
     unsigned long long top = 30;
-    tool_args args;
-    tool_args_init(&args, "diff", help, argc, argv);
-    const char *a;
-    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
-        if (k == TOOL_ARG_FILE) {
-            if (n == 2)
-                return tool_error("diff", EXIT_USAGE, "two captures only ('%s' is a third)", a);
-            paths[n++] = a;
-        } else if (k == TOOL_ARG_HELP) {
-            return tool_args_help(&args);
-        } else if (strcmp(a, "--json") == 0) {
+    tool_args args = tool_args_start("diff", help, argc, argv, paths, 2);
+    for (const char *a; tool_args_option(&args, &a);) {
+        if (strcmp(a, "--json") == 0) {
             json = 1;
         } else if (strcmp(a, "--top") == 0) {
             if (tool_parse_uint("diff", "--top", tool_args_value(&args), 1000000, &top))
@@ -47,7 +39,9 @@ int cmd_diff(int argc, char **argv)
             return tool_args_unknown(&args, a);
         }
     }
-    if (n != 2)
+    if (args.stop)
+        return args.code;
+    if (args.n_files != 2)
         return tool_error("diff", EXIT_USAGE, "give two captures: mprof diff A.mprof B.mprof");
     char err[512];
     for (int i = 0; i < 2; i++)

@@ -43,16 +43,9 @@ int cmd_export(int argc, char **argv)
     int per_zone = 0;
     mprof_export_range range = {.first_frame = -1};
     char rerr[512];
-    tool_args args;
-    tool_args_init(&args, "export", help, argc, argv);
-    const char *a;
-    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
-        if (k == TOOL_ARG_FILE) {
-            if (tool_args_one_file(&args, &path, a) != 0)
-                return EXIT_USAGE;
-        } else if (k == TOOL_ARG_HELP) {
-            return tool_args_help(&args);
-        } else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
+    tool_args args = tool_args_start("export", help, argc, argv, &path, 1);
+    for (const char *a; tool_args_option(&args, &a);) {
+        if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
             if (!(format = tool_args_value(&args)))
                 return tool_error("export", EXIT_USAGE, "%s needs a value: chrome, csv or frames", a);
         } else if (strncmp(a, "--format=", 9) == 0) {
@@ -76,6 +69,8 @@ int cmd_export(int argc, char **argv)
             return tool_args_unknown(&args, a);
         }
     }
+    if (args.stop)
+        return args.code;
     if (!path)
         return tool_error("export", EXIT_USAGE, "no capture file given (see --help)");
     if (!format)

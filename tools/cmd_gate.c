@@ -92,13 +92,10 @@ int cmd_gate(int argc, char **argv)
     const char *base_path = NULL, *cur_path = NULL, *json_path = NULL, *md_path = NULL;
     mprof_gate_opts o = {0};
     unsigned long long u;
-    tool_args args;
-    tool_args_init(&args, "gate", help, argc, argv);
+    tool_args args = tool_args_start("gate", help, argc, argv, NULL, 0);
     const char *a;
     for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
-        if (k == TOOL_ARG_HELP) {
-            return tool_args_help(&args);
-        } else if (k == TOOL_ARG_FILE) {
+        if (k == TOOL_ARG_FILE) {
             /* gate takes no files: a '--' is as unknown as what follows it. */
             return tool_error("gate", EXIT_IO, "unknown argument '%s' (see --help)",
                               args.files_only ? "--" : a);
@@ -149,6 +146,8 @@ int cmd_gate(int argc, char **argv)
             return tool_error("gate", EXIT_IO, "unknown argument '%s' (see --help)", a);
         }
     }
+    if (args.stop)
+        return args.code;
     if (args.files_only)
         return tool_error("gate", EXIT_IO, "unknown argument '--' (see --help)");
     if (!base_path || !cur_path)

@@ -373,13 +373,10 @@ int cmd_history(int argc, char **argv)
     mprof_store_filter flt = {.last = 50, .with_zone_means = 1};
     int json = 0;
     unsigned long long u;
-    tool_args args;
-    tool_args_init(&args, "history", help, argc, argv);
+    tool_args args = tool_args_start("history", help, argc, argv, NULL, 0);
     const char *a;
     for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
-        if (k == TOOL_ARG_HELP) {
-            return tool_args_help(&args);
-        } else if (k == TOOL_ARG_FILE) {
+        if (k == TOOL_ARG_FILE) {
             /* history takes no files: a '--' is as unknown as what follows it. */
             return tool_error("history", EXIT_USAGE, "unknown argument '%s' (see --help)",
                               args.files_only ? "--" : a);
@@ -408,6 +405,8 @@ int cmd_history(int argc, char **argv)
             return tool_error("history", EXIT_USAGE, "unknown argument '%s' (see --help)", a);
         }
     }
+    if (args.stop)
+        return args.code;
     if (args.files_only)
         return tool_error("history", EXIT_USAGE, "unknown argument '--' (see --help)");
     if (!url || !*url)

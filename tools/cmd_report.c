@@ -41,16 +41,9 @@ int cmd_report(int argc, char **argv)
     int json = 0;
     unsigned long long top = 20;
     char passes[256] = "";
-    tool_args args;
-    tool_args_init(&args, "report", help, argc, argv);
-    const char *a;
-    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
-        if (k == TOOL_ARG_FILE) {
-            if (tool_args_one_file(&args, &path, a) != 0)
-                return EXIT_USAGE;
-        } else if (k == TOOL_ARG_HELP) {
-            return tool_args_help(&args);
-        } else if (strcmp(a, "--json") == 0) {
+    tool_args args = tool_args_start("report", help, argc, argv, &path, 1);
+    for (const char *a; tool_args_option(&args, &a);) {
+        if (strcmp(a, "--json") == 0) {
             json = 1;
         } else if (strcmp(a, "--top") == 0) {
             if (tool_parse_uint("report", "--top", tool_args_value(&args), 100000, &top))
@@ -68,6 +61,8 @@ int cmd_report(int argc, char **argv)
             return tool_args_unknown(&args, a);
         }
     }
+    if (args.stop)
+        return args.code;
     if (!path)
         return tool_error("report", EXIT_USAGE, "no capture file given (see --help)");
     mprof_analysis_opts opts = {.top_n = top ? (int)top : INT_MAX, .passes = passes[0] ? passes : NULL};

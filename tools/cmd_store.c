@@ -43,17 +43,10 @@ int cmd_store(int argc, char **argv)
     const char **files = calloc((size_t)argc, sizeof *files);
     if (!files)
         return tool_error("store", EXIT_IO, "out of memory");
-    int n_files = 0;
-    tool_args args;
-    tool_args_init(&args, "store", help, argc - 1, argv + 1); /* after "add" */
-    const char *a;
-    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
-        if (k == TOOL_ARG_FILE) {
-            files[n_files++] = a;
-        } else if (k == TOOL_ARG_HELP) {
-            free(files);
-            return tool_args_help(&args);
-        } else if (strcmp(a, "--store") == 0 || strcmp(a, "--verdict") == 0 ||
+    /* After "add": any number of files. */
+    tool_args args = tool_args_start("store", help, argc - 1, argv + 1, files, argc);
+    for (const char *a; tool_args_option(&args, &a);) {
+        if (strcmp(a, "--store") == 0 || strcmp(a, "--verdict") == 0 ||
                    strcmp(a, "--branch") == 0) {
             const char *v = tool_args_value(&args);
             if (!v || !*v) {
@@ -70,6 +63,11 @@ int cmd_store(int argc, char **argv)
             free(files);
             return tool_args_unknown(&args, a);
         }
+    }
+    int n_files = args.n_files;
+    if (args.stop) {
+        free(files);
+        return args.code;
     }
     if (!url || !*url) {
         free(files);

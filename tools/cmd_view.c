@@ -90,22 +90,14 @@ static char *diff_json(const char *a, const char *b, char *err, size_t errlen)
 int cmd_view(int argc, char **argv)
 {
     const char *paths[2] = {NULL, NULL};
-    int n_paths = 0, json = 0, serve = 0, live = 0, force = 0;
+    int json = 0, serve = 0, live = 0, force = 0;
     const char *address = "127.0.0.1", *index_path = NULL, *proc_address = "127.0.0.1";
     unsigned long long port = 8717, proc_port = 8086;
     const char *out_path = NULL;
     mprof_view_opts opts = {.first_frame = -1, .last_frame = -1};
-    tool_args args;
-    tool_args_init(&args, "view", help, argc, argv);
-    const char *a;
-    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
-        if (k == TOOL_ARG_FILE) {
-            if (n_paths == 2)
-                return tool_error("view", EXIT_USAGE, "at most two captures ('%s' is a third)", a);
-            paths[n_paths++] = a;
-        } else if (k == TOOL_ARG_HELP) {
-            return tool_args_help(&args);
-        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+    tool_args args = tool_args_start("view", help, argc, argv, paths, 2);
+    for (const char *a; tool_args_option(&args, &a);) {
+        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (!(out_path = tool_args_value(&args)))
                 return tool_error("view", EXIT_USAGE, "%s needs a file name", a);
         } else if (strcmp(a, "--frames") == 0) {
@@ -159,6 +151,9 @@ int cmd_view(int argc, char **argv)
             return tool_args_unknown(&args, a);
         }
     }
+    if (args.stop)
+        return args.code;
+    int n_paths = args.n_files;
     if (live) {
         if (serve || json || n_paths || !out_path)
             return tool_error("view", EXIT_USAGE, "--live takes -o FILE and no capture to read, --serve or --json");

@@ -15,23 +15,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Formats line n of a list of MPROF_CI_MAX_REASONS lines of len bytes each; a line past the
+ * last is dropped. */
+static void add_line(char *lines, size_t len, int *n, const char *fmt, va_list ap)
+{
+    if (*n < MPROF_CI_MAX_REASONS)
+        vsnprintf(lines + (size_t)(*n)++ * len, len, fmt, ap);
+}
+
 void mprof__ci_reason(mprof_ci_result *r, const char *fmt, ...)
 {
-    if (r->n_reasons >= MPROF_CI_MAX_REASONS)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->reasons[r->n_reasons++], sizeof r->reasons[0], fmt, ap);
+    add_line((char *)r->reasons, sizeof r->reasons[0], &r->n_reasons, fmt, ap);
     va_end(ap);
 }
 
 void mprof__ci_warning(mprof_ci_result *r, const char *fmt, ...)
 {
-    if (r->n_warnings >= MPROF_CI_MAX_REASONS)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->warnings[r->n_warnings++], sizeof r->warnings[0], fmt, ap);
+    add_line((char *)r->warnings, sizeof r->warnings[0], &r->n_warnings, fmt, ap);
     va_end(ap);
 }
 

@@ -749,6 +749,21 @@ static int write_system(const exporter *x, FILE *out)
     return rc;
 }
 
+/* A frame set's summary, its incomplete frames and its frame times, at the given indent. */
+static int put_set_frames(FILE *out, const fset *f, const char *indent)
+{
+    double *d = durations(f);
+    if (!d || put_summary(out, d, f->nf, indent)) {
+        free(d);
+        return -1;
+    }
+    fprintf(out, "%s\"incompleteFrames\": %zu,\n", indent, f->incomplete);
+    fprintf(out, "%s\"frameTimesMs\": ", indent);
+    put_ms_array(out, d, f->nf);
+    free(d);
+    return 0;
+}
+
 static int write_export(exporter *x, const mprof_reader *r, FILE *out)
 {
     char sha[128], when[64];
@@ -811,16 +826,7 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
     /* The main set's summary and frames at the top level. */
     static const fset empty = {0};
     const fset *m = x->main ? x->main : &empty;
-    double *d = durations(m);
-    if (!d || put_summary(out, d, m->nf, "  ")) {
-        free(d);
-        return -1;
-    }
-    fprintf(out, "  \"incompleteFrames\": %zu,\n", m->incomplete);
-    fputs("  \"frameTimesMs\": ", out);
-    put_ms_array(out, d, m->nf);
-    free(d);
-    if (write_system(x, out))
+    if (put_set_frames(out, m, "  ") || write_system(x, out))
         return -1;
 
     fputs(",\n  \"frameSets\": [", out);
@@ -829,15 +835,8 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
         fputs(i ? ",\n    {\n      \"name\": " : "\n    {\n      \"name\": ", out);
         put_str(out, set_name(r, f));
         fprintf(out, ",\n      \"kind\": \"%s\",\n", f->range ? "range" : "mark");
-        d = durations(f);
-        if (!d || put_summary(out, d, f->nf, "      ")) {
-            free(d);
+        if (put_set_frames(out, f, "      "))
             return -1;
-        }
-        fprintf(out, "      \"incompleteFrames\": %zu,\n", f->incomplete);
-        fputs("      \"frameTimesMs\": ", out);
-        put_ms_array(out, d, f->nf);
-        free(d);
         fputs("\n    }", out);
     }
     fputs(x->n_sets ? "\n  ],\n" : "],\n", out);

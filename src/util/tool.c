@@ -35,47 +35,62 @@ int tool_is_help(const char *arg)
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
-void tool_args_init(tool_args *a, const char *cmd, const char *help, int argc, char **argv)
+tool_args tool_args_start(const char *cmd, const char *help, int argc, char **argv,
+                          const char **files, int max_files)
 {
-    memset(a, 0, sizeof *a);
-    a->cmd = cmd;
-    a->help = help;
-    a->argc = argc;
-    a->argv = argv;
-    a->i = 1;
+    return (tool_args){.cmd = cmd, .help = help, .files = files, .max_files = max_files,
+                       .argc = argc, .argv = argv, .i = 1};
+}
+
+/* Takes a file into files; a usage error past max_files. */
+static int take_file(tool_args *a, const char *file)
+{
+    if (a->n_files == a->max_files) {
+        if (a->max_files == 1)
+            tool_error(a->cmd, EXIT_USAGE, "one capture at a time ('%s' and '%s')", a->files[0],
+                       file);
+        else
+            tool_error(a->cmd, EXIT_USAGE, "at most %d captures ('%s' is one too many)",
+                       a->max_files, file);
+        a->stop = 1;
+        a->code = EXIT_USAGE;
+        return -1;
+    }
+    a->files[a->n_files++] = file;
+    return 0;
 }
 
 int tool_args_next(tool_args *a, const char **out)
 {
-    while (a->i < a->argc) {
+    while (!a->stop && a->i < a->argc) {
         const char *s = a->argv[a->i++];
         *out = s;
         if (!a->files_only && strcmp(s, "--") == 0) {
             a->files_only = 1; /* every later argument is a file, even one that starts with '-' */
             continue;
         }
-        if (a->files_only || s[0] != '-' || !s[1])
-            return TOOL_ARG_FILE;
-        return tool_is_help(s) ? TOOL_ARG_HELP : TOOL_ARG_OPTION;
+        if (a->files_only || s[0] != '-' || !s[1]) {
+            if (!a->files)
+                return TOOL_ARG_FILE;
+            if (take_file(a, s) != 0)
+                break;
+            continue;
+        }
+        if (tool_is_help(s)) {
+            fputs(a->help, stdout);
+            a->stop = 1;
+            a->code = tool_finish(a->cmd, EXIT_OK);
+            break;
+        }
+        return TOOL_ARG_OPTION;
     }
     *out = NULL;
     return TOOL_ARG_END;
 }
 
-int tool_args_help(const tool_args *a)
+int tool_args_option(tool_args *a, const char **out)
 {
-    fputs(a->help, stdout);
-    return tool_finish(a->cmd, EXIT_OK);
-}
-
-int tool_args_one_file(const tool_args *a, const char **path, const char *file)
-{
-    if (*path) {
-        tool_error(a->cmd, EXIT_USAGE, "one capture at a time ('%s' and '%s')", *path, file);
-        return -1;
-    }
-    *path = file;
-    return 0;
+    return tool_args_next(a, out) == TOOL_ARG_OPTION;
 }
 
 int tool_args_unknown(const tool_args *a, const char *arg)

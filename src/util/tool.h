@@ -54,31 +54,39 @@ int tool_check_rereadable(const char *cmd, const char *path);
 /* True when arg is -h or --help. */
 int tool_is_help(const char *arg);
 /* The options loop every command shares: the arguments in order; after '--' every argument is a
- * file, even one that starts with '-'; a lone '-' is a file (standard input or output). main.c
- * has already split '--opt=value' into '--opt' 'value'. Typical use:
- *     tool_args args;
- *     tool_args_init(&args, "report", help, argc, argv);
- *     for (const char *a; (k = tool_args_next(&args, &a));)
- *         if (k == TOOL_ARG_FILE) ... else if (k == TOOL_ARG_HELP) return tool_args_help(&args);
- *         else if (strcmp(a, "--top") == 0) value = tool_args_value(&args); ... */
+ * file, even one that starts with '-'; a lone '-' is a file (standard input or output); -h and
+ * --help print the command's help. main.c has already split '--opt=value' into '--opt' 'value'.
+ * A command whose files are plain paths hands tool_args_start where they go and sees only its
+ * options:
+ *     const char *path = NULL;
+ *     tool_args args = tool_args_start("report", help, argc, argv, &path, 1);
+ *     for (const char *a; tool_args_option(&args, &a);)
+ *         if (strcmp(a, "--top") == 0) value = tool_args_value(&args); ...
+ *         else return tool_args_unknown(&args, a);
+ *     if (args.stop)
+ *         return args.code;
+ * A command that treats files itself (files NULL) reads them with tool_args_next. */
 typedef struct tool_args {
-    const char *cmd;  /* the command's name, for messages */
-    const char *help; /* what -h and --help print */
+    const char *cmd;    /* the command's name, for messages */
+    const char *help;   /* what -h and --help print */
+    const char **files; /* where files go, max_files at most; NULL: tool_args_next returns them */
+    int max_files, n_files;
+    int stop;           /* the command must return code now: help was printed, or a usage error */
+    int code;
     int argc;
     char **argv;
-    int i;          /* the next argument */
-    int files_only; /* '--' was seen */
+    int i;              /* the next argument */
+    int files_only;     /* '--' was seen */
 } tool_args;
-enum { TOOL_ARG_END = 0, TOOL_ARG_FILE, TOOL_ARG_OPTION, TOOL_ARG_HELP };
-void tool_args_init(tool_args *a, const char *cmd, const char *help, int argc, char **argv);
-/* The next argument in *out and what it is (TOOL_ARG_END when there is none). */
+enum { TOOL_ARG_END = 0, TOOL_ARG_FILE, TOOL_ARG_OPTION };
+tool_args tool_args_start(const char *cmd, const char *help, int argc, char **argv,
+                          const char **files, int max_files);
+/* The next option in *out: 1. 0 at the end of the arguments, or with stop set when the command
+ * must return code (its help printed, a file too many). */
+int tool_args_option(tool_args *a, const char **out);
+/* The next argument in *out and what it is: an option, a file (when files is NULL), or
+ * TOOL_ARG_END at the end or with stop set as for tool_args_option. */
 int tool_args_next(tool_args *a, const char **out);
-/* Prints the command's help on stdout; returns its exit code (EXIT_OK, or EXIT_IO when stdout
- * cannot be written). */
-int tool_args_help(const tool_args *a);
-/* Takes file as the command's one capture into *path; a second one is a usage error (a message,
- * then -1). */
-int tool_args_one_file(const tool_args *a, const char **path, const char *file);
 /* "unknown option" for arg, as a usage error; returns EXIT_USAGE. */
 int tool_args_unknown(const tool_args *a, const char *arg);
 /* The value of the option just read (the next argument, taken), or NULL when none is left. */
