@@ -23,5 +23,16 @@ mprof__thread *mprof__thread_get(void);
  * memory cap is reached (then the event is counted as lost). n <= MPROF__BLOCK_BYTES / 2.
  * Fill the bytes with the mprof__w_* writers and publish them with mprof__commit (buffers.h). */
 unsigned char *mprof__reserve(size_t n);
+/* Reserves n bytes for a record of tag stamped now (the clock is read after the reserve, which
+ * may have started the profiler and calibrated it) and writes the tag and the timestamp. The
+ * pointer after them, or NULL when nothing is recorded. */
+static inline unsigned char *mprof__record(int tag, size_t n)
+{
+    unsigned char *p = mprof__reserve(n);
+    if (!p)
+        return NULL;
+    p[0] = (unsigned char)tag;
+    return mprof__w_ts(p + 1);
+}
 
 #endif

@@ -67,22 +67,18 @@ void mprof__frame_end(const char *name)
 
 void mprof__plot_f64(const char *name, double value)
 {
-    unsigned char *p = mprof__reserve(25);
+    unsigned char *p = mprof__record(MPROF_EV_PLOT_F64, 25);
     if (!p)
         return;
-    p[0] = MPROF_EV_PLOT_F64;
-    p = mprof__w_ts(p + 1);
     p = mprof__w_ptr(p, name);
     mprof__commit(mprof__w_f64(p, value));
 }
 
 void mprof__plot_i64(const char *name, int64_t value)
 {
-    unsigned char *p = mprof__reserve(25);
+    unsigned char *p = mprof__record(MPROF_EV_PLOT_I64, 25);
     if (!p)
         return;
-    p[0] = MPROF_EV_PLOT_I64;
-    p = mprof__w_ts(p + 1);
     p = mprof__w_ptr(p, name);
     mprof__commit(mprof__w_u64(p, (uint64_t)value));
 }
@@ -104,11 +100,9 @@ void mprof__message(int level, const char *text, size_t len)
 {
     if (level < MPROF_LOG_TRACE || level > MPROF_LOG_FATAL)
         level = MPROF_LOG_INFO;
-    unsigned char *p = mprof__reserve(10 + MPROF__STR_BYTES(len));
+    unsigned char *p = mprof__record(MPROF_EV_MESSAGE, 10 + MPROF__STR_BYTES(len));
     if (!p)
         return;
-    p[0] = MPROF_EV_MESSAGE;
-    p = mprof__w_ts(p + 1);
     p = mprof__w_u8(p, (uint8_t)level);
     mprof__commit(mprof__w_str(p, text, len));
 }

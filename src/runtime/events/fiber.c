@@ -16,21 +16,17 @@
 
 void mprof__fiber_enter(const char *name)
 {
-    unsigned char *p = mprof__reserve(1 + 8 + 8);
+    unsigned char *p = mprof__record(MPROF_EV_FIBER_ENTER, 1 + 8 + 8);
     if (!p)
         return;
-    *p = MPROF_EV_FIBER_ENTER;
-    p = mprof__w_ts(p + 1);
     p = mprof__w_ptr(p, name);
     mprof__commit(p);
 }
 
 void mprof__fiber_leave(void)
 {
-    unsigned char *p = mprof__reserve(1 + 8);
+    unsigned char *p = mprof__record(MPROF_EV_FIBER_LEAVE, 1 + 8);
     if (!p)
         return;
-    *p = MPROF_EV_FIBER_LEAVE;
-    p = mprof__w_ts(p + 1);
     mprof__commit(p);
 }

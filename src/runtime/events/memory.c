@@ -49,12 +49,9 @@ void mprof__alloc(const void *ptr, size_t size, const char *pool, int depth)
     depth = clamp_depth(depth);
     /* Reserve first: the first event of a process starts the profiler, and the clock is only
      * calibrated (TSC or not) once it has. */
-    unsigned char *p = mprof__reserve(ALLOC_FIXED + (size_t)depth * 8);
+    unsigned char *p = mprof__record(MPROF_EV_ALLOC, ALLOC_FIXED + (size_t)depth * 8);
     if (!p)
         return;
-    uint64_t ts = mprof__ticks();
-    *p = MPROF_EV_ALLOC;
-    p = mprof__w_u64(p + 1, ts);
     p = mprof__w_ptr(p, ptr);
     p = mprof__w_u64(p, (uint64_t)size);
     p = mprof__w_ptr(p, pool);
@@ -70,12 +67,9 @@ void mprof__free(const void *ptr, const char *pool, int depth)
     if (!ptr) /* free(NULL) frees nothing */
         return;
     depth = clamp_depth(depth);
-    unsigned char *p = mprof__reserve(FREE_FIXED + (size_t)depth * 8);
+    unsigned char *p = mprof__record(MPROF_EV_FREE, FREE_FIXED + (size_t)depth * 8);
     if (!p)
         return;
-    uint64_t ts = mprof__ticks();
-    *p = MPROF_EV_FREE;
-    p = mprof__w_u64(p + 1, ts);
     p = mprof__w_ptr(p, ptr);
     p = mprof__w_ptr(p, pool);
     if (depth)
@@ -87,11 +81,9 @@ void mprof__free(const void *ptr, const char *pool, int depth)
 
 void mprof__pool_discard(const char *pool)
 {
-    unsigned char *p = mprof__reserve(1 + 8 + 8);
+    unsigned char *p = mprof__record(MPROF_EV_POOL_DISCARD, 1 + 8 + 8);
     if (!p)
         return;
-    *p = MPROF_EV_POOL_DISCARD;
-    p = mprof__w_ts(p + 1);
     p = mprof__w_ptr(p, pool);
     mprof__commit(p);
 }

@@ -12,11 +12,9 @@
 
 int mprof__zone_begin_slow(const mprof_srcloc *loc)
 {
-    unsigned char *p = mprof__reserve(MPROF__ZONE_BEGIN_BYTES);
+    unsigned char *p = mprof__record(MPROF__EV_ZONE_BEGIN, MPROF__ZONE_BEGIN_BYTES);
     if (!p)
         return __atomic_load_n(&mprof__mode, __ATOMIC_RELAXED) == MPROF__MODE_RECORDING ? 2 : 0;
-    p[0] = MPROF__EV_ZONE_BEGIN;
-    p = mprof__w_ts(p + 1);
     p = mprof__w_ptr(p, loc);
     mprof__commit(p);
     return 1;
@@ -33,11 +31,10 @@ void mprof__zone_end_lost(void)
 
 void mprof__zone_end_slow(void)
 {
-    uint64_t ts = mprof__ticks();
+    uint64_t ts = mprof__ticks(); /* before the reserve, which may take a new block */
     unsigned char *p = mprof__reserve(MPROF__ZONE_END_BYTES);
     if (!p)
         return;
     p[0] = MPROF__EV_ZONE_END;
-    p = mprof__w_u64(p + 1, ts);
-    mprof__commit(p);
+    mprof__commit(mprof__w_u64(p + 1, ts));
 }

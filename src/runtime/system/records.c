@@ -50,6 +50,16 @@ static unsigned char *reserve(size_t n)
     return out.data + out.len;
 }
 
+/* reserve() for a record of tag at ticks: the pointer after its tag and timestamp, or NULL. */
+static unsigned char *begin(int tag, size_t n, uint64_t ticks)
+{
+    unsigned char *p = reserve(n);
+    if (!p)
+        return NULL;
+    p[0] = (unsigned char)tag;
+    return mprof__w_u64(p + 1, ticks);
+}
+
 static void commit(unsigned char *end)
 {
     out.len = (size_t)(end - out.data);
@@ -75,22 +85,18 @@ void mprof__sys_untraced(uint64_t tid, const char *what, int err)
 
 void mprof__sys_rec_cpu(uint64_t ticks, double other, double self)
 {
-    unsigned char *p = reserve(25);
+    unsigned char *p = begin(MPROF_EV_SYS_CPU, 25, ticks);
     if (!p)
         return;
-    p[0] = MPROF_EV_SYS_CPU;
-    p = mprof__w_u64(p + 1, ticks);
     p = mprof__w_f64(p, other);
     commit(mprof__w_f64(p, self));
 }
 
 void mprof__sys_rec_cpu_core(uint64_t ticks, uint32_t cpu, double other, double self)
 {
-    unsigned char *p = reserve(1 + 8 + 4 + 16);
+    unsigned char *p = begin(MPROF_EV_SYS_CPU_CORE, 1 + 8 + 4 + 16, ticks);
     if (!p)
         return;
-    p[0] = MPROF_EV_SYS_CPU_CORE;
-    p = mprof__w_u64(p + 1, ticks);
     p = mprof__w_u32(p, cpu);
     p = mprof__w_f64(p, other);
     commit(mprof__w_f64(p, self));
@@ -98,11 +104,9 @@ void mprof__sys_rec_cpu_core(uint64_t ticks, uint32_t cpu, double other, double 
 
 void mprof__sys_rec_thread(uint64_t ticks, uint64_t tid, int what, int state)
 {
-    unsigned char *p = reserve(19);
+    unsigned char *p = begin(MPROF_EV_SYS_THREAD, 19, ticks);
     if (!p)
         return;
-    p[0] = MPROF_EV_SYS_THREAD;
-    p = mprof__w_u64(p + 1, ticks);
     p = mprof__w_u64(p, tid);
     p = mprof__w_u8(p, (uint8_t)what);
     commit(mprof__w_u8(p, (uint8_t)state));
@@ -110,11 +114,9 @@ void mprof__sys_rec_thread(uint64_t ticks, uint64_t tid, int what, int state)
 
 void mprof__sys_rec_switch(uint64_t ticks, uint64_t tid, int dir, int reason, uint32_t cpu)
 {
-    unsigned char *p = reserve(23);
+    unsigned char *p = begin(MPROF_EV_SYS_SWITCH, 23, ticks);
     if (!p)
         return;
-    p[0] = MPROF_EV_SYS_SWITCH;
-    p = mprof__w_u64(p + 1, ticks);
     p = mprof__w_u64(p, tid);
     p = mprof__w_u8(p, (uint8_t)dir);
     p = mprof__w_u8(p, (uint8_t)reason);
@@ -124,11 +126,9 @@ void mprof__sys_rec_switch(uint64_t ticks, uint64_t tid, int dir, int reason, ui
 
 void mprof__sys_rec_lost(uint64_t ticks, uint64_t tid, uint64_t n)
 {
-    unsigned char *p = reserve(25);
+    unsigned char *p = begin(MPROF_EV_SYS_LOST, 25, ticks);
     if (!p)
         return;
-    p[0] = MPROF_EV_SYS_LOST;
-    p = mprof__w_u64(p + 1, ticks);
     p = mprof__w_u64(p, tid);
     commit(mprof__w_u64(p, n));
     mprof__sys_count.n_lost_records += n;
@@ -138,11 +138,9 @@ void mprof__sys_rec_sample(uint64_t ticks, uint64_t tid, const uint64_t *ips, un
 {
     if (n > MPROF_FMT_MAX_CALLSTACK)
         n = MPROF_FMT_MAX_CALLSTACK;
-    unsigned char *p = reserve(18 + 8u * n);
+    unsigned char *p = begin(MPROF_EV_SYS_SAMPLE, 18 + 8u * n, ticks);
     if (!p)
         return;
-    p[0] = MPROF_EV_SYS_SAMPLE;
-    p = mprof__w_u64(p + 1, ticks);
     p = mprof__w_u64(p, tid);
     p = mprof__w_u8(p, (uint8_t)n);
     for (unsigned i = 0; i < n; i++)
@@ -154,11 +152,9 @@ void mprof__sys_rec_sample(uint64_t ticks, uint64_t tid, const uint64_t *ips, un
 void mprof__sys_rec_wake(uint64_t ticks, uint64_t tid, uint64_t waker_tid, uint64_t waker_pid,
                          int ctx, uint32_t cpu)
 {
-    unsigned char *p = reserve(1 + 8 * 4 + 1 + 4);
+    unsigned char *p = begin(MPROF_EV_SYS_WAKE, 1 + 8 * 4 + 1 + 4, ticks);
     if (!p)
         return;
-    p[0] = MPROF_EV_SYS_WAKE;
-    p = mprof__w_u64(p + 1, ticks);
     p = mprof__w_u64(p, tid);
     p = mprof__w_u64(p, waker_tid);
     p = mprof__w_u64(p, waker_pid);
@@ -169,11 +165,9 @@ void mprof__sys_rec_wake(uint64_t ticks, uint64_t tid, uint64_t waker_tid, uint6
 void mprof__sys_rec_comm(uint64_t ticks, uint64_t tid, uint64_t pid, const char *comm)
 {
     size_t n = strnlen(comm, 16);
-    unsigned char *p = reserve(1 + 8 * 3 + 2 + n);
+    unsigned char *p = begin(MPROF_EV_SYS_COMM, 1 + 8 * 3 + 2 + n, ticks);
     if (!p)
         return;
-    p[0] = MPROF_EV_SYS_COMM;
-    p = mprof__w_u64(p + 1, ticks);
     p = mprof__w_u64(p, tid);
     p = mprof__w_u64(p, pid);
     commit(mprof__w_str(p, comm, n));
