@@ -25,6 +25,7 @@
 #include "analysis/analysis.h"
 #include "util/umap.h"
 #include "util/grow.h"
+#include "util/sorted.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -160,15 +161,7 @@ static void gpu_destroy(void *p)
  * 0 before the first mark; n_marks after the last (a frame not closed yet). */
 static uint32_t frame_of(const gpu_state *s, int64_t t)
 {
-    uint32_t lo = 0, hi = s->n_marks;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (s->marks[mid] <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return (uint32_t)mprof_first_after(s->marks, s->n_marks, t);
 }
 
 /* Caches srcloc loc -> zones index + 1 (a cache: nothing is lost if out of memory). */
