@@ -130,18 +130,10 @@ __attribute__((format(printf, 2, 3)))
 #endif
 static void warn(exporter *x, const char *fmt, ...)
 {
-    char buf[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    tool_vappendf(&x->warnings, &x->n_warnings, fmt, ap);
     va_end(ap);
-    char **w = realloc(x->warnings, (x->n_warnings + 1) * sizeof *w);
-    if (!w)
-        return;
-    x->warnings = w;
-    char *c = tool_strdup(buf);
-    if (c)
-        x->warnings[x->n_warnings++] = c;
 }
 
 /* Frame sets beyond this many are ignored (a warning says so): real programs have a handful,
