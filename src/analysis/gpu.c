@@ -25,6 +25,7 @@
 #include "analysis/analysis.h"
 #include "util/umap.h"
 #include "util/grow.h"
+#include "util/sorted.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -160,15 +161,7 @@ static void gpu_destroy(void *p)
  * 0 before the first mark; n_marks after the last (a frame not closed yet). */
 static uint32_t frame_of(const gpu_state *s, int64_t t)
 {
-    uint32_t lo = 0, hi = s->n_marks;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (s->marks[mid] <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return (uint32_t)mprof_first_after(s->marks, s->n_marks, t);
 }
 
 /* Caches srcloc loc -> zones index + 1 (a cache: nothing is lost if out of memory). */
@@ -377,6 +370,63 @@ static slot *slot_for(gctx *c, uint64_t query)
     return z;
 }
 
+/* Clears z, keeping its pair, for a zone that reuses the pair before the zone that held it
+ * completed; that zone is counted as incomplete. */
+static void slot_restart(gctx *c, slot *z)
+{
+    c->incomplete++;
+    uint32_t pair = z->pair;
+    memset(z, 0, sizeof *z);
+    z->pair = pair;
+}
+
+/* GPU_ZONE_BEGIN, GPU_ZONE_END and GPU_TIME: the three records that fill the slot of the query
+ * pair they name (context id in u[0], query in u[1]); the zone completes when it has all four
+ * times. */
+static void zone_record(gpu_state *s, const mprof_reader *r, const mprof_event *ev)
+{
+    gctx *c = get_ctx(s, ev->u[0]);
+    slot *z = c ? slot_for(c, ev->u[1]) : NULL;
+    if (!z)
+        return;
+    switch (ev->type) {
+    case MPROF_EV_GPU_ZONE_BEGIN:
+        if (z->have & HAVE_BEGIN)
+            slot_restart(c, z);
+        if (mprof_grow_zeroed((void **)&c->depth, &c->n_depth, ev->thread, sizeof *c->depth, 1u << 24))
+            return;
+        z->have |= HAVE_BEGIN;
+        z->loc = (uint32_t)ev->u[2];
+        z->cpu_begin = ev->ts_ns;
+        z->depth = c->depth[ev->thread]++;
+        return;
+    case MPROF_EV_GPU_ZONE_END:
+        if (ev->thread < c->n_depth && c->depth[ev->thread] > 0)
+            c->depth[ev->thread]--;
+        if (!(z->have & HAVE_BEGIN)) {
+            if (!z->have)
+                slot_release(c, z);
+            return; /* begun before the capture */
+        }
+        z->have |= HAVE_END;
+        z->cpu_end = ev->ts_ns;
+        break;
+    default: { /* GPU_TIME: u[1]'s low bit says which end of the pair */
+        uint8_t bit = (ev->u[1] & 1) ? HAVE_T_END : HAVE_T_BEGIN;
+        if (z->have & bit)
+            slot_restart(c, z);
+        z->have |= bit;
+        if (bit == HAVE_T_END)
+            z->gpu_end = (int64_t)ev->u[2];
+        else
+            z->gpu_begin = (int64_t)ev->u[2];
+        break;
+    }
+    }
+    if (z->have == HAVE_ALL)
+        complete(s, c, r, z);
+}
+
 static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
 {
     gpu_state *s = p;
@@ -441,64 +491,11 @@ static void gpu_event(void *p, mprof_analysis *a, const mprof_event *ev)
         c->n_cals++;
         return;
     }
-    case MPROF_EV_GPU_ZONE_BEGIN: {
-        gctx *c = get_ctx(s, ev->u[0]);
-        slot *z = c ? slot_for(c, ev->u[1]) : NULL;
-        if (!z)
-            return;
-        if (z->have & HAVE_BEGIN) {
-            c->incomplete++; /* the zone that held this pair never completed */
-            uint32_t pair = z->pair;
-            memset(z, 0, sizeof *z);
-            z->pair = pair;
-        }
-        if (mprof_grow_zeroed((void **)&c->depth, &c->n_depth, ev->thread, sizeof *c->depth, 1u << 24))
-            return;
-        z->have |= HAVE_BEGIN;
-        z->loc = (uint32_t)ev->u[2];
-        z->cpu_begin = ev->ts_ns;
-        z->depth = c->depth[ev->thread]++;
+    case MPROF_EV_GPU_ZONE_BEGIN:
+    case MPROF_EV_GPU_ZONE_END:
+    case MPROF_EV_GPU_TIME:
+        zone_record(s, r, ev);
         return;
-    }
-    case MPROF_EV_GPU_ZONE_END: {
-        gctx *c = get_ctx(s, ev->u[0]);
-        slot *z = c ? slot_for(c, ev->u[1]) : NULL;
-        if (!z)
-            return;
-        if (ev->thread < c->n_depth && c->depth[ev->thread] > 0)
-            c->depth[ev->thread]--;
-        if (!(z->have & HAVE_BEGIN)) {
-            if (!z->have)
-                slot_release(c, z);
-            return; /* begun before the capture */
-        }
-        z->have |= HAVE_END;
-        z->cpu_end = ev->ts_ns;
-        if (z->have == HAVE_ALL)
-            complete(s, c, r, z);
-        return;
-    }
-    case MPROF_EV_GPU_TIME: {
-        gctx *c = get_ctx(s, ev->u[0]);
-        slot *z = c ? slot_for(c, ev->u[1]) : NULL;
-        if (!z)
-            return;
-        uint8_t bit = (ev->u[1] & 1) ? HAVE_T_END : HAVE_T_BEGIN;
-        if (z->have & bit) {
-            c->incomplete++;
-            uint32_t pair = z->pair;
-            memset(z, 0, sizeof *z);
-            z->pair = pair;
-        }
-        z->have |= bit;
-        if (bit == HAVE_T_END)
-            z->gpu_end = (int64_t)ev->u[2];
-        else
-            z->gpu_begin = (int64_t)ev->u[2];
-        if (z->have == HAVE_ALL)
-            complete(s, c, r, z);
-        return;
-    }
     default:
         return;
     }

@@ -11,6 +11,7 @@
  * direction, times outside the traced range) is clamped or ignored, never trusted.
  */
 #include "analysis/system.h"
+#include "util/sorted.h"
 #include "util/umap.h"
 
 #include <stdlib.h>
@@ -403,14 +404,8 @@ void mprof__sys_finish(mprof_sysmodel *m, const mprof_reader *r)
 /* Off-CPU time of t before instant x (x within [start, end]). */
 static int64_t off_before(const otid *t, int64_t x)
 {
-    uint32_t lo = 0, hi = t->n_off; /* first interval starting after x */
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (t->os[mid] <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    /* The first interval that starts after x. */
+    uint32_t lo = (uint32_t)mprof_first_after(t->os, t->n_off, x);
     if (lo == 0)
         return 0;
     uint32_t k = lo - 1;
@@ -471,14 +466,7 @@ double mprof__sys_machine_busy(const mprof_sysmodel *m, int64_t a, int64_t b)
      * value holds after it (the capture ends less than 100 ms later). */
     if (a >= m->bts[m->nb - 1])
         return m->bv[m->nb - 1];
-    uint32_t lo = 0, hi = m->nb;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (m->bts[mid] <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint32_t lo = (uint32_t)mprof_first_after(m->bts, m->nb, a);
     double w = 0, sum = 0;
     for (uint32_t i = lo; i < m->nb; i++) {
         int64_t s = i ? m->bts[i - 1] : m->bts[0] - 100000000;
@@ -558,15 +546,7 @@ void mprof__sys_spread_off(const mprof_sysmodel *m, uint32_t idx, const int64_t 
 {
     if (!acc || b <= a || !nf || !mprof__sys_thread_traced(m, idx))
         return;
-    size_t lo = 0, hi = nf; /* first frame that ends after a */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (fe[mid] <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (size_t i = lo; i < nf && fs[i] < b; i++) {
+    for (size_t i = mprof_first_after(fe, nf, a); i < nf && fs[i] < b; i++) {
         int64_t s = a > fs[i] ? a : fs[i];
         int64_t e = b < fe[i] ? b : fe[i];
         if (e <= s)

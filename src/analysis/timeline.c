@@ -933,6 +933,23 @@ void mprof__walker_free(mprof_walker *w)
 
 /* ---- file walking and accessors ------------------------------------------------------------- */
 
+int mprof__walker_feed(mprof_walker *w, mprof_reader *r, const int *oom, const char *path,
+                       char *err, size_t errlen)
+{
+    mprof_event ev;
+    int rc;
+    while ((rc = mprof_reader_next(r, &ev)) == 1)
+        if (mprof__walker_event(w, &ev) != 0 || (oom && *oom)) {
+            rc = -2;
+            break;
+        }
+    if (rc == -1)
+        tool_seterr(err, errlen, "%s: %s", path, mprof_reader_error(r));
+    else if (rc == -2)
+        tool_seterr(err, errlen, "%s: out of memory", path);
+    return rc;
+}
+
 mprof_walker *mprof__walk_file(const char *path, const mprof_tl_hooks *hooks, int keep_frames,
                                mprof_reader **out_reader, char *err, size_t errlen)
 {

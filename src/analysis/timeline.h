@@ -110,6 +110,12 @@ void mprof__walker_free(mprof_walker *w);
 int mprof__walker_event(mprof_walker *w, const mprof_event *ev);
 /* Ends the capture: open zones are reported as unfinished, ending at the last timestamp. */
 void mprof__walker_finish(mprof_walker *w);
+/* Feeds w every event left in r, the loop of a pass that walks a capture with hooks of its own.
+ * It stops early when w runs out of memory or when *oom (NULL: never) is set by those hooks.
+ * Returns 0 at the end of the capture; -1 when r fails, with "path: <the reader's message>" in
+ * err; -2 out of memory, with "path: out of memory". Does not finish w. */
+int mprof__walker_feed(mprof_walker *w, mprof_reader *r, const int *oom, const char *path,
+                       char *err, size_t errlen);
 
 /* Reads the whole capture at path through a new walker. Returns the walker (call
  * mprof__walker_free), or NULL with a message in err. The reader is closed afterwards, so the

@@ -104,17 +104,7 @@ int mprof__zstats_collect_range(const char *path, const mprof_export_range *rang
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    mprof_event ev;
-    int rc;
-    while ((rc = mprof_reader_next(r, &ev)) == 1)
-        if (mprof__walker_event(w, &ev) != 0 || c.oom) {
-            rc = -2;
-            break;
-        }
-    if (rc == -1)
-        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
-    else if (rc == -2)
-        snprintf(err, errlen, "%s: out of memory", path);
+    int rc = mprof__walker_feed(w, r, &c.oom, path, err, errlen);
     if (rc == 0) {
         mprof__walker_finish(w);
         const mprof_tl_frameset *f = mprof__walker_main_frames(w);

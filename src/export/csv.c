@@ -154,21 +154,8 @@ int mprof__export_csv_zones_range(const char *path, const mprof_export_range *ra
         return -1;
     }
     fputs("track,kind,name,file,line,start_ns,dur_ns,self_ns,depth,text,value,unfinished\n", out);
-    mprof_event ev;
-    int rc;
-    while ((rc = mprof_reader_next(p.r, &ev)) == 1)
-        if (mprof__walker_event(p.w, &ev) != 0) {
-            rc = -2;
-            break;
-        }
-    int ret = 0;
-    if (rc == -1) {
-        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(p.r));
-        ret = -1;
-    } else if (rc == -2) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        ret = -1;
-    } else
+    int ret = mprof__walker_feed(p.w, p.r, NULL, path, err, errlen) == 0 ? 0 : -1;
+    if (ret == 0)
         mprof__walker_finish(p.w);
     mprof__walker_free(p.w);
     mprof_reader_close(p.r);

@@ -21,6 +21,7 @@
 #include "analysis/system.h"
 #include "format/format.h"
 #include "util/grow.h"
+#include "util/sorted.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -129,18 +130,10 @@ __attribute__((format(printf, 2, 3)))
 #endif
 static void warn(exporter *x, const char *fmt, ...)
 {
-    char buf[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    tool_vappendf(&x->warnings, &x->n_warnings, fmt, ap);
     va_end(ap);
-    char **w = realloc(x->warnings, (x->n_warnings + 1) * sizeof *w);
-    if (!w)
-        return;
-    x->warnings = w;
-    char *c = tool_strdup(buf);
-    if (c)
-        x->warnings[x->n_warnings++] = c;
 }
 
 /* Frame sets beyond this many are ignored (a warning says so): real programs have a handful,
@@ -320,14 +313,7 @@ static int cmp_pair(const void *pa, const void *pb)
 /* Whether a LOST record of the set's thread falls in (s, e]: the frame may hide lost marks. */
 static int spans_loss(const fset *f, int64_t s, int64_t e)
 {
-    size_t lo = 0, hi = f->losses.n; /* first loss > s */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (f->losses.v[mid] <= s)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = mprof_first_after(f->losses.v, f->losses.n, s);
     return lo < f->losses.n && f->losses.v[lo] <= e;
 }
 
@@ -473,15 +459,7 @@ static void spread(const fset *f, int64_t a, int64_t b, double *acc)
 {
     if (!acc || b <= a || f->nf == 0)
         return;
-    size_t lo = 0, hi = f->nf; /* first frame that ends after a */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (f->fe[mid] <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (size_t i = lo; i < f->nf && f->fs[i] < b; i++) {
+    for (size_t i = mprof_first_after(f->fe, f->nf, a); i < f->nf && f->fs[i] < b; i++) {
         int64_t s = a > f->fs[i] ? a : f->fs[i];
         int64_t e = b < f->fe[i] ? b : f->fe[i];
         if (e > s)

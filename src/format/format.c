@@ -104,6 +104,32 @@ int mprof_grow_zeroed(void **arr, uint32_t *n, uint32_t idx, size_t es, uint32_t
     return 0;
 }
 
+int mprof_get_field(const unsigned char **p, const unsigned char *end, int kind, uint64_t *out)
+{
+    const unsigned char *q = *p;
+    switch (kind) {
+    case MPROF_F_U8:
+        if (q >= end)
+            return -1;
+        *out = *q;
+        *p = q + 1;
+        return 0;
+    case MPROF_F_F64:
+        if (end - q < 8)
+            return -1;
+        *out = mprof_rd_u64(q);
+        *p = q + 8;
+        return 0;
+    case MPROF_F_STR:
+        if (mprof_get_varint(&q, end, out) || *out > (uint64_t)(end - q))
+            return -1;
+        *p = q + *out;
+        return 0;
+    default:
+        return mprof_get_varint(p, end, out);
+    }
+}
+
 int mprof_get_varint(const unsigned char **p, const unsigned char *end, uint64_t *out)
 {
     const unsigned char *q = *p;

@@ -200,6 +200,14 @@ static inline unsigned char *mprof_put_varint(unsigned char *p, uint64_t v)
     *p++ = (unsigned char)v;
     return p;
 }
+/* Writes n bytes of s as a STR field is encoded (a varint length, then the bytes) at p, which
+ * has room for n + 10 bytes. Returns the end. */
+static inline unsigned char *mprof_put_str(unsigned char *p, const void *s, size_t n)
+{
+    p = mprof_put_varint(p, n);
+    memcpy(p, s, n);
+    return p + n;
+}
 static inline uint64_t mprof_zigzag(int64_t v)
 {
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
@@ -210,6 +218,12 @@ static inline int64_t mprof_unzigzag(uint64_t v)
 }
 /* Reads a varint from [*p, end). Returns 0, or -1 when it runs past end or past 10 bytes. */
 int mprof_get_varint(const unsigned char **p, const unsigned char *end, uint64_t *out);
+/* Reads one encoded field of kind (MPROF_F_*) from [*p, end) and moves *p past it: U8 and F64
+ * give their byte or their 8 bytes' bits, STR its length (the bytes are the *out before the new
+ * *p), every other kind its varint as stored (TS and I64 still zigzagged). Returns 0, or -1 when
+ * the field runs past end (*p unchanged). The reader and the live stream's scan read fields
+ * through it. */
+int mprof_get_field(const unsigned char **p, const unsigned char *end, int kind, uint64_t *out);
 
 static inline void mprof_wr_u16(unsigned char *p, uint16_t v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); }
 static inline void mprof_wr_u32(unsigned char *p, uint32_t v)

@@ -593,10 +593,10 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
         int ui = 0, si = 0;
         for (int i = 0; i < d->n_fields; i++) {
             uint64_t v = 0;
+            if (mprof_get_field(&p, end, d->fields[i], &v))
+                goto truncated;
             switch (d->fields[i]) {
             case MPROF_F_TS: {
-                if (mprof_get_varint(&p, end, &v))
-                    goto truncated;
                 thread_state *t = &r->threads[r->cur_thread];
                 /* A thread's first TS in a chunk is absolute; later ones are deltas, in units
                  * of the chunk's TS_SCALE (unsigned arithmetic: a corrupt value wraps). */
@@ -608,44 +608,24 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
                 ev->ts_ns = tick_ns(r, ticks);
                 continue;
             }
-            case MPROF_F_U8:
-                if (p >= end)
-                    goto truncated;
-                v = *p++;
-                break;
-            case MPROF_F_F64:
-                if (end - p < 8)
-                    goto truncated;
-                v = mprof_rd_u64(p);
-                p += 8;
-                break;
             case MPROF_F_STR:
-                if (mprof_get_varint(&p, end, &v) || v > (uint64_t)(end - p))
-                    goto truncated;
                 if (si < 3) {
-                    ev->strs[si] = (const char *)p;
+                    ev->strs[si] = (const char *)p - v;
                     ev->str_lens[si] = (uint32_t)v;
                     si++;
                 }
-                p += v;
                 continue;
             case MPROF_F_I64:
-                if (mprof_get_varint(&p, end, &v))
-                    goto truncated;
                 v = (uint64_t)mprof_unzigzag(v);
                 break;
             case MPROF_F_U32:
             case MPROF_F_LOC:
             case MPROF_F_NAME:
             case MPROF_F_CS:
-                if (mprof_get_varint(&p, end, &v))
-                    goto truncated;
                 if (v > UINT32_MAX)
                     return bad_event(r, "32-bit field out of range", tag);
                 break;
             default:
-                if (mprof_get_varint(&p, end, &v))
-                    goto truncated;
                 break;
             }
             ev->u[ui++] = v;

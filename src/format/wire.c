@@ -166,27 +166,8 @@ int mprof_wire_scan_events(const unsigned char *p, size_t n, mprof_wire_counts *
         uint64_t first = 0, second = 0;
         for (int i = 0; i < d->n_fields; i++) {
             uint64_t v = 0;
-            switch (d->fields[i]) {
-            case MPROF_F_U8:
-                if (p >= end)
-                    goto truncated;
-                v = *p++;
-                break;
-            case MPROF_F_F64:
-                if (end - p < 8)
-                    goto truncated;
-                p += 8;
-                break;
-            case MPROF_F_STR:
-                if (mprof_get_varint(&p, end, &v) || v > (uint64_t)(end - p))
-                    goto truncated;
-                p += v;
-                break;
-            default:
-                if (mprof_get_varint(&p, end, &v))
-                    goto truncated;
-                break;
-            }
+            if (mprof_get_field(&p, end, d->fields[i], &v))
+                goto truncated;
             if (i == 0)
                 first = v;
             else if (i == 1)

@@ -77,12 +77,8 @@ int mprof_fmt_kv(mprof_buf *b, const char *key, const char *value)
     if (mprof_buf_reserve(b, kl + vl + 20) != 0)
         return -1;
     unsigned char *p = b->data + b->len;
-    p = mprof_put_varint(p, kl);
-    memcpy(p, key, kl);
-    p += kl;
-    p = mprof_put_varint(p, vl);
-    memcpy(p, value, vl);
-    p += vl;
+    p = mprof_put_str(p, key, kl);
+    p = mprof_put_str(p, value, vl);
     b->len = (size_t)(p - b->data);
     return 0;
 }

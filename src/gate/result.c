@@ -22,18 +22,10 @@ const char *mprof__gate_verdict_name(mprof_gate_verdict v)
 
 void mprof__gate_warn(mprof_gate_result *r, const char *fmt, ...)
 {
-    char buf[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    tool_vappendf(&r->warnings, &r->n_warnings, fmt, ap);
     va_end(ap);
-    char **nw = realloc(r->warnings, (r->n_warnings + 1) * sizeof *nw);
-    if (!nw)
-        return;
-    r->warnings = nw;
-    char *w = tool_strdup(buf);
-    if (w)
-        r->warnings[r->n_warnings++] = w;
 }
 
 static void free_paths(char **paths, size_t n)

@@ -208,12 +208,8 @@ static int emit_one(struct dl_phdr_info *info, size_t size, void *user)
     *o++ = MPROF_EV_DEF_MODULE;
     o = mprof_put_varint(o, (uint64_t)(info->dlpi_addr + lo));
     o = mprof_put_varint(o, (uint64_t)(hi - lo));
-    o = mprof_put_varint(o, nl);
-    memcpy(o, name, nl);
-    o += nl;
-    o = mprof_put_varint(o, bl);
-    memcpy(o, bid, bl);
-    o += bl;
+    o = mprof_put_str(o, name, nl);
+    o = mprof_put_str(o, bid, bl);
     c->out->len = (size_t)(o - c->out->data);
     return 0;
 }

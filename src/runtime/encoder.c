@@ -188,13 +188,6 @@ static void out_commit(unsigned char *end)
     C.chunk.len = (size_t)(end - C.chunk.data);
 }
 
-static unsigned char *put_str(unsigned char *o, const char *s, size_t len)
-{
-    o = mprof_put_varint(o, len);
-    memcpy(o, s, len);
-    return o + len;
-}
-
 static uint32_t intern_loc(const mprof_srcloc *loc)
 {
     uint32_t id = map_get(&C.locs, (uint64_t)(uintptr_t)loc);
@@ -214,9 +207,9 @@ static uint32_t intern_loc(const mprof_srcloc *loc)
     o = mprof_put_varint(o, id);
     o = mprof_put_varint(o, loc->line);
     o = mprof_put_varint(o, loc->color);
-    o = put_str(o, name, a);
-    o = put_str(o, fn, b);
-    o = put_str(o, file, c);
+    o = mprof_put_str(o, name, a);
+    o = mprof_put_str(o, fn, b);
+    o = mprof_put_str(o, file, c);
     out_commit(o);
     keep_def(rec, o);
     return id;
@@ -240,7 +233,7 @@ static uint32_t intern_name(const char *s)
             return 0;
         *o++ = MPROF_EV_DEF_STRING;
         o = mprof_put_varint(o, id);
-        o = put_str(o, s, len);
+        o = mprof_put_str(o, s, len);
         out_commit(o);
         keep_def(rec, o);
         map_put(&C.name_text, h, id);
@@ -514,7 +507,7 @@ static const unsigned char *translate_generic(mprof__thread *th, const unsigned 
             o = mprof_put_varint(o, mprof_zigzag((int64_t)vals[i]));
             break;
         case MPROF_F_STR:
-            o = put_str(o, (const char *)strs[i], (size_t)vals[i]);
+            o = mprof_put_str(o, (const char *)strs[i], (size_t)vals[i]);
             break;
         default:
             o = mprof_put_varint(o, vals[i]);

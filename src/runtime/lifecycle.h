@@ -35,4 +35,13 @@ static inline unsigned char *mprof__record(int tag, size_t n)
     return mprof__w_ts(p + 1);
 }
 
+/* Records tag stamped now with one name (a pointer the tools resolve to its string): the whole
+ * of the frame marks, FIBER_ENTER and POOL_DISCARD. */
+static inline void mprof__record_name(int tag, const char *name)
+{
+    unsigned char *p = mprof__record(tag, 1 + 8 + 8);
+    if (p)
+        mprof__commit(mprof__w_ptr(p, name));
+}
+
 #endif

@@ -164,6 +164,17 @@ static const char *cell(const mprof_store_rows *r, size_t row, size_t col)
     return r->cells[row * r->n_cols + col];
 }
 
+/* Whether rows has a row number row of at least cols columns, the first check of every row
+ * decoder; when not, a message about the kind of row (what: "run", "repetition") in err. */
+static int row_fits(const mprof_store_rows *rows, size_t row, int cols, const char *what,
+                    char *err, size_t errlen)
+{
+    if (row < rows->n_rows && rows->n_cols >= (size_t)cols)
+        return 1;
+    tool_seterr(err, errlen, "a %s row has %zu columns, %d expected", what, rows->n_cols, cols);
+    return 0;
+}
+
 /* Parses a whole integer cell in [lo, hi]; NULL cells give dflt when allow_null. */
 static int dec_int(const char *v, int allow_null, int64_t dflt, int64_t lo, int64_t hi,
                    int64_t *out)
@@ -278,11 +289,8 @@ mprof_store_result mprof__store_decode_run(const mprof_store_rows *rows, size_t 
                                            mprof_store_run *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (row >= rows->n_rows || rows->n_cols < RC_SCHEMA_COLS) {
-        tool_seterr(err, errlen, "a run row has %zu columns, %d expected", rows->n_cols,
-                    RC_SCHEMA_COLS);
+    if (!row_fits(rows, row, RC_SCHEMA_COLS, "run", err, errlen))
         return MPROF_STORE_BAD_ROW;
-    }
     const char *what = NULL;
     int64_t v;
     if (dec_int(cell(rows, row, RC_ID), 0, 0, 1, INT64_MAX, &out->id)) {
@@ -340,11 +348,8 @@ mprof_store_result mprof__store_decode_rep(const mprof_store_rows *rows, size_t 
                                            mprof_frames_run *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (row >= rows->n_rows || rows->n_cols < MPROF_STORE_REP_COLS) {
-        tool_seterr(err, errlen, "a repetition row has %zu columns, %d expected", rows->n_cols,
-                    MPROF_STORE_REP_COLS);
+    if (!row_fits(rows, row, MPROF_STORE_REP_COLS, "repetition", err, errlen))
         return MPROF_STORE_BAD_ROW;
-    }
     int64_t n;
     if (dec_int(cell(rows, row, 0), 0, 0, 0, MAX_FRAMES, &n)) {
         tool_seterr(err, errlen, "a repetition's frame_count is malformed");

@@ -180,6 +180,19 @@ char *tool_strndup(const char *s, size_t n)
     return d;
 }
 
+void tool_vappendf(char ***lines, size_t *n, const char *fmt, va_list ap)
+{
+    char buf[512];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    char **grown = realloc(*lines, (*n + 1) * sizeof *grown);
+    if (!grown)
+        return;
+    *lines = grown;
+    char *line = tool_strdup(buf);
+    if (line)
+        (*lines)[(*n)++] = line;
+}
+
 void tool_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || errlen == 0)

@@ -11,6 +11,7 @@
 #ifndef MPROF_UTIL_TOOL_H
 #define MPROF_UTIL_TOOL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -97,6 +98,12 @@ int tool_parse_uint(const char *cmd, const char *flag, const char *value, unsign
 /* A malloc'd copy of s (of its first n bytes, NUL-terminated); NULL for NULL or out of memory. */
 char *tool_strdup(const char *s);
 char *tool_strndup(const char *s, size_t n);
+/* Appends a message formatted from fmt and ap (cut at 511 bytes) to *lines, a malloc'd array of
+ * *n malloc'd strings that the caller frees. Out of memory, the message is dropped and the array
+ * is unchanged: a warning lost is better than a result lost. The gate and the frame export keep
+ * their warnings this way. */
+void tool_vappendf(char ***lines, size_t *n, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 /* Formats a message into err; nothing when err is NULL or errlen is 0. */
 void tool_seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The whole file at path in a malloc'd buffer with a NUL after its *out_len bytes (out_len may be

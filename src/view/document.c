@@ -962,17 +962,7 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
         return -1;
     }
     p1.w = w1;
-    mprof_event ev;
-    int rc;
-    while ((rc = mprof_reader_next(r, &ev)) == 1)
-        if (mprof__walker_event(w1, &ev) != 0 || p1.oom) {
-            rc = -2;
-            break;
-        }
-    if (rc == -1)
-        tool_seterr(err, errlen, "%s: %s", path, mprof_reader_error(r));
-    else if (rc == -2)
-        tool_seterr(err, errlen, "%s: out of memory", path);
+    int rc = mprof__walker_feed(w1, r, &p1.oom, path, err, errlen);
     mprof_reader_close(r);
     if (rc < 0) {
         mprof__walker_free(w1);
@@ -1015,6 +1005,7 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
         return -1;
     }
     p2.w = w2;
+    mprof_event ev;
     while ((rc = mprof_reader_next(r, &ev)) == 1) {
         p2_event(&p2, &ev);
         if (mprof__walker_event(w2, &ev) != 0 || p2.oom) {

@@ -38,31 +38,21 @@ void mprof__zone_value(uint64_t value)
     mprof__commit(mprof__w_u64(p + 1, value));
 }
 
-static void record_frame(int tag, const char *name)
-{
-    unsigned char *p = mprof__reserve(17);
-    if (!p)
-        return;
-    p[0] = (unsigned char)tag;
-    p = mprof__w_ts(p + 1);
-    mprof__commit(mprof__w_ptr(p, name));
-}
-
 void mprof__frame_mark(const char *name)
 {
     if (!name)
         atomic_fetch_add_explicit(&mprof__stats.frames_marked, 1, memory_order_relaxed);
-    record_frame(MPROF_EV_FRAME_MARK, name);
+    mprof__record_name(MPROF_EV_FRAME_MARK, name);
 }
 
 void mprof__frame_begin(const char *name)
 {
-    record_frame(MPROF_EV_FRAME_BEGIN, name);
+    mprof__record_name(MPROF_EV_FRAME_BEGIN, name);
 }
 
 void mprof__frame_end(const char *name)
 {
-    record_frame(MPROF_EV_FRAME_END, name);
+    mprof__record_name(MPROF_EV_FRAME_END, name);
 }
 
 void mprof__plot_f64(const char *name, double value)

@@ -16,11 +16,7 @@
 
 void mprof__fiber_enter(const char *name)
 {
-    unsigned char *p = mprof__record(MPROF_EV_FIBER_ENTER, 1 + 8 + 8);
-    if (!p)
-        return;
-    p = mprof__w_ptr(p, name);
-    mprof__commit(p);
+    mprof__record_name(MPROF_EV_FIBER_ENTER, name);
 }
 
 void mprof__fiber_leave(void)

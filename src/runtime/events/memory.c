@@ -81,9 +81,5 @@ void mprof__free(const void *ptr, const char *pool, int depth)
 
 void mprof__pool_discard(const char *pool)
 {
-    unsigned char *p = mprof__record(MPROF_EV_POOL_DISCARD, 1 + 8 + 8);
-    if (!p)
-        return;
-    p = mprof__w_ptr(p, pool);
-    mprof__commit(p);
+    mprof__record_name(MPROF_EV_POOL_DISCARD, pool);
 }

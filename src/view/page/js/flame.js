@@ -6,18 +6,14 @@
  */
 'use strict';
 
-class FlameGraph {
+class FlameGraph extends CanvasView {
     constructor(D, canvas, tooltip, app) {
-        this.D = D;
-        this.canvas = canvas;
-        this.tip = tooltip;
-        this.app = app;
+        super(D, canvas, tooltip, app);
         this.root = null;
         this.focus = null;
         this.boxes = [];
         this.ROW = 18;
-        canvas.addEventListener('mousemove', (ev) => this.hover(ev));
-        canvas.addEventListener('mouseleave', () => (this.tip.style.display = 'none'));
+        U.hoverTip(this);
         canvas.addEventListener('click', (ev) => {
             const b = this.boxAt(ev);
             if (!b) return;
@@ -77,51 +73,20 @@ class FlameGraph {
     }
 
     draw() {
-        const c = this.canvas;
-        const pw = c.parentElement ? c.parentElement.clientWidth : 0;
-        const W = pw > 4 ? pw - 4 : 800; /* hidden: redrawn when its tab opens */
-        const depth = (n) => {
-            let d = 0;
-            for (const ch of n.children.values()) d = Math.max(d, depth(ch));
-            return d + 1;
-        };
-        const root = this.focus || this.root;
-        const rows = root ? depth(root) : 1;
-        const H = Math.max(60, rows * this.ROW + 24);
-        const ctx = U.fitCanvas(c, W, H, true);
-        ctx.fillStyle = '#1e1f22';
-        ctx.fillRect(0, 0, W, H);
-        ctx.font = '11px monospace';
-        ctx.textBaseline = 'middle';
-        this.boxes = [];
-        if (!root || root.total <= 0) {
-            ctx.fillStyle = '#999';
-            ctx.fillText('No zones in this range.', 8, 20);
-            return;
-        }
-        const scale = W / root.total;
         /* The focused node's ancestors appear as one bar on top. */
-        const lay = (n, x, y) => {
-            const w = n.total * scale;
-            if (w < 0.5) return;
-            const rgb = n.loc >= 0 ? this.D.srclocs[n.loc].rgb : 0x555a64;
-            ctx.fillStyle = U.rgbCss(rgb);
-            ctx.fillRect(x, y, Math.max(0.5, w - 1), this.ROW - 1);
-            this.boxes.push({ x: x, y: y, w: w, node: n });
-            if (w > 30) {
-                ctx.fillStyle = U.textOn(rgb);
-                ctx.fillText(U.fitText(ctx, n.name + ' ' + U.fmtNs(n.total), w - 6, 6.6), x + 3, y + this.ROW / 2);
-            }
-            let cx = x;
-            const kids = Array.from(n.children.values()).sort((a, b) => b.total - a.total);
-            for (const ch of kids) {
-                lay(ch, cx, y + this.ROW);
-                cx += ch.total * scale;
-            }
-        };
-        lay(root, 0, 0);
-        ctx.fillStyle = '#888';
-        ctx.fillText(root === this.root ? 'click a node to zoom into it' : 'click the top bar to go back up', 6, H - 9);
+        const root = this.focus || this.root;
+        const g = U.drawIcicle(this.canvas, root, {
+            row: this.ROW,
+            below: 24,
+            empty: 'No zones in this range.',
+            weight: (n) => n.total,
+            rgb: (n) => (n.loc >= 0 ? this.D.srclocs[n.loc].rgb : 0x555a64),
+            label: (n) => n.name + ' ' + U.fmtNs(n.total),
+        });
+        this.boxes = g.boxes;
+        if (g.empty) return;
+        g.ctx.fillStyle = '#888';
+        g.ctx.fillText(root === this.root ? 'click a node to zoom into it' : 'click the top bar to go back up', 6, g.H - 9);
     }
 
     boxAt(ev) {
@@ -145,9 +110,6 @@ class FlameGraph {
             const sl = this.D.srclocs[n.loc];
             h += '<br><span class="dim">' + U.escapeHtml(sl.file + ':' + sl.line) + '</span>';
         }
-        this.tip.innerHTML = h;
-        this.tip.style.display = 'block';
-        this.tip.style.left = Math.min(ev.clientX + 12, window.innerWidth - this.tip.offsetWidth - 4) + 'px';
-        this.tip.style.top = ev.clientY + 12 + 'px';
+        U.showTip(this.tip, ev, h);
     }
 }

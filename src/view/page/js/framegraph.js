@@ -6,16 +6,12 @@
  */
 'use strict';
 
-class FrameGraph {
+class FrameGraph extends CanvasView {
     constructor(D, canvas, tooltip, app) {
-        this.D = D;
-        this.canvas = canvas;
-        this.tip = tooltip;
-        this.app = app;
+        super(D, canvas, tooltip, app);
         this.view = null;
         this.cols = null; /* per pixel column: frame index drawn there */
-        canvas.addEventListener('mousemove', (ev) => this.hover(ev));
-        canvas.addEventListener('mouseleave', () => (this.tip.style.display = 'none'));
+        U.hoverTip(this);
         canvas.addEventListener('click', (ev) => {
             const i = this.frameAt(ev);
             if (i >= 0) this.app.zoomToFrame(i);
@@ -44,12 +40,9 @@ class FrameGraph {
             return;
         }
         const inRange = f.start[i] + f.dur[i] >= this.D.start && f.start[i] <= this.D.end;
-        this.tip.innerHTML = '<b>Frame ' + (f.first + i) + '</b>: ' + U.fmtNs(f.dur[i]) +
+        U.showTip(this.tip, ev, '<b>Frame ' + (f.first + i) + '</b>: ' + U.fmtNs(f.dur[i]) +
             '<br>p50 ' + U.fmtNs(f.p50) + ', p95 ' + U.fmtNs(f.p95) + ', budget ' + U.fmtNs(this.D.budgetNs) +
-            (inRange ? '<br>click to zoom' : '<br>outside the embedded range (see --frames)');
-        this.tip.style.display = 'block';
-        this.tip.style.left = Math.min(ev.clientX + 12, window.innerWidth - this.tip.offsetWidth - 4) + 'px';
-        this.tip.style.top = ev.clientY + 12 + 'px';
+            (inRange ? '<br>click to zoom' : '<br>outside the embedded range (see --frames)'));
     }
 
     draw() {

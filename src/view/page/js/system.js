@@ -125,8 +125,7 @@ class SampleFlame {
         pane.appendChild(this.canvas);
         this.boxes = [];
         this.root = null;
-        this.canvas.addEventListener('mousemove', (ev) => this.hover(ev));
-        this.canvas.addEventListener('mouseleave', () => (this.tip.style.display = 'none'));
+        U.hoverTip(this);
     }
 
     setRange(t0, t1) {
@@ -157,46 +156,15 @@ class SampleFlame {
     }
 
     draw() {
-        const c = this.canvas;
-        const pw = c.parentElement ? c.parentElement.clientWidth : 0;
-        const W = pw > 4 ? pw - 4 : 800;
-        const depth = (n) => {
-            let d = 0;
-            for (const ch of n.children.values()) d = Math.max(d, depth(ch));
-            return d + 1;
-        };
         const root = this.root;
-        const H = Math.max(60, (root ? depth(root) : 1) * this.ROW + 8);
-        const ctx = U.fitCanvas(c, W, H, true);
-        ctx.fillStyle = '#1e1f22';
-        ctx.fillRect(0, 0, W, H);
-        ctx.font = '11px monospace';
-        ctx.textBaseline = 'middle';
-        this.boxes = [];
-        if (!root || !root.count) {
-            ctx.fillStyle = '#999';
-            ctx.fillText('No samples in this range.', 8, 20);
-            return;
-        }
-        const scale = W / root.count;
-        const lay = (n, x, y) => {
-            const w = n.count * scale;
-            if (w < 0.5) return;
-            const rgb = n === root ? 0x555a64 : U.zoneRgb(0, n.name);
-            ctx.fillStyle = U.rgbCss(rgb);
-            ctx.fillRect(x, y, Math.max(0.5, w - 1), this.ROW - 1);
-            this.boxes.push({ x: x, y: y, w: w, node: n });
-            if (w > 30) {
-                ctx.fillStyle = U.textOn(rgb);
-                ctx.fillText(U.fitText(ctx, n.name + ' ' + n.count, w - 6, 6.6), x + 3, y + this.ROW / 2);
-            }
-            let cx = x;
-            for (const ch of Array.from(n.children.values()).sort((a, b) => b.count - a.count)) {
-                lay(ch, cx, y + this.ROW);
-                cx += ch.count * scale;
-            }
-        };
-        lay(root, 0, 0);
+        this.boxes = U.drawIcicle(this.canvas, root, {
+            row: this.ROW,
+            below: 8,
+            empty: 'No samples in this range.',
+            weight: (n) => n.count,
+            rgb: (n) => (n === root ? 0x555a64 : U.zoneRgb(0, n.name)),
+            label: (n) => n.name + ' ' + n.count,
+        }).boxes;
     }
 
     hover(ev) {
@@ -208,9 +176,6 @@ class SampleFlame {
             return;
         }
         const pct = (100 * b.node.count / this.root.count).toFixed(1);
-        this.tip.innerHTML = '<b>' + U.escapeHtml(b.node.name) + '</b><br>' + U.fmtCount(b.node.count) + ' samples (' + pct + ' %)';
-        this.tip.style.display = 'block';
-        this.tip.style.left = Math.min(ev.clientX + 12, window.innerWidth - this.tip.offsetWidth - 4) + 'px';
-        this.tip.style.top = ev.clientY + 12 + 'px';
+        U.showTip(this.tip, ev, '<b>' + U.escapeHtml(b.node.name) + '</b><br>' + U.fmtCount(b.node.count) + ' samples (' + pct + ' %)');
     }
 }

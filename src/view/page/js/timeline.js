@@ -14,12 +14,9 @@
  */
 'use strict';
 
-class Timeline {
+class Timeline extends CanvasView {
     constructor(D, canvas, tooltip, app) {
-        this.D = D;
-        this.canvas = canvas;
-        this.tip = tooltip;
-        this.app = app;
+        super(D, canvas, tooltip, app);
         this.ROW = 17;
         this.HEADER = 18;
         this.RULER = 22;

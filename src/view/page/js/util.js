@@ -1,5 +1,6 @@
 /*
- * util.js - small helpers shared by every view: time formatting, colors, binary search, DOM.
+ * util.js - small helpers shared by every view: time formatting, colors, binary search, DOM,
+ * canvases, the tooltip, icicle graphs, and the base of the canvas views.
  *
  * All times in the viewer are nanoseconds since the capture's start, held in plain numbers
  * (doubles are exact for integers below 2^53 ns, about 104 days).
@@ -157,6 +158,80 @@ U.fitCanvas = function (canvas, cssW, cssH, setHeight) {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     return ctx;
 };
+
+/* Shows the tooltip tip with html beside the mouse, kept inside the window. */
+U.showTip = function (tip, ev, html) {
+    tip.innerHTML = html;
+    tip.style.display = 'block';
+    tip.style.left = Math.min(ev.clientX + 12, window.innerWidth - tip.offsetWidth - 4) + 'px';
+    tip.style.top = ev.clientY + 12 + 'px';
+};
+
+/* Hover help on view's canvas: view.hover(ev) as the mouse moves, the tooltip hidden when it
+ * leaves. */
+U.hoverTip = function (view) {
+    view.canvas.addEventListener('mousemove', (ev) => view.hover(ev));
+    view.canvas.addEventListener('mouseleave', () => (view.tip.style.display = 'none'));
+};
+
+/* Draws the icicle graph of root (root on top, each node's children below it from the heaviest,
+ * as wide as their weight) on canvas c, as wide as c's parent. o says how: row (pixels a level),
+ * below (pixels under the last level), weight(n), rgb(n) and label(n) of a node, and empty (the
+ * text when root is missing or weighs nothing). Returns {ctx, H, boxes, empty}: boxes are the
+ * nodes drawn ({x, y, w, node}) for hit testing. The zone flame graph and the samples' flame
+ * graph are both drawn by it, so they look and read alike. */
+U.drawIcicle = function (c, root, o) {
+    const pw = c.parentElement ? c.parentElement.clientWidth : 0;
+    const W = pw > 4 ? pw - 4 : 800; /* hidden: redrawn when its tab opens */
+    const depth = (n) => {
+        let d = 0;
+        for (const ch of n.children.values()) d = Math.max(d, depth(ch));
+        return d + 1;
+    };
+    const H = Math.max(60, (root ? depth(root) : 1) * o.row + o.below);
+    const ctx = U.fitCanvas(c, W, H, true);
+    ctx.fillStyle = '#1e1f22';
+    ctx.fillRect(0, 0, W, H);
+    ctx.font = '11px monospace';
+    ctx.textBaseline = 'middle';
+    const boxes = [];
+    if (!root || o.weight(root) <= 0) {
+        ctx.fillStyle = '#999';
+        ctx.fillText(o.empty, 8, 20);
+        return { ctx: ctx, H: H, boxes: boxes, empty: true };
+    }
+    const scale = W / o.weight(root);
+    const lay = (n, x, y) => {
+        const w = o.weight(n) * scale;
+        if (w < 0.5) return;
+        const rgb = o.rgb(n);
+        ctx.fillStyle = U.rgbCss(rgb);
+        ctx.fillRect(x, y, Math.max(0.5, w - 1), o.row - 1);
+        boxes.push({ x: x, y: y, w: w, node: n });
+        if (w > 30) {
+            ctx.fillStyle = U.textOn(rgb);
+            ctx.fillText(U.fitText(ctx, o.label(n), w - 6, 6.6), x + 3, y + o.row / 2);
+        }
+        let cx = x;
+        for (const ch of Array.from(n.children.values()).sort((a, b) => o.weight(b) - o.weight(a))) {
+            lay(ch, cx, y + o.row);
+            cx += o.weight(ch) * scale;
+        }
+    };
+    lay(root, 0, 0);
+    return { ctx: ctx, H: H, boxes: boxes, empty: false };
+};
+
+/* What every canvas view (timeline, frame graph, flame graph) holds: the page's data D, its
+ * canvas, the page's one tooltip and the app that it tells of clicks. */
+class CanvasView {
+    constructor(D, canvas, tooltip, app) {
+        this.D = D;
+        this.canvas = canvas;
+        this.tip = tooltip;
+        this.app = app;
+    }
+}
 
 /* Shortens text to fit maxW pixels in ctx's font; '' when not even one letter fits. */
 U.fitText = function (ctx, text, maxW, charW) {
