@@ -93,13 +93,9 @@ int cmd_gate(int argc, char **argv)
     mprof_gate_opts o = {0};
     unsigned long long u;
     tool_args args = tool_args_start("gate", help, argc, argv, NULL, 0);
-    const char *a;
-    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
-        if (k == TOOL_ARG_FILE) {
-            /* gate takes no files: a '--' is as unknown as what follows it. */
-            return tool_error("gate", EXIT_IO, "unknown argument '%s' (see --help)",
-                              args.files_only ? "--" : a);
-        } else if (strcmp(a, "--baseline") == 0 || strcmp(a, "--current") == 0 ||
+    tool_args_refuse_files(&args, EXIT_IO);
+    for (const char *a; tool_args_option(&args, &a);) {
+        if (strcmp(a, "--baseline") == 0 || strcmp(a, "--current") == 0 ||
                    strcmp(a, "--json") == 0 || strcmp(a, "--markdown") == 0) {
             const char *v = tool_args_value(&args);
             if (!v || !*v)
@@ -148,8 +144,6 @@ int cmd_gate(int argc, char **argv)
     }
     if (args.stop)
         return args.code;
-    if (args.files_only)
-        return tool_error("gate", EXIT_IO, "unknown argument '--' (see --help)");
     if (!base_path || !cur_path)
         return tool_error("gate", EXIT_IO, "--baseline and --current are required (see --help)");
     /* A report written over an input, or into an input folder, destroys the baseline or breaks

@@ -374,13 +374,9 @@ int cmd_history(int argc, char **argv)
     int json = 0;
     unsigned long long u;
     tool_args args = tool_args_start("history", help, argc, argv, NULL, 0);
-    const char *a;
-    for (int k; (k = tool_args_next(&args, &a)) != TOOL_ARG_END;) {
-        if (k == TOOL_ARG_FILE) {
-            /* history takes no files: a '--' is as unknown as what follows it. */
-            return tool_error("history", EXIT_USAGE, "unknown argument '%s' (see --help)",
-                              args.files_only ? "--" : a);
-        } else if (strcmp(a, "--json") == 0) {
+    tool_args_refuse_files(&args, EXIT_USAGE);
+    for (const char *a; tool_args_option(&args, &a);) {
+        if (strcmp(a, "--json") == 0) {
             json = 1;
         } else if (strcmp(a, "--last") == 0) {
             if (tool_parse_uint("history", a, tool_args_value(&args), 100000, &u))
@@ -407,8 +403,6 @@ int cmd_history(int argc, char **argv)
     }
     if (args.stop)
         return args.code;
-    if (args.files_only)
-        return tool_error("history", EXIT_USAGE, "unknown argument '--' (see --help)");
     if (!url || !*url)
         return tool_error("history", EXIT_USAGE, "no store: give --store URL (or set MPROF_STORE)");
     char err[2048];

@@ -61,9 +61,7 @@ struct mprof_sysmodel {
     waker *wakers;
     uint32_t n_wakers, cap_wakers;
     mprof_umap waker_by_key;
-    mprof_umap comm_by_tid; /* tid + 1 -> index into comm */
-    struct comm { uint64_t pid; char name[17]; } *comm;
-    uint32_t n_comm, cap_comm;
+    mprof_sys_comms comms;
     struct core { uint32_t cpu, n; double other, self; } *core;
     uint32_t n_core, cap_core;
     int any_wake;
@@ -91,8 +89,7 @@ void mprof__sys_free(mprof_sysmodel *m)
     }
     free(m->wakers);
     mprof_umap_free(&m->waker_by_key);
-    mprof_umap_free(&m->comm_by_tid);
-    free(m->comm);
+    mprof__sys_comms_free(&m->comms);
     free(m->core);
     free(m->t);
     mprof_umap_free(&m->by_tid);
@@ -184,28 +181,10 @@ int mprof__sys_event(mprof_sysmodel *m, const mprof_reader *r, const mprof_event
         m->any_wake = 1;
         return 0;
     }
-    case MPROF_EV_SYS_COMM: {
-        uint32_t *v = mprof_umap_get(&m->comm_by_tid, ev->u[0] + 1);
-        uint32_t k;
-        if (v) {
-            k = *v;
-        } else {
-            if (ev->u[0] == UINT64_MAX || m->n_comm >= (1u << 20) ||
-                mprof_array_reserve((void **)&m->comm, &m->cap_comm, m->n_comm + 1, sizeof *m->comm) != 0 ||
-                mprof_umap_put(&m->comm_by_tid, ev->u[0] + 1, m->n_comm) != 0)
-                break;
-            k = m->n_comm++;
-        }
-        m->comm[k].pid = ev->u[1];
-        size_t n = ev->str_len < 16 ? ev->str_len : 16;
-        memcpy(m->comm[k].name, ev->str, n);
-        m->comm[k].name[n] = 0;
-        for (size_t i = 0; i < n; i++)
-            if ((unsigned char)m->comm[k].name[i] < 0x20 || m->comm[k].name[i] == '"' ||
-                m->comm[k].name[i] == '\\' || (unsigned char)m->comm[k].name[i] >= 0x7f)
-                m->comm[k].name[i] = '?'; /* a name from the kernel: printable ASCII only */
+    case MPROF_EV_SYS_COMM:
+        if (mprof__sys_comms_note(&m->comms, ev, 1) != 0)
+            break;
         return 0;
-    }
     case MPROF_EV_SYS_CPU_CORE: {
         uint32_t cpu = (uint32_t)ev->u[0], k = 0;
         while (k < m->n_core && m->core[k].cpu != cpu)
@@ -632,9 +611,8 @@ void mprof__sys_waker_info(const mprof_sysmodel *m, uint32_t w, uint64_t *out_ti
     *out_pid = k->pid;
     *out_ctx = k->ctx;
     *out_comm = NULL;
-    uint32_t *v = k->ctx == MPROF_SYS_WAKE_TASK ? mprof_umap_get(&m->comm_by_tid, k->tid + 1) : NULL;
-    if (v && m->comm[*v].pid == k->pid)
-        *out_comm = m->comm[*v].name;
+    if (k->ctx == MPROF_SYS_WAKE_TASK)
+        *out_comm = mprof__sys_comms_name(&m->comms, k->tid, k->pid);
 }
 
 uint32_t mprof__sys_core_count(const mprof_sysmodel *m)
@@ -649,4 +627,45 @@ void mprof__sys_core(const mprof_sysmodel *m, uint32_t i, uint32_t *out_cpu, uin
     *out_n = m->core[i].n;
     *out_other_mean = m->core[i].n ? m->core[i].other / m->core[i].n : 0;
     *out_self_mean = m->core[i].n ? m->core[i].self / m->core[i].n : 0;
+}
+
+/* ---- thread names --------------------------------------------------------------------------- */
+
+int mprof__sys_comms_note(mprof_sys_comms *c, const mprof_event *ev, int printable)
+{
+    uint32_t *v = mprof_umap_get(&c->by_tid, ev->u[0] + 1);
+    uint32_t k;
+    if (v) {
+        k = *v;
+    } else {
+        if (ev->u[0] == UINT64_MAX || c->n >= (1u << 20) ||
+            mprof_array_reserve((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v) != 0 ||
+            mprof_umap_put(&c->by_tid, ev->u[0] + 1, c->n) != 0)
+            return -1;
+        k = c->n++;
+    }
+    mprof_sys_comm *e = &c->v[k];
+    e->tid = ev->u[0];
+    e->pid = ev->u[1];
+    size_t n = ev->str_len < 16 ? ev->str_len : 16;
+    memcpy(e->name, ev->str, n);
+    e->name[n] = 0;
+    for (size_t i = 0; printable && i < n; i++)
+        if ((unsigned char)e->name[i] < 0x20 || e->name[i] == '"' || e->name[i] == '\\' ||
+            (unsigned char)e->name[i] >= 0x7f)
+            e->name[i] = '?'; /* a name from the kernel: printable ASCII only */
+    return 0;
+}
+
+const char *mprof__sys_comms_name(const mprof_sys_comms *c, uint64_t tid, uint64_t pid)
+{
+    const uint32_t *v = mprof_umap_get(&c->by_tid, tid + 1);
+    return v && c->v[*v].pid == pid ? c->v[*v].name : NULL;
+}
+
+void mprof__sys_comms_free(mprof_sys_comms *c)
+{
+    mprof_umap_free(&c->by_tid);
+    free(c->v);
+    memset(c, 0, sizeof *c);
 }

@@ -14,6 +14,7 @@
 
 #include "analysis/analysis.h"
 #include "format/format.h"
+#include "util/umap.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -98,6 +99,24 @@ void mprof__sys_core(const mprof_sysmodel *m, uint32_t i, uint32_t *out_cpu, uin
 uint32_t mprof__sys_cpu_count(const mprof_sysmodel *m);
 void mprof__sys_cpu_sample(const mprof_sysmodel *m, uint32_t i, int64_t *out_ts,
                            double *out_other, double *out_self);
+/* The names of OS threads from SYS_COMM records, by thread id (the last name of a thread
+ * wins). Zero-initialised is empty. */
+typedef struct mprof_sys_comm {
+    uint64_t tid, pid;
+    char name[17];
+} mprof_sys_comm;
+typedef struct mprof_sys_comms {
+    mprof_sys_comm *v;
+    uint32_t n, cap;
+    mprof_umap by_tid; /* tid + 1 -> index into v */
+} mprof_sys_comms;
+/* Records the name of a SYS_COMM event; printable replaces every byte a terminal or JSON would
+ * need escaped with '?'. 0, or -1 for a bad thread id, past 2^20 threads, or out of memory. */
+int mprof__sys_comms_note(mprof_sys_comms *c, const mprof_event *ev, int printable);
+/* The name of thread tid of process pid, or NULL when no SYS_COMM named it. */
+const char *mprof__sys_comms_name(const mprof_sys_comms *c, uint64_t tid, uint64_t pid);
+void mprof__sys_comms_free(mprof_sys_comms *c);
+
 /* The report pass ("samples", always on; --samples adds the hot-function tables to the text).
  * Hooks for the core pass's tables: the zone's off-CPU time (-1 when the capture has no
  * switches), and the extra keys of a zones[] / threads[] JSON object. */

@@ -32,18 +32,11 @@ typedef struct tstate {
     int wctx;
 } tstate;
 
-typedef struct comm {
-    uint64_t tid, pid;
-    char name[17];
-} comm;
-
 struct mprof_sys_chrome {
     tstate *t;
     uint32_t n, cap;
     mprof_umap by_tid;
-    comm *c;
-    uint32_t n_c, cap_c;
-    mprof_umap c_by_tid;
+    mprof_sys_comms comms;
 };
 
 mprof_sys_chrome *mprof__sys_chrome_new(void)
@@ -57,8 +50,7 @@ void mprof__sys_chrome_free(mprof_sys_chrome *s)
         return;
     free(s->t);
     mprof_umap_free(&s->by_tid);
-    free(s->c);
-    mprof_umap_free(&s->c_by_tid);
+    mprof__sys_comms_free(&s->comms);
     free(s);
 }
 
@@ -85,10 +77,12 @@ static void slice_args(FILE *o, const tstate *t)
     if (t->woken) {
         fprintf(o, ",\"waker_tid\":%" PRIu64 ",\"waker_pid\":%" PRIu64 ",\"waker_context\":\"%s\"",
                 t->wtid, t->wpid, ctx[t->wctx & 3]);
-        const uint32_t *v = cur_s ? mprof_umap_get(&cur_s->c_by_tid, t->wtid + 1) : NULL;
-        if (t->wctx == MPROF_SYS_WAKE_TASK && v && cur_s->c[*v].pid == t->wpid) {
+        const char *name = cur_s && t->wctx == MPROF_SYS_WAKE_TASK
+                               ? mprof__sys_comms_name(&cur_s->comms, t->wtid, t->wpid)
+                               : NULL;
+        if (name) {
             fputs(",\"waker\":", o);
-            mprof_json_write_string(o, cur_s->c[*v].name, strlen(cur_s->c[*v].name));
+            mprof_json_write_string(o, name, strlen(name));
         }
     }
     fputs("}", o);
@@ -146,25 +140,8 @@ int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *o, uint64_t *count,
         return 0;
     }
     cur_s = s;
-    if (ev->type == MPROF_EV_SYS_COMM) {
-        uint32_t *v = mprof_umap_get(&s->c_by_tid, ev->u[0] + 1);
-        uint32_t k;
-        if (v) {
-            k = *v;
-        } else {
-            if (ev->u[0] == UINT64_MAX || s->n_c >= (1u << 20) ||
-                mprof_array_reserve((void **)&s->c, &s->cap_c, s->n_c + 1, sizeof *s->c) != 0 ||
-                mprof_umap_put(&s->c_by_tid, ev->u[0] + 1, s->n_c) != 0)
-                return -1;
-            k = s->n_c++;
-        }
-        s->c[k].tid = ev->u[0];
-        s->c[k].pid = ev->u[1];
-        size_t n = ev->str_len < 16 ? ev->str_len : 16;
-        memcpy(s->c[k].name, ev->str, n);
-        s->c[k].name[n] = 0;
-        return 0;
-    }
+    if (ev->type == MPROF_EV_SYS_COMM)
+        return mprof__sys_comms_note(&s->comms, ev, 0);
     if (ev->type != MPROF_EV_SYS_SWITCH && ev->type != MPROF_EV_SYS_THREAD &&
         ev->type != MPROF_EV_SYS_WAKE)
         return 0;

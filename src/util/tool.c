@@ -60,6 +60,19 @@ static int take_file(tool_args *a, const char *file)
     return 0;
 }
 
+void tool_args_refuse_files(tool_args *a, int code)
+{
+    a->refuse_files = code;
+}
+
+/* A file, or a '--', where the command takes none. */
+static void refuse(tool_args *a, const char *what)
+{
+    tool_error(a->cmd, a->refuse_files, "unknown argument '%s' (see --help)", what);
+    a->stop = 1;
+    a->code = a->refuse_files;
+}
+
 int tool_args_next(tool_args *a, const char **out)
 {
     while (!a->stop && a->i < a->argc) {
@@ -70,6 +83,10 @@ int tool_args_next(tool_args *a, const char **out)
             continue;
         }
         if (a->files_only || s[0] != '-' || !s[1]) {
+            if (a->refuse_files) {
+                refuse(a, a->files_only ? "--" : s);
+                break;
+            }
             if (!a->files)
                 return TOOL_ARG_FILE;
             if (take_file(a, s) != 0)
@@ -84,6 +101,8 @@ int tool_args_next(tool_args *a, const char **out)
         }
         return TOOL_ARG_OPTION;
     }
+    if (!a->stop && a->refuse_files && a->files_only)
+        refuse(a, "--");
     *out = NULL;
     return TOOL_ARG_END;
 }

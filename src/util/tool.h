@@ -72,6 +72,7 @@ typedef struct tool_args {
     const char *help;   /* what -h and --help print */
     const char **files; /* where files go, max_files at most; NULL: tool_args_next returns them */
     int max_files, n_files;
+    int refuse_files;   /* a file is an unknown argument, a usage error with this exit code */
     int stop;           /* the command must return code now: help was printed, or a usage error */
     int code;
     int argc;
@@ -82,6 +83,9 @@ typedef struct tool_args {
 enum { TOOL_ARG_END = 0, TOOL_ARG_FILE, TOOL_ARG_OPTION };
 tool_args tool_args_start(const char *cmd, const char *help, int argc, char **argv,
                           const char **files, int max_files);
+/* For a command that takes no file: a file, or a '--', is an unknown argument, a usage error
+ * that exits with code. */
+void tool_args_refuse_files(tool_args *a, int code);
 /* The next option in *out: 1. 0 at the end of the arguments, or with stop set when the command
  * must return code (its help printed, a file too many). */
 int tool_args_option(tool_args *a, const char **out);
