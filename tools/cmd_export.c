@@ -69,14 +69,10 @@ int cmd_export(int argc, char **argv)
             return tool_args_unknown(&args, a);
         }
     }
-    if (args.stop)
+    if (tool_args_finish(&args, 1) != 0)
         return args.code;
-    if (!path)
-        return tool_error("export", EXIT_USAGE, "no capture file given (see --help)");
     if (!format)
         return tool_error("export", EXIT_USAGE, "--format is required: chrome, csv or frames");
-    if (tool_check_rereadable("export", path))
-        return EXIT_USAGE;
     int is_chrome = strcmp(format, "chrome") == 0, is_csv = strcmp(format, "csv") == 0;
     if (out_path && strcmp(out_path, "-") != 0 && tool_same_file(path, out_path))
         return tool_error("export", EXIT_USAGE, "-o %s is the capture '%s' itself: writing would "

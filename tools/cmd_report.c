@@ -61,14 +61,10 @@ int cmd_report(int argc, char **argv)
             return tool_args_unknown(&args, a);
         }
     }
-    if (args.stop)
+    if (tool_args_finish(&args, 1) != 0)
         return args.code;
-    if (!path)
-        return tool_error("report", EXIT_USAGE, "no capture file given (see --help)");
     mprof_analysis_opts opts = {.top_n = top ? (int)top : INT_MAX, .passes = passes[0] ? passes : NULL};
     char err[512];
-    if (tool_check_rereadable("report", path))
-        return EXIT_USAGE;
     mprof_analysis *an = mprof_analysis_run(path, &opts, err, sizeof err);
     if (!an)
         return tool_error("report", EXIT_IO, "%s", err);

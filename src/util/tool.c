@@ -112,6 +112,24 @@ int tool_args_option(tool_args *a, const char **out)
     return tool_args_next(a, out) == TOOL_ARG_OPTION;
 }
 
+int tool_args_finish(tool_args *a, int min_files)
+{
+    if (a->stop)
+        return -1;
+    a->stop = 1;
+    a->code = EXIT_USAGE;
+    if (a->n_files < min_files) {
+        tool_error(a->cmd, EXIT_USAGE, "no capture file given (see --help)");
+        return -1;
+    }
+    for (int i = 0; i < a->n_files; i++)
+        if (tool_check_rereadable(a->cmd, a->files[i]))
+            return -1;
+    a->stop = 0;
+    a->code = EXIT_OK;
+    return 0;
+}
+
 int tool_args_unknown(const tool_args *a, const char *arg)
 {
     return tool_error(a->cmd, EXIT_USAGE, "unknown option '%s' (see --help)", arg);

@@ -92,6 +92,10 @@ int tool_args_option(tool_args *a, const char **out);
 /* The next argument in *out and what it is: an option, a file (when files is NULL), or
  * TOOL_ARG_END at the end or with stop set as for tool_args_option. */
 int tool_args_next(tool_args *a, const char **out);
+/* After the loop of a command that reads its files more than once: 0 when it may go on; -1 when
+ * it must return a->code (help printed, a usage error, fewer than min_files files, or a file
+ * that cannot be read twice, such as a pipe). */
+int tool_args_finish(tool_args *a, int min_files);
 /* "unknown option" for arg, as a usage error; returns EXIT_USAGE. */
 int tool_args_unknown(const tool_args *a, const char *arg);
 /* The value of the option just read (the next argument, taken), or NULL when none is left. */
