@@ -16,7 +16,8 @@ void mprof_json_init(mprof_json *j, FILE *out, int pretty)
     j->first[0] = 1;
 }
 
-void mprof_json_write_string(FILE *out, const char *s, size_t n)
+/* script: '<', '>' and '&' as \u00XX too. */
+static void write_string(FILE *out, const char *s, size_t n, int script)
 {
     fputc('"', out);
     for (size_t i = 0; i < n; i++) {
@@ -30,12 +31,33 @@ void mprof_json_write_string(FILE *out, const char *s, size_t n)
                                     : NULL;
         if (e)
             fputs(e, out);
-        else if (c < 0x20 || c == 0x7f)
+        else if (c < 0x20 || c == 0x7f || (script && (c == '<' || c == '>' || c == '&')))
             fprintf(out, "\\u%04x", c);
         else
             fputc(c, out);
     }
     fputc('"', out);
+}
+
+void mprof_json_write_string(FILE *out, const char *s, size_t n)
+{
+    write_string(out, s, n, 0);
+}
+
+void mprof_json_write_script_string(FILE *out, const char *s, size_t n)
+{
+    write_string(out, s, n, 1);
+}
+
+void mprof_json_write_number(FILE *out, double v, int digits, int whole_exact,
+                             const char *not_finite)
+{
+    if (!isfinite(v))
+        fputs(not_finite, out);
+    else if (whole_exact && v == floor(v) && fabs(v) < 9e15)
+        fprintf(out, "%.0f", v);
+    else
+        fprintf(out, "%.*g", digits, v);
 }
 
 static void prefix(mprof_json *j, const char *key)
@@ -113,10 +135,7 @@ void mprof_json_i64(mprof_json *j, const char *key, int64_t v)
 void mprof_json_f64(mprof_json *j, const char *key, double v)
 {
     prefix(j, key);
-    if (isfinite(v))
-        fprintf(j->out, "%.6g", v);
-    else
-        fputs("null", j->out);
+    mprof_json_write_number(j->out, v, 6, 0, "null");
 }
 
 void mprof_json_num(mprof_json *j, const char *key, double v)

@@ -33,5 +33,13 @@ void mprof_json_bool(mprof_json *j, const char *key, int v);
 void mprof_json_null(mprof_json *j, const char *key);
 /* Writes a string with JSON escaping, quotes included. */
 void mprof_json_write_string(FILE *out, const char *s, size_t n);
+/* The same, safe inside an HTML <script> element: '<', '>' and '&' are escaped too (the static
+ * viewer embeds its document in its page). */
+void mprof_json_write_script_string(FILE *out, const char *s, size_t n);
+/* A number written alone: %.<digits>g, or, with whole_exact, a whole number below 2^53 as the
+ * integer it is; NaN and infinities as not_finite ("null", "0"). Every number json_out writes
+ * goes through it. */
+void mprof_json_write_number(FILE *out, double v, int digits, int whole_exact,
+                             const char *not_finite);
 
 #endif

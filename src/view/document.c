@@ -19,6 +19,7 @@
 #include "mprof/mprof.h"
 #include "util/tool.h"
 #include "view/page_files.h"
+#include "util/json_out.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -31,26 +32,9 @@
 
 /* ---- JSON helpers --------------------------------------------------------------------------- */
 
-/* A JSON string safe inside an HTML <script> element: '<', '>' and '&' are escaped too. */
 static void jstr(FILE *o, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    fputc('"', o);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            fputc('\\', o);
-            fputc(c, o);
-        } else if (c == '\n')
-            fputs("\\n", o);
-        else if (c == '\t')
-            fputs("\\t", o);
-        else if (c < 0x20 || c == '<' || c == '>' || c == '&')
-            fprintf(o, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-        else
-            fputc(c, o);
-    }
-    fputc('"', o);
+    mprof_json_write_script_string(o, s, n);
 }
 
 static void jcstr(FILE *o, const char *s)
@@ -60,14 +44,10 @@ static void jcstr(FILE *o, const char *s)
     jstr(o, s, strlen(s));
 }
 
+/* Times and counts exact, other figures to 9 digits. */
 static void jnum(FILE *o, double v)
 {
-    if (!isfinite(v))
-        fputs("null", o);
-    else if (v == floor(v) && fabs(v) < 9e15)
-        fprintf(o, "%.0f", v);
-    else
-        fprintf(o, "%.9g", v);
+    mprof_json_write_number(o, v, 9, 1, "null");
 }
 
 /* ---- growable arrays ------------------------------------------------------------------------ */

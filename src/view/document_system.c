@@ -11,6 +11,7 @@
 #include "analysis/system.h"
 #include "view/document.h"
 #include "util/umap.h"
+#include "util/json_out.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -25,32 +26,15 @@ typedef struct vsample {
     uint32_t stack;
 } vsample;
 
-/* A JSON string safe inside <script>, as document.c's jstr writes them, except that every
- * control character here is \u00XX. */
 static void jstr(FILE *o, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    fputc('"', o);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            fputc('\\', o);
-            fputc(c, o);
-        } else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-            fprintf(o, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-        } else {
-            fputc(c, o);
-        }
-    }
-    fputc('"', o);
+    mprof_json_write_script_string(o, s, strlen(s));
 }
 
+/* Shares of the machine and percentages: 4 digits are plenty. */
 static void jnum(FILE *o, double v)
 {
-    if (isfinite(v))
-        fprintf(o, "%.4g", v);
-    else
-        fputc('0', o);
+    mprof_json_write_number(o, v, 4, 0, "0");
 }
 
 /* Whether off interval k of thread i overlaps [t0, t1], with its bounds and reason. "off" and

@@ -148,9 +148,10 @@ static uint64_t cpu_from(const scpu *c, uint64_t n, int64_t t)
     return mprof__vfirst_from(c, sizeof *c, offsetof(scpu, ts), 0, n, t);
 }
 
+/* Percentages: 4 digits are plenty. */
 static void jnum(FILE *out, double v)
 {
-    fprintf(out, "%.4g", isfinite(v) ? v : 0.0);
+    mprof_json_write_number(out, v, 4, 0, "0");
 }
 
 /* The CPU-usage points of the view, percent of the machine: per pixel [ts, other min, other
