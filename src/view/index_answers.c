@@ -67,12 +67,10 @@ static uint64_t point_from(const vpoint *p, uint64_t n, int64_t t)
     return mprof__vfirst_from(p, sizeof *p, offsetof(vpoint, ts), 0, n, t);
 }
 
+/* A plot's value, exactly. */
 static void jdouble(FILE *out, double v)
 {
-    if (isfinite(v))
-        fprintf(out, "%.17g", v);
-    else
-        fputs("null", out);
+    mprof_json_write_number(out, v, 17, 0, "null");
 }
 
 static int answer_plots(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
