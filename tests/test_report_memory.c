@@ -1,5 +1,6 @@
 /*
- * test_report_memory.c - `mprof report` and `mprof export` read a capture as a stream: their
+ * test_report_memory.c - `mprof report` and `mprof export` (every format, Perfetto included) read
+ * a capture as a stream: their
  * peak memory does not grow with the number of events (a pass that kept every zone instance
  * would need 636 MB for 40 M events).
  *
@@ -110,10 +111,12 @@ static void test_memory_bounded(void **state)
     static const char *const per_zone[] = {"export", "-f", "csv", "--per-zone", NULL};
     static const char *const chrome[] = {"export", "-f", "chrome", NULL};
     static const char *const frames[] = {"export", "-f", "frames", NULL};
-    static const char *const *const cmds[] = {report, report_all, csv, per_zone, chrome, frames};
+    static const char *const perfetto[] = {"export", "-f", "perfetto", NULL};
+    static const char *const *const cmds[] = {report, report_all, csv, per_zone, chrome, frames,
+                                              perfetto};
     static const char *const names[] = {"report --json", "report --all", "export csv",
                                         "export csv --per-zone", "export chrome",
-                                        "export frames"};
+                                        "export frames", "export perfetto"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         long k1 = tool_peak_kib(cmds[i], small);
         long k4 = tool_peak_kib(cmds[i], big);
