@@ -1,8 +1,7 @@
 /*
  * test_report_memory.c - `mprof report` and `mprof export` (every format, Perfetto included) read
- * a capture as a stream: their
- * peak memory does not grow with the number of events (a pass that kept every zone instance
- * would need 636 MB for 40 M events).
+ * a capture as a stream: their peak memory does not grow with the number of events (a pass that
+ * kept every zone instance would need 636 MB for 40 M events).
  *
  * Two captures of N and 4N events are made with the real library (each in a child process, so
  * this process stays small: a child's ru_maxrss counts the memory it had before exec), then
