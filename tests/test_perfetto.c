@@ -714,6 +714,29 @@ static void test_engine_capture(void **state)
     check_capture(engine_cap, "pf_engine.pftrace", 1);
 }
 
+/* A capture recorded with the sched tracepoints (root): wake-ups with their waker and interrupt
+ * context, switch reasons. Every wake-up is a sched_waking, every switch a compact switch. */
+static void test_sched_capture(void **state)
+{
+    (void)state;
+    const char *cap = MPROF_SOURCE_DIR "/fuzz/corpus/timeline/system_sched.mprof";
+    tu_counts c;
+    assert_int_equal(tu_count_capture(cap, &c), 0);
+    assert_true(c.by_type[MPROF_EV_SYS_WAKE] > 0);
+    char trace[512];
+    snprintf(trace, sizeof trace, "%s", tu_temp_path("pf_sched.pftrace"));
+    export_trace(cap, trace, NULL);
+    replay r;
+    decode(trace, 0, &r);
+    replay_free(&r);
+    if (!schema_dir())
+        return;
+    decode(trace, 1, &r);
+    assert_int_equal(r.wakings, c.by_type[MPROF_EV_SYS_WAKE]);
+    assert_int_equal(r.switches, c.by_type[MPROF_EV_SYS_SWITCH]);
+    replay_free(&r);
+}
+
 static size_t file_size(const char *path)
 {
     struct stat st;
@@ -783,6 +806,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_demo_capture),
         cmocka_unit_test(test_engine_capture),
+        cmocka_unit_test(test_sched_capture),
         cmocka_unit_test(test_range),
         cmocka_unit_test(test_errors),
     };
