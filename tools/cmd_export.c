@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const help =
     "usage: mprof export --format FORMAT [options] FILE.mprof\n"
@@ -106,6 +107,9 @@ int cmd_export(int argc, char **argv)
     if (per_zone && !is_csv)
         return tool_error("export", EXIT_USAGE, "--per-zone applies to --format csv");
     int to_stdout = !out_path || strcmp(out_path, "-") == 0;
+    if (is_perfetto && to_stdout && isatty(STDOUT_FILENO))
+        return tool_error("export", EXIT_USAGE,
+                          "a Perfetto trace is binary: give -o FILE.pftrace (or redirect it)");
     char err[512];
     /* A capture that cannot even be opened must not cost the user an existing output. */
     mprof_reader *probe = mprof_reader_open(path, err, sizeof err);
