@@ -159,6 +159,14 @@ static cpu_batch *batch_of(pf *x, uint32_t cpu)
     cpu_batch *b = &s->cpus[s->n_cpus++];
     memset(b, 0, sizeof *b);
     b->cpu = cpu;
+    /* Perfetto takes the task a compact switch switches out from the CPU's previous switch, so
+     * it drops the first switch of each CPU. A first switch to the idle task at the start of
+     * the trace gives every real switch its predecessor. */
+    if (MPROF_GROW(b->sw, b->cap, 1, 64) != 0) {
+        x->oom = 1;
+        return NULL;
+    }
+    b->sw[b->n++] = (sw_rec){0, 0, 1, STATE_RUNNABLE};
     return b;
 }
 
