@@ -1,7 +1,7 @@
 /*
- * test_report_memory.c - `mprof report` and `mprof export` read a capture as a stream: their
- * peak memory does not grow with the number of events (a pass that kept every zone instance
- * would need 636 MB for 40 M events).
+ * test_report_memory.c - `mprof report` and `mprof export` (every format, Perfetto included) read
+ * a capture as a stream: their peak memory does not grow with the number of events (a pass that
+ * kept every zone instance would need 636 MB for 40 M events).
  *
  * Two captures of N and 4N events are made with the real library (each in a child process, so
  * this process stays small: a child's ru_maxrss counts the memory it had before exec), then
@@ -110,10 +110,12 @@ static void test_memory_bounded(void **state)
     static const char *const per_zone[] = {"export", "-f", "csv", "--per-zone", NULL};
     static const char *const chrome[] = {"export", "-f", "chrome", NULL};
     static const char *const frames[] = {"export", "-f", "frames", NULL};
-    static const char *const *const cmds[] = {report, report_all, csv, per_zone, chrome, frames};
+    static const char *const perfetto[] = {"export", "-f", "perfetto", NULL};
+    static const char *const *const cmds[] = {report, report_all, csv, per_zone, chrome, frames,
+                                              perfetto};
     static const char *const names[] = {"report --json", "report --all", "export csv",
                                         "export csv --per-zone", "export chrome",
-                                        "export frames"};
+                                        "export frames", "export perfetto"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         long k1 = tool_peak_kib(cmds[i], small);
         long k4 = tool_peak_kib(cmds[i], big);

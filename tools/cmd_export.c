@@ -1,19 +1,31 @@
 /*
- * cmd_export.c - `mprof export`: a capture in another tool's format (Chrome Trace Event JSON,
- * CSV), or the frame-time file of `--format frames`. Exports stream: see export/export.h.
+ * cmd_export.c - `mprof export`: a capture in another tool's format (Perfetto's protobuf trace,
+ * Chrome Trace Event JSON, CSV), or the frame-time file of `--format frames`. Exports stream:
+ * see export/export.h and export/perfetto.h.
  */
 #include "export/export.h"
 #include "format/format.h"
 #include "export/frames.h"
+#include "export/perfetto.h"
 #include "mprof_tool.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const help =
     "usage: mprof export --format FORMAT [options] FILE.mprof\n"
     "\n"
     "Formats:\n"
+    "  perfetto Perfetto's native protobuf trace (.pftrace): opens in ui.perfetto.dev and\n"
+    "           Perfetto's trace processor. Zones are slices on thread tracks (source\n"
+    "           locations interned), plots, memory and CPU usage are counter tracks, messages\n"
+    "           are log messages with their priority, GPU zones are slices on their queue's\n"
+    "           track with a flow from their CPU submit, lock waits and holds and frames have\n"
+    "           their tracks, context switches and wake-ups are scheduler events (thread\n"
+    "           states, CPU lanes), callstack samples are perf samples. A tenth of the size\n"
+    "           of the Chrome JSON or less.\n"
     "  chrome   Chrome Trace Event JSON: opens in Perfetto (ui.perfetto.dev), chrome://tracing\n"
     "           and Tracy's importer. Zones are complete events with thread names, GPU zones\n"
     "           and lock spans have their own tracks, frames are events on a Frames track,\n"
@@ -24,7 +36,7 @@ static const char *const help =
     "  frames   frame times for mprof gate (see docs/GATE.md)\n"
     "\n"
     "Options:\n"
-    "  -f, --format F  chrome, csv or frames (required)\n"
+    "  -f, --format F  perfetto, chrome, csv or frames (required)\n"
     "  -o FILE         output file (default: standard output)\n"
     "  --per-zone      csv: one row per zone occurrence\n"
     "  --frames A:B    only frames A to B - 1 of the main frame set (from 0, as in mprof view;\n"
@@ -47,7 +59,7 @@ int cmd_export(int argc, char **argv)
     for (const char *a; tool_args_option(&args, &a);) {
         if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
             if (!(format = tool_args_value(&args)))
-                return tool_error("export", EXIT_USAGE, "%s needs a value: chrome, csv or frames", a);
+                return tool_error("export", EXIT_USAGE, "%s needs a value: perfetto, chrome, csv or frames", a);
         } else if (strncmp(a, "--format=", 9) == 0) {
             format = a + 9;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
@@ -72,13 +84,16 @@ int cmd_export(int argc, char **argv)
     if (tool_args_finish(&args, 1) != 0)
         return args.code;
     if (!format)
-        return tool_error("export", EXIT_USAGE, "--format is required: chrome, csv or frames");
+        return tool_error("export", EXIT_USAGE,
+                          "--format is required: perfetto, chrome, csv or frames");
     int is_chrome = strcmp(format, "chrome") == 0, is_csv = strcmp(format, "csv") == 0;
+    int is_perfetto = strcmp(format, "perfetto") == 0;
     if (out_path && strcmp(out_path, "-") != 0 && tool_same_file(path, out_path))
         return tool_error("export", EXIT_USAGE, "-o %s is the capture '%s' itself: writing would "
                           "destroy it; choose another output", out_path, path);
-    if (strcmp(format, "frames") != 0 && !is_chrome && !is_csv)
-        return tool_error("export", EXIT_USAGE, "unknown format '%s': chrome, csv or frames", format);
+    if (strcmp(format, "frames") != 0 && !is_chrome && !is_csv && !is_perfetto)
+        return tool_error("export", EXIT_USAGE,
+                          "unknown format '%s': perfetto, chrome, csv or frames", format);
     if (mprof__export_range_resolve(path, &range, rerr, sizeof rerr) != 0)
         return tool_error("export", EXIT_IO, "%s", rerr);
     if (strcmp(format, "frames") == 0) {
@@ -89,11 +104,12 @@ int cmd_export(int argc, char **argv)
             return tool_error("export", EXIT_IO, "%s", ferr);
         return out_path && strcmp(out_path, "-") != 0 ? EXIT_OK : tool_finish("export", EXIT_OK);
     }
-    if (!is_chrome && !is_csv)
-        return tool_error("export", EXIT_USAGE, "unknown format '%s': chrome, csv or frames", format);
     if (per_zone && !is_csv)
         return tool_error("export", EXIT_USAGE, "--per-zone applies to --format csv");
     int to_stdout = !out_path || strcmp(out_path, "-") == 0;
+    if (is_perfetto && to_stdout && isatty(STDOUT_FILENO))
+        return tool_error("export", EXIT_USAGE,
+                          "a Perfetto trace is binary: give -o FILE.pftrace (or redirect it)");
     char err[512];
     /* A capture that cannot even be opened must not cost the user an existing output. */
     mprof_reader *probe = mprof_reader_open(path, err, sizeof err);
@@ -105,11 +121,23 @@ int cmd_export(int argc, char **argv)
     tool_output out;
     if (tool_output_open(&out, to_stdout ? NULL : out_path, err, sizeof err) != 0)
         return tool_error("export", EXIT_IO, "%s", err);
-    int rc = is_chrome ? mprof__export_chrome_range(path, &range, out.f, err, sizeof err)
-             : per_zone ? mprof__export_csv_zones_range(path, &range, out.f, err, sizeof err)
-                        : mprof__export_csv_stats_range(path, &range, out.f, err, sizeof err);
+    mprof_perfetto_stats ps;
+    int rc = is_perfetto ? mprof__export_perfetto(path, &range, out.f, &ps, err, sizeof err)
+             : is_chrome ? mprof__export_chrome_range(path, &range, out.f, err, sizeof err)
+             : per_zone  ? mprof__export_csv_zones_range(path, &range, out.f, err, sizeof err)
+                         : mprof__export_csv_stats_range(path, &range, out.f, err, sizeof err);
     char oerr[512];
     if (tool_output_close(&out, rc == 0, oerr, sizeof oerr) != 0)
         return tool_error("export", EXIT_IO, "%s", rc != 0 ? err : oerr);
+    /* What the trace could not show as the capture had it: said here as in the trace. */
+    if (is_perfetto && (ps.zones_cut_by_loss || ps.zones_dropped_by_loss || ps.lost_events ||
+                        ps.kernel_lost || ps.gpu_late || ps.clamped_ts))
+        fprintf(stderr,
+                "mprof export: %s: the capture lost %" PRIu64 " events (%" PRIu64 " zones open"
+                " then are ended there and marked lost_end, %" PRIu64 " are left out) and the"
+                " kernel %" PRIu64 " scheduler records; %" PRIu64 " GPU zones came too late for"
+                " their lane; %" PRIu64 " timestamps before the start were written as 0\n",
+                path, ps.lost_events, ps.zones_cut_by_loss, ps.zones_dropped_by_loss,
+                ps.kernel_lost, ps.gpu_late, ps.clamped_ts);
     return to_stdout ? tool_finish("export", EXIT_OK) : EXIT_OK;
 }

@@ -65,7 +65,7 @@ typedef struct thread_st {
 /* ---- GPU ---------------------------------------------------------------------------------- */
 
 typedef struct gpu_pending {
-    uint32_t loc, depth;
+    uint32_t loc, depth, thread;
     int64_t cpu_begin;
     int64_t gpu_begin, gpu_end;
     int have_begin, have_end, closed, used;
@@ -288,7 +288,8 @@ static void gpu_try_emit(mprof_walker *w, gpu_st *g, uint32_t p)
     w->zones++;
     if (w->hooks.zone) {
         mprof_tl_zone out = {.track = g->track, .loc = z->loc, .depth = z->depth,
-                             .start_ns = s, .end_ns = e};
+                             .start_ns = s, .end_ns = e, .submit_ns = z->cpu_begin,
+                             .submit_thread = z->thread};
         w->hooks.zone(w->hooks.user, &out);
     }
     z->used = 0;
@@ -310,7 +311,8 @@ static void gpu_map_query(mprof_walker *w, gpu_st *g, uint32_t query, uint32_t v
     g->qmap[query] = v;
 }
 
-static void gpu_zone_begin(mprof_walker *w, gpu_st *g, uint32_t query, uint32_t loc, int64_t ts)
+static void gpu_zone_begin(mprof_walker *w, gpu_st *g, uint32_t query, uint32_t loc, int64_t ts,
+                           uint32_t thread)
 {
     uint32_t p;
     if (g->n_free)
@@ -332,6 +334,7 @@ static void gpu_zone_begin(mprof_walker *w, gpu_st *g, uint32_t query, uint32_t 
     z->loc = loc;
     z->depth = g->depth;
     z->cpu_begin = ts;
+    z->thread = thread;
     g->stack[g->depth++] = p;
     gpu_map_query(w, g, query, p * 2);
 }
@@ -825,7 +828,7 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
     case MPROF_EV_GPU_ZONE_BEGIN: {
         gpu_st *g = gpu_of(w, (uint32_t)ev->u[0]);
         if (g)
-            gpu_zone_begin(w, g, (uint32_t)ev->u[1], (uint32_t)ev->u[2], ev->ts_ns);
+            gpu_zone_begin(w, g, (uint32_t)ev->u[1], (uint32_t)ev->u[2], ev->ts_ns, ev->thread);
         break;
     }
     case MPROF_EV_GPU_ZONE_END: {

@@ -45,6 +45,8 @@ typedef struct mprof_tl_zone {
     int unfinished;   /* still open at the end of the capture: end_ns is the capture's end */
     int nested;       /* an instance of the same source location is open below it on its track
                          (recursion): its time is already inside that instance's */
+    int64_t submit_ns;      /* GPU zones: when the CPU recorded its begin (GPU_ZONE_BEGIN) */
+    uint32_t submit_thread; /* GPU zones: the reader thread that recorded it */
 } mprof_tl_zone;
 
 /* A lock span: waiting for (contended only) or holding a lock. */
