@@ -65,6 +65,18 @@ static double flat_zones(uint64_t n)
     return (double)(now_ns() - t0) / (double)n;
 }
 
+/* An async span begun and ended (on one thread: the cost of each call does not depend on which
+ * thread makes it), the same work as a zone's begin and end. */
+static double async_pairs(uint64_t n)
+{
+    uint64_t t0 = now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        MPROF_ASYNC_BEGIN("loads", i, "load");
+        MPROF_ASYNC_END("loads", i);
+    }
+    return (double)(now_ns() - t0) / (double)n;
+}
+
 static double nested_zones(uint64_t n)
 {
     uint64_t t0 = now_ns();
@@ -387,7 +399,7 @@ int main(int argc, char **argv)
     /* Recording to a file: flat, nested, two threads. */
     char *p = capture_path("cost");
     start(p);
-    double flat = 1e9, nested = 1e9, timer2 = 1e9, flat_flt = 0;
+    double flat = 1e9, nested = 1e9, timer2 = 1e9, flat_flt = 0, async = 1e9;
     two_result two = {1e9, 1e9, 0}, two_timer = {1e9, 1e9, 0};
     for (int r = 0; r < REPS; r++) {
         timer2 = best(timer2, timer_pair_ns(n / 4));
@@ -396,6 +408,7 @@ int main(int argc, char **argv)
         if (fz < flat)
             flat = fz, flat_flt = (double)(thread_minflt() - f0) / ((double)n / 4) * 1e6;
         nested = best(nested, nested_zones(n / 4));
+        async = best(async, async_pairs(n / 8));
         two_result z = two_threads(0), t = two_threads(1);
         if (z.cpu_ns < two.cpu_ns)
             two.cpu_ns = z.cpu_ns, two.minflt_per_mzone = z.minflt_per_mzone;
@@ -417,6 +430,10 @@ int main(int argc, char **argv)
            flat, flat / timer, flat_flt);
     printf("{\"bench\":\"zone_nested_1t\",\"ns_per_zone\":%.2f,\"ratio_to_timer_pair\":%.3f}\n",
            nested, nested / timer);
+    /* An async begin/end pair beside a zone: two out-of-line calls of a plot's weight each. */
+    printf("{\"bench\":\"async_pair_1t\",\"ns_per_pair\":%.2f,\"ratio_to_timer_pair\":%.3f,"
+           "\"ratio_to_zone\":%.3f}\n",
+           async, async / timer, async / flat);
     /* Two threads at once, each against the timer floor also taken by two threads at once:
      * cpu_ratio (thread CPU time) is the zone's cost; wall_ratio adds whatever preemption the
      * machine imposed (docs/OVERHEAD.md). */

@@ -28,6 +28,9 @@ static void test_arguments_not_evaluated(void **state)
     MPROF_LOCK_WAIT((mprof_lock_id)touch(), 0);
     MPROF_GPU_TIME(0, (uint32_t)touch(), 0);
     MPROF_FRAME_IMAGE((const void *)(size_t)touch(), touch(), touch());
+    MPROF_ASYNC_BEGIN("loads", touch(), "texture");
+    MPROF_ASYNC_BEGIN_DYN("loads", touch(), touch() ? "a" : "b");
+    MPROF_ASYNC_END("loads", touch());
     assert_int_equal(evaluated, 0);
 }
 

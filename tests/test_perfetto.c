@@ -676,6 +676,22 @@ static int setup(void **state)
     return tu_count_capture(engine_cap, &engine_counts);
 }
 
+/* Async spans: every span of the report (completed, or open at the end) is a slice on a lane of
+ * its track (uuid kind 12), and the engine makes some. */
+static void check_async(const replay *r, const cJSON *rep, int engine)
+{
+    uint64_t want = 0, got = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(rep, "async"))
+        want += (uint64_t)jnum(t, "count") + (uint64_t)jnum(t, "open_at_end");
+    for (uint32_t i = 0; i < r->n_tracks; i++)
+        if ((r->tr[i].uuid & 15) == 12)
+            got += r->tr[i].begins;
+    assert_int_equal(got, want);
+    if (engine)
+        assert_true(want > 0);
+}
+
 static void check_capture(const char *cap, const char *name, int engine)
 {
     char trace[512];
@@ -685,6 +701,7 @@ static void check_capture(const char *cap, const char *name, int engine)
     replay r;
     decode(trace, 0, &r); /* no schema: field numbers and nesting */
     check_counts(&r, rep, 0);
+    check_async(&r, rep, engine);
     replay_free(&r);
     if (!schema_dir()) {
         printf("perfetto schema not found (../shared/reference/perfetto): raw checks only\n");

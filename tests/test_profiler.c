@@ -600,6 +600,128 @@ static void test_threads_exact_counts(void **state)
  * so whatever the collector's pace they find every block in the pool: fewer than one fresh block
  * a wave (none expected). Without the pool each new thread mallocs at least its first block. Every
  * zone arrives. */
+/* ---- async spans ---------------------------------------------------------------------------- */
+
+#define N_ASYNC 200
+
+static void *async_ender(void *arg)
+{
+    (void)arg;
+    /* Ends every span the main thread began, in reverse order (spans of a track overlap). */
+    for (int i = N_ASYNC - 1; i >= 0; i--)
+        MPROF_ASYNC_END("loads", (uint64_t)i * 7 + 1);
+    MPROF_ASYNC_END("jobs", 42);
+    return NULL;
+}
+
+static void test_async_spans_cross_threads(void **state)
+{
+    (void)state;
+    const char *path = start_capture("async.mprof", 0);
+    for (int i = 0; i < N_ASYNC; i++) {
+        if (i % 2)
+            MPROF_ASYNC_BEGIN("loads", (uint64_t)i * 7 + 1, "texture");
+        else
+            MPROF_ASYNC_BEGIN_DYN("loads", (uint64_t)i * 7 + 1, i % 4 ? "odd name" : "mesh 0");
+    }
+    MPROF_ASYNC_BEGIN("jobs", 42, "bake");
+    /* What does not pair: an end without a begin, an id begun again while open, a begin never
+     * ended. */
+    MPROF_ASYNC_END("odd", 1);
+    MPROF_ASYNC_BEGIN("odd", 2, "twice");
+    MPROF_ASYNC_BEGIN("odd", 2, "twice");
+    MPROF_ASYNC_END("odd", 2);
+    MPROF_ASYNC_BEGIN("odd", 3, "never ended");
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, async_ender, NULL), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    mprof_shutdown();
+
+    char err[256];
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    assert_non_null(r);
+    mprof_event ev;
+    int begins = 0, dyn = 0, ends = 0, jobs = 0;
+    uint32_t begin_thread = 0, end_thread = 0;
+    int64_t last_begin = 0, first_end = INT64_MAX, total = 0, max = 0;
+    /* File order is time order within a thread only: an end can be read before its begin. */
+    static char seen_begin[N_ASYNC], seen_end[N_ASYNC];
+    static int64_t began[N_ASYNC], ended[N_ASYNC];
+    while (mprof_reader_next(r, &ev) == 1) {
+        if (ev.type != MPROF_EV_ASYNC_BEGIN && ev.type != MPROF_EV_ASYNC_BEGIN_DYN &&
+            ev.type != MPROF_EV_ASYNC_END)
+            continue;
+        const char *track = mprof_reader_string(r, (uint32_t)ev.u[0]);
+        assert_non_null(track);
+        if (strcmp(track, "jobs") == 0) {
+            assert_int_equal(ev.u[1], 42);
+            jobs++;
+            continue;
+        }
+        if (strcmp(track, "odd") == 0)
+            continue;
+        assert_string_equal(track, "loads");
+        assert_int_equal((ev.u[1] - 1) % 7, 0);
+        int i = (int)((ev.u[1] - 1) / 7);
+        assert_true(i >= 0 && i < N_ASYNC);
+        if (ev.type == MPROF_EV_ASYNC_END) {
+            assert_int_equal(seen_end[i], 0);
+            seen_end[i] = 1;
+            ended[i] = ev.ts_ns;
+            ends++;
+            end_thread = ev.thread;
+            if (ev.ts_ns < first_end)
+                first_end = ev.ts_ns;
+            continue;
+        }
+        assert_int_equal(seen_begin[i], 0);
+        seen_begin[i] = 1;
+        began[i] = ev.ts_ns;
+        begins++;
+        begin_thread = ev.thread;
+        last_begin = ev.ts_ns;
+        if (ev.type == MPROF_EV_ASYNC_BEGIN) {
+            assert_string_equal(mprof_reader_string(r, (uint32_t)ev.u[2]), "texture");
+        } else {
+            dyn++;
+            const char *want = i % 4 ? "odd name" : "mesh 0";
+            assert_int_equal(ev.str_len, strlen(want));
+            assert_memory_equal(ev.str, want, ev.str_len);
+        }
+    }
+    mprof_reader_close(r);
+    assert_int_equal(begins, N_ASYNC);
+    assert_int_equal(dyn, N_ASYNC / 2);
+    assert_int_equal(ends, N_ASYNC);
+    assert_int_equal(jobs, 2);
+    assert_true(begin_thread != 0 && end_thread != 0 && begin_thread != end_thread);
+    assert_true(first_end >= last_begin); /* every end came after the last begin */
+    for (int i = 0; i < N_ASYNC; i++) {
+        total += ended[i] - began[i];
+        if (ended[i] - began[i] > max)
+            max = ended[i] - began[i];
+    }
+
+    /* mprof report pairs them the same way: counts and durations exact, anomalies counted. */
+    char cmd[1024], out[1 << 16], want[160];
+    snprintf(cmd, sizeof cmd, "%s report --json %s", tu_mprof_bin(), path);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    const char *loads = strstr(out, "\"track\": \"loads\"");
+    assert_non_null(loads);
+    snprintf(want, sizeof want, "\"count\": %d,\n      \"total_ns\": %lld,", N_ASYNC,
+             (long long)total);
+    assert_non_null(strstr(loads, want));
+    snprintf(want, sizeof want, "\"max_ns\": %lld,\n      \"open_at_end\": 0,\n      "
+             "\"unmatched_ends\": 0,\n      \"reused_ids\": 0", (long long)max);
+    assert_non_null(strstr(loads, want));
+    const char *odd = strstr(out, "\"track\": \"odd\"");
+    assert_non_null(odd);
+    assert_non_null(strstr(odd, "\"count\": 2,")); /* the reused span and its successor */
+    assert_non_null(strstr(odd, "\"open_at_end\": 1,\n      \"unmatched_ends\": 1,\n      "
+                                "\"reused_ids\": 1"));
+    assert_non_null(strstr(strstr(out, "\"track\": \"jobs\""), "\"count\": 1,"));
+}
+
 static void test_blocks_recycled_across_threads(void **state)
 {
     (void)state;
@@ -733,6 +855,7 @@ int main(void)
         cmocka_unit_test(test_scale_restored_after_odd_delta),
         cmocka_unit_test(test_leaf_zones_exact),
         cmocka_unit_test(test_threads_exact_counts),
+        cmocka_unit_test(test_async_spans_cross_threads),
         cmocka_unit_test(test_blocks_recycled_across_threads),
         cmocka_unit_test(test_tiny_cap_counts_drops),
         cmocka_unit_test(test_startup_twice_and_restart),

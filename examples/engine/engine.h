@@ -148,6 +148,12 @@ void nexus_frame(uint64_t frame);
 uint64_t nexus_packets_received(void);
 
 /* ---- audio.c ---- */
+/* Asset streaming (streaming.c): requests made on the game thread, loaded on a loader thread,
+ * taken in frames later; each request is an async span. */
+int streaming_init(const engine_options *opt);
+void streaming_frame(uint64_t frame);
+void streaming_shutdown(void);
+
 int audio_init(const engine_options *opt);
 void audio_shutdown(void);
 /* Starts voices for this frame's events and mixes one frame of sound. */

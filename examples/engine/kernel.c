@@ -116,6 +116,8 @@ static int init_all(const engine_options *opt)
     }
     if (nexus_init(opt))
         log_msg(ENG_LOG_ERROR, "kernel: running without networking");
+    if (streaming_init(opt))
+        log_msg(ENG_LOG_ERROR, "kernel: running without asset streaming");
     if (renderer_init(opt)) {
         log_msg(ENG_LOG_FATAL, "kernel: no renderer could start");
         return -1;
@@ -133,6 +135,7 @@ static void shutdown_all(void)
 {
     MPROF_ZONE_C("Kernel::shutdown", 0);
     renderer_shutdown();
+    streaming_shutdown();
     nexus_shutdown();
     audio_shutdown();
     souls_shutdown();
@@ -201,6 +204,7 @@ int kernel_run(const engine_options *opt)
                 mprof_arena_reset(frame_arena);
             }
             nexus_frame(frame);
+            streaming_frame(frame);
             simulate();
             renderer_frame(frame);
             {

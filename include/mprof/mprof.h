@@ -3,9 +3,10 @@
  *
  * Overview
  *   mprof is a frame profiler for real-time C programs. You mark regions of code (zones), frame
- *   boundaries, plots, log messages, allocations, locks, fibers and GPU work; a background
- *   collector compresses what your threads record and writes it to a capture file (.mprof) or
- *   streams it to `mprof capture`. `mprof report`, `mprof view` and friends read captures.
+ *   boundaries, plots, log messages, allocations, locks, fibers, async spans (work that begins
+ *   on one thread and ends on another) and GPU work; a background collector compresses what
+ *   your threads record and writes it to a capture file (.mprof) or streams it to
+ *   `mprof capture`. `mprof report`, `mprof view` and friends read captures.
  *
  * Step by step
  *   1. Compile the code you want to profile with -DMPROF_ENABLE and link libmprof
@@ -37,9 +38,10 @@
  *   fail return mprof_result (0 = MPROF_OK); mprof_result_str() names the result.
  *
  * Strings
- *   Zone, plot, frame, pool, lock and fiber names must have static storage duration (string
- *   literals): only their address travels on the hot path. Texts passed to MPROF_ZONE_TEXT,
- *   MPROF_ZONE_NAME, MPROF_MESSAGEF, MPROF_THREAD_NAME and MPROF_APP_INFO are copied.
+ *   Zone, plot, frame, pool, lock, fiber and async track names must have static storage duration
+ *   (string literals): only their address travels on the hot path. Texts passed to
+ *   MPROF_ZONE_TEXT, MPROF_ZONE_NAME, MPROF_MESSAGEF, MPROF_THREAD_NAME, MPROF_APP_INFO and
+ *   MPROF_ASYNC_BEGIN_DYN are copied.
  *
  * Environment (overrides the config passed to mprof_startup; see docs/API.md for the table)
  *   MPROF_CAPTURE=path          write the capture straight to this file
@@ -261,9 +263,13 @@ MPROF_API void mprof__alloc(const void *ptr, size_t size, const char *pool, int 
     MPROF__NO_ACCESS(1);
 MPROF_API void mprof__free(const void *ptr, const char *pool, int depth) MPROF__NO_ACCESS(1);
 MPROF_API void mprof__pool_discard(const char *pool);
-/* Fibers (src/fiber.c). */
+/* Fibers (src/runtime/events/fiber.c). */
 MPROF_API void mprof__fiber_enter(const char *name);
 MPROF_API void mprof__fiber_leave(void);
+/* Async spans (src/runtime/events/async.c). */
+MPROF_API void mprof__async_begin(const char *track, uint64_t id, const char *name);
+MPROF_API void mprof__async_begin_dyn(const char *track, uint64_t id, const char *name);
+MPROF_API void mprof__async_end(const char *track, uint64_t id);
 
 /* The per-thread write cursor. cur is written by its thread and read by the collector. */
 typedef struct mprof__tbuf {
@@ -499,6 +505,16 @@ MPROF_API void mprof__lock_try_failed(mprof_lock_id id, int shared);
 #define MPROF_FIBER_ENTER(name) mprof__fiber_enter(name)
 #define MPROF_FIBER_LEAVE() mprof__fiber_leave()
 
+/* Async spans: work begun on one thread and ended on any thread (an asset load handed to an I/O
+ * thread, a job passed along a pipeline). track and name are string literals; id is a uint64_t
+ * of the program's choosing, unique in its track while the span is open; spans of one track may
+ * overlap, and each track gets its own rows in the viewer. _DYN takes a name built at run time
+ * (copied). Any thread; each call costs about what a plot does, with no lock. */
+#define MPROF_ASYNC_BEGIN(track, id, name) mprof__async_begin("" track, (uint64_t)(id), "" name)
+#define MPROF_ASYNC_BEGIN_DYN(track, id, name)                                                     \
+    mprof__async_begin_dyn("" track, (uint64_t)(id), (name))
+#define MPROF_ASYNC_END(track, id) mprof__async_end("" track, (uint64_t)(id))
+
 #define MPROF_LOCK_ANNOUNCE(name, kind)                                                           \
     mprof__lock_announce((name), (kind), ({                                                        \
                              MPROF__SRCLOC(mprof__loc_l, name, 0);                                 \
@@ -554,6 +570,9 @@ MPROF_API void mprof__lock_try_failed(mprof_lock_id id, int shared);
 #define MPROF_POOL_DISCARD(pool) ((void)0)
 #define MPROF_FIBER_ENTER(name) ((void)0)
 #define MPROF_FIBER_LEAVE() ((void)0)
+#define MPROF_ASYNC_BEGIN(track, id, name) ((void)0)
+#define MPROF_ASYNC_BEGIN_DYN(track, id, name) ((void)0)
+#define MPROF_ASYNC_END(track, id) ((void)0)
 #define MPROF_LOCK_ANNOUNCE(name, kind) ((mprof_lock_id)0)
 #define MPROF_LOCK_WAIT(id, shared) ((void)0)
 #define MPROF_LOCK_OBTAINED(id, shared) ((void)0)

@@ -25,6 +25,7 @@ static const mprof_pass_vtbl *const pass_table[] = {
     &mprof__locks_pass,
     &mprof__fibers_pass,
     &mprof__system_pass,
+    &mprof__async_pass,
     NULL,
 };
 

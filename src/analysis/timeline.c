@@ -137,6 +137,7 @@ struct mprof_walker {
     int64_t first_ns, last_ns;
     int have_ts;
     uint64_t zones, lost, unmatched_ends;
+    mprof_async *async; /* with an async_span hook */
     int oom;
 };
 
@@ -701,6 +702,12 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
         w->have_ts = 1;
     }
     switch (ev->type) {
+    case MPROF_EV_ASYNC_BEGIN:
+    case MPROF_EV_ASYNC_BEGIN_DYN:
+    case MPROF_EV_ASYNC_END:
+        if (w->async && mprof__async_event(w->async, w->r, ev) != 0)
+            w->oom = 1;
+        break;
     case MPROF_EV_ZONE_BEGIN: {
         track_st *t = zone_track(w, ev->thread);
         if (t)
@@ -868,8 +875,16 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
     return w->oom ? -1 : 0;
 }
 
+static void on_async(void *user, const mprof_async_span *s)
+{
+    mprof_walker *w = user;
+    w->hooks.async_span(w->hooks.user, s);
+}
+
 void mprof__walker_finish(mprof_walker *w)
 {
+    if (w->async)
+        mprof__async_finish(w->async, w->last_ns);
     for (uint32_t i = 0; i < w->n_tracks; i++) {
         track_st *t = &w->tracks[i];
         while (t->depth)
@@ -896,13 +911,23 @@ mprof_walker *mprof__walker_new(const mprof_reader *r, const mprof_tl_hooks *hoo
     if (hooks)
         w->hooks = *hooks;
     w->keep_frames = keep_frames;
+    if (w->hooks.async_span && !(w->async = mprof__async_new(on_async, w))) {
+        free(w);
+        return NULL;
+    }
     return w;
+}
+
+const mprof_async *mprof__walker_async(const mprof_walker *w)
+{
+    return w->async;
 }
 
 void mprof__walker_free(mprof_walker *w)
 {
     if (!w)
         return;
+    mprof__async_free(w->async);
     for (uint32_t i = 0; i < w->n_tracks; i++) {
         track_st *t = &w->tracks[i];
         for (uint32_t k = 0; k < t->depth; k++)

@@ -17,6 +17,7 @@
 #ifndef MPROF_TIMELINE_H
 #define MPROF_TIMELINE_H
 
+#include "analysis/async.h"
 #include "format/format.h"
 
 #include <stdint.h>
@@ -67,6 +68,9 @@ typedef struct mprof_tl_hooks {
     void (*memory)(void *user, uint32_t pool, int64_t ts_ns, int64_t in_use_bytes);
     /* A frame of a frame set (walker set index) ended. */
     void (*frame)(void *user, uint32_t set, uint64_t index, int64_t start_ns, int64_t end_ns);
+    /* An async span completed (analysis/async.h); at the end, every span still open. Its track's
+     * name: mprof__async_track_name(mprof__walker_async(w), s->track). */
+    void (*async_span)(void *user, const mprof_async_span *s);
 } mprof_tl_hooks;
 
 typedef struct mprof_tl_track {
@@ -144,6 +148,8 @@ const mprof_tl_frameset *mprof__walker_main_frames(const mprof_walker *w);
 int64_t mprof__walker_first_ns(const mprof_walker *w);
 int64_t mprof__walker_last_ns(const mprof_walker *w);
 uint64_t mprof__walker_zone_count(const mprof_walker *w);
+/* The async spans' pairer (track names, what did not pair); NULL without an async_span hook. */
+const mprof_async *mprof__walker_async(const mprof_walker *w);
 uint64_t mprof__walker_lost_events(const mprof_walker *w);
 
 #endif

@@ -220,6 +220,38 @@ static void on_event(chrome *c, const mprof_event *ev)
     }
 }
 
+/* An async span as a pair of nestable async events ("b" and "e") of category "async" keyed by
+ * its track and id, so that importers give each track its rows; a span still open at the end
+ * of the capture ends there, marked. */
+static void on_async(void *user, const mprof_async_span *s)
+{
+    chrome *c = user;
+    if (!mprof__range_overlaps(c->range, s->start_ns, s->end_ns))
+        return;
+    FILE *o = c->out;
+    const char *track = mprof__async_track_name(mprof__walker_async(c->w), s->track);
+    for (int end = 0; end < 2; end++) {
+        sep(c);
+        fprintf(o, "{\"ph\":\"%s\",\"cat\":\"async\",\"name\":", end ? "e" : "b");
+        mprof_json_write_string(o, s->name, s->name_len);
+        fputs(",\"id2\":{\"local\":", o);
+        char id[300];
+        snprintf(id, sizeof id, "%s:%" PRIx64, track, s->id);
+        mprof_json_write_string(o, id, strlen(id));
+        fprintf(o, "},\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":", PID_CPU,
+                thread_tid(c, end && s->end_thread ? s->end_thread : s->begin_thread));
+        us(o, end ? s->end_ns : s->start_ns);
+        if (!end) {
+            fputs(",\"args\":{\"track\":", o);
+            mprof_json_write_string(o, track, strlen(track));
+            fprintf(o, ",\"id\":%" PRIu64 "%s%s}", s->id,
+                    s->open_at_end ? ",\"open_at_end\":true" : "",
+                    s->cut_by_reuse ? ",\"ended_by_reused_id\":true" : "");
+        }
+        fputc('}', o);
+    }
+}
+
 static void meta(chrome *c, const char *what, int pid, uint64_t tid, const char *name, int sort)
 {
     FILE *o = c->out;
@@ -294,7 +326,7 @@ int mprof__export_chrome_range(const char *path, const mprof_export_range *range
     if (!c.r)
         return -1;
     mprof_tl_hooks h = {.user = &c, .zone = on_zone, .lock_span = on_lock, .memory = on_memory,
-                        .frame = on_frame};
+                        .frame = on_frame, .async_span = on_async};
     c.w = mprof__walker_new(c.r, &h, 0);
     if (!c.w) {
         snprintf(err, errlen, "%s: out of memory", path);

@@ -134,6 +134,25 @@ static void pz_zone(void *user, const mprof_tl_zone *z)
     fputs(z->unfinished ? ",1\n" : ",0\n", o);
 }
 
+/* An async span: kind "async", its track "async <name>", no file, depth 0, self = its
+ * duration, value = its id, unfinished when it was still open at the end of the capture. */
+static void pz_async(void *user, const mprof_async_span *s)
+{
+    per_zone *p = user;
+    FILE *o = p->out;
+    if (!mprof__range_overlaps(p->range, s->start_ns, s->end_ns))
+        return;
+    char track[300];
+    snprintf(track, sizeof track, "async %s",
+             mprof__async_track_name(mprof__walker_async(p->w), s->track));
+    csv_str(o, track);
+    fputs(",async,", o);
+    csv_field(o, s->name, s->name_len);
+    int64_t dur = s->end_ns - s->start_ns;
+    fprintf(o, ",,0,%" PRId64 ",%" PRId64 ",%" PRId64 ",0,,%" PRIu64 ",%d\n", s->start_ns, dur, dur,
+            s->id, s->open_at_end);
+}
+
 int mprof__export_csv_zones(const char *path, FILE *out, char *err, size_t errlen)
 {
     return mprof__export_csv_zones_range(path, NULL, out, err, errlen);
@@ -146,7 +165,7 @@ int mprof__export_csv_zones_range(const char *path, const mprof_export_range *ra
     p.r = mprof_reader_open(path, err, errlen);
     if (!p.r)
         return -1;
-    mprof_tl_hooks h = {.user = &p, .zone = pz_zone};
+    mprof_tl_hooks h = {.user = &p, .zone = pz_zone, .async_span = pz_async};
     p.w = mprof__walker_new(p.r, &h, 0);
     if (!p.w) {
         mprof_reader_close(p.r);

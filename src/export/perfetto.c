@@ -852,6 +852,11 @@ static void on_frame(void *user, uint32_t set, uint64_t index, int64_t s, int64_
     x->st->frames++;
 }
 
+static void on_async(void *user, const mprof_async_span *s)
+{
+    pf_async_span(user, s);
+}
+
 static void on_lock(void *user, const mprof_tl_lockspan *s)
 {
     pf *x = user;
@@ -954,6 +959,7 @@ static void pf_free(pf *x)
     mprof_umap_free(&x->lock_rows);
     mprof_umap_free(&x->counters);
     pf_gpu_free(x->gpu);
+    pf_async_free(x->async);
     pf_sys_free(x->sys);
     mprof__walker_free(x->w);
     mprof__pb_free(&x->buf);
@@ -973,11 +979,12 @@ int mprof__export_perfetto_reader(mprof_reader *r, const char *name,
         x.pid = 0x3fffffff; /* a capture that does not say: any id no real process has */
     x.process_uuid = pf_uuid(PF_UUID_PROCESS, (uint64_t)x.pid);
     mprof_tl_hooks h = {.user = &x, .zone = on_zone, .lock_span = on_lock, .memory = on_memory,
-                        .frame = on_frame};
+                        .frame = on_frame, .async_span = on_async};
     x.w = mprof__walker_new(r, &h, 0);
     x.gpu = pf_gpu_new();
     x.sys = pf_sys_new();
-    if (!x.w || !x.gpu || !x.sys || pf_seq_new(&x, 0, 0) == PF_NONE) {
+    x.async = pf_async_new();
+    if (!x.w || !x.gpu || !x.sys || !x.async || pf_seq_new(&x, 0, 0) == PF_NONE) {
         pf_free(&x);
         tool_seterr(err, errlen, "%s: out of memory", name);
         return -1;
@@ -1006,6 +1013,7 @@ int mprof__export_perfetto_reader(mprof_reader *r, const char *name,
         zones_finish(&x, mprof__walker_last_ns(x.w));
         pf_gpu_finish(&x);
         pf_sys_finish(&x);
+        pf_async_finish(&x);
         for (uint32_t t = 0; t < x.threads_cap; t++)
             if (x.threads[t].used)
                 describe_thread(&x, t); /* names given after the first event */

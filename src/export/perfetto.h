@@ -36,6 +36,7 @@ typedef struct mprof_perfetto_stats {
     uint64_t gpu_late;       /* GPU zones that arrived after later ones of their queue were
                                 written: put on a lane of their own */
     uint64_t lock_spans, frames, messages, counter_values;
+    uint64_t async_spans;    /* async spans written (on lanes of their track) */
     uint64_t sched_switches, sched_wakings, samples;
     uint64_t zones_unfinished; /* open at the end of the capture: ended there, marked */
     uint64_t zones_cut_by_loss; /* open when their thread lost events: ended at the loss,

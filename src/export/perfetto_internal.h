@@ -98,6 +98,7 @@ enum {
     PF_DA_UINT = 3,
     PF_DA_INT = 4,
     PF_DA_STRING = 6,
+    PF_DA_NAME = 10,
 
     PF_LOG_SOURCE_LOCATION_IID = 1, /* LogMessage */
     PF_LOG_BODY_IID = 2,
@@ -251,6 +252,7 @@ typedef struct pf_thread {
 
 typedef struct pf_gpu pf_gpu;
 typedef struct pf_sys pf_sys;
+typedef struct pf_async pf_async;
 
 typedef struct pf {
     FILE *out;
@@ -275,6 +277,7 @@ typedef struct pf {
     uint32_t cur_thread;       /* thread of the event being handled (memory hook) */
     pf_gpu *gpu;
     pf_sys *sys;
+    pf_async *async;
     int oom;
 } pf;
 
@@ -302,11 +305,19 @@ int pf_flush(pf *x, int force);
  * (a fiber's, a counter's) is a one- or two-byte varint. */
 enum { PF_UUID_PROCESS = 1, PF_UUID_THREAD, PF_UUID_FIBER, PF_UUID_GPU, PF_UUID_LOCK,
        PF_UUID_LOCK_ROW, PF_UUID_FRAMES, PF_UUID_PLOT, PF_UUID_MEMORY, PF_UUID_CPU,
-       PF_UUID_GROUP };
+       PF_UUID_GROUP, PF_UUID_ASYNC };
 static inline uint64_t pf_uuid(int kind, uint64_t index)
 {
     return (index & 0x0fffffffffffffffull) << 4 | (uint64_t)kind;
 }
+
+/* perfetto_async.c: async spans, kept to the end, then on lanes of a track per async track. */
+pf_async *pf_async_new(void);
+void pf_async_free(pf_async *a);
+/* A span the walker completed (its async_span hook). */
+void pf_async_span(pf *x, const mprof_async_span *s);
+/* The end: every track's spans are laid out and written. */
+void pf_async_finish(pf *x);
 
 /* perfetto_gpu.c: GPU zones, reordered per queue, on lanes that nest, with a flow from the
  * instant of their CPU submit. */

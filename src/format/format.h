@@ -21,7 +21,7 @@
 #define MPROF_FMT_MAGIC "MPROF\r\n\x1a"
 #define MPROF_FMT_MAGIC_LEN 8
 #define MPROF_FMT_VERSION_MAJOR 1
-#define MPROF_FMT_VERSION_MINOR 2
+#define MPROF_FMT_VERSION_MINOR 3
 #define MPROF_FMT_HEADER_BYTES 16
 #define MPROF_FMT_CHUNK_MAGIC 0x4b43504du /* "MPCK" little-endian */
 #define MPROF_FMT_CHUNK_HEADER_BYTES 24
@@ -79,6 +79,11 @@ enum {
     X(FRAME_MARK, 0x18, MPROF_F_TS, MPROF_F_NAME)                                                  \
     X(FRAME_BEGIN, 0x19, MPROF_F_TS, MPROF_F_NAME)                                                 \
     X(FRAME_END, 0x1a, MPROF_F_TS, MPROF_F_NAME)                                                   \
+    /* format 1.3: async spans, begun and ended on any threads: TS, the track's name, the        \
+     * program's id of the span (unique in its track while open), the span's name */              \
+    X(ASYNC_BEGIN, 0x1b, MPROF_F_TS, MPROF_F_NAME, MPROF_F_U64, MPROF_F_NAME)                     \
+    X(ASYNC_BEGIN_DYN, 0x1c, MPROF_F_TS, MPROF_F_NAME, MPROF_F_U64, MPROF_F_STR)                  \
+    X(ASYNC_END, 0x1d, MPROF_F_TS, MPROF_F_NAME, MPROF_F_U64)                                      \
     X(PLOT_F64, 0x20, MPROF_F_TS, MPROF_F_NAME, MPROF_F_F64)                                       \
     X(PLOT_I64, 0x21, MPROF_F_TS, MPROF_F_NAME, MPROF_F_I64)                                       \
     X(PLOT_CONFIG, 0x22, MPROF_F_NAME, MPROF_F_U8, MPROF_F_U8, MPROF_F_U32)                        \

@@ -42,6 +42,9 @@ int mprof_compile_check(int x)
     MPROF_POOL_DISCARD("pool");
     MPROF_FIBER_ENTER("fiber");
     MPROF_FIBER_LEAVE();
+    MPROF_ASYNC_BEGIN("loads", x, "texture");
+    MPROF_ASYNC_BEGIN_DYN("loads", (uint64_t)x + 1, "built at run time");
+    MPROF_ASYNC_END("loads", x);
     lk = MPROF_LOCK_ANNOUNCE("lock", MPROF_LOCK_KIND_MUTEX);
     MPROF_LOCK_WAIT(lk, 0);
     MPROF_LOCK_OBTAINED(lk, 0);

@@ -88,6 +88,9 @@ int main(int argc, char **argv)
         total += physics_step(state, n);
 #endif
         MPROF_FIBER_LEAVE();
+        MPROF_ASYNC_BEGIN("loads", (uint64_t)costly(3.0), "texture");
+        MPROF_ASYNC_BEGIN_DYN("loads", (uint64_t)frame + 10, costly(1.0) > 0 ? "dyn" : "name");
+        MPROF_ASYNC_END("loads", (uint64_t)costly(4.0));
         MPROF_FRAME_END("Update");
         render(frame);
         MPROF_FRAME_IMAGE(state, (int)costly(2.0), (int)costly(1.0));

@@ -146,12 +146,7 @@ pub fn app_info(args: std::fmt::Arguments<'_>) {
 /// NUL, if any.
 #[cfg(feature = "enable")]
 pub fn thread_name(name: &str) {
-    let bytes = name.as_bytes();
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    let mut v = Vec::with_capacity(end + 1);
-    v.extend_from_slice(&bytes[..end]);
-    v.push(0);
-    unsafe { sys::mprof__thread_name(v.as_ptr().cast()) }
+    with_c_string(name, |n| unsafe { sys::mprof__thread_name(n) })
 }
 
 #[cfg(feature = "enable")]
@@ -164,6 +159,34 @@ pub fn fiber_enter(name: &'static str) {
 #[inline]
 pub fn fiber_leave() {
     unsafe { sys::mprof__fiber_leave() }
+}
+
+/// The C function copies a NUL-terminated name: the name is cut at its first NUL, if any.
+#[cfg(feature = "enable")]
+fn with_c_string<R>(text: &str, f: impl FnOnce(*const c_char) -> R) -> R {
+    let bytes = text.as_bytes();
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    let mut v = Vec::with_capacity(end + 1);
+    v.extend_from_slice(&bytes[..end]);
+    v.push(0);
+    f(v.as_ptr().cast())
+}
+
+#[cfg(feature = "enable")]
+#[inline]
+pub fn async_begin(track: &'static str, id: u64, name: &'static str) {
+    unsafe { sys::mprof__async_begin(nul_terminated(track), id, nul_terminated(name)) }
+}
+
+#[cfg(feature = "enable")]
+pub fn async_begin_dyn(track: &'static str, id: u64, name: &str) {
+    with_c_string(name, |n| unsafe { sys::mprof__async_begin_dyn(nul_terminated(track), id, n) })
+}
+
+#[cfg(feature = "enable")]
+#[inline]
+pub fn async_end(track: &'static str, id: u64) {
+    unsafe { sys::mprof__async_end(nul_terminated(track), id) }
 }
 
 /// sizeof of a C struct as libmprof sees it, and the size of this crate's mirror, for the

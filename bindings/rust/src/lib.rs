@@ -3,7 +3,8 @@
 //! # Overview
 //! Mark regions of code ([`zone!`]), frame boundaries ([`frame_mark!`]), plots ([`plot!`]),
 //! timeline messages ([`message!`]), allocations ([`Allocator`]), lock contention ([`Mutex`],
-//! [`RwLock`]) and fibers ([`fiber_enter!`]); libmprof's collector writes them into a capture
+//! [`RwLock`]), fibers ([`fiber_enter!`]) and async spans that a task carries from thread to
+//! thread ([`async_span!`]); libmprof's collector writes them into a capture
 //! that `mprof report`, `mprof view` and `mprof gate` read. The macros mirror the C API of
 //! `include/mprof/mprof.h` and record through libmprof itself, so a Rust engine and a C engine
 //! produce the same captures.
@@ -55,6 +56,7 @@ compile_error!(
 );
 
 mod alloc;
+mod async_span;
 pub mod color;
 mod lifecycle;
 mod lock;
@@ -66,6 +68,7 @@ mod sys;
 pub mod __private;
 
 pub use alloc::Allocator;
+pub use async_span::AsyncSpan;
 pub use lifecycle::{flush, is_recording, shutdown, startup, stats, Config, Error, Stats};
 pub use lock::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 

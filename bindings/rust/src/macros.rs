@@ -348,3 +348,77 @@ macro_rules! allocator {
         $crate::Allocator::new($inner)
     };
 }
+
+/// An async span: `let span = async_span!("track", id, "name");` begins it and returns an
+/// [`AsyncSpan`](crate::AsyncSpan) guard that ends it when dropped, on any thread. track and
+/// name are literals; id (a `u64`, converted with `as u64`) is unique in its track while the
+/// span is open. `async_span!("track", id, name = expr)` takes a name built at run time (copied).
+#[cfg(feature = "enable")]
+#[macro_export]
+macro_rules! async_span {
+    ($track:literal, $id:expr, $name:literal) => {
+        $crate::AsyncSpan::begin(concat!($track, "\0"), ($id) as u64, concat!($name, "\0"))
+    };
+    ($track:literal, $id:expr, name = $name:expr) => {
+        $crate::AsyncSpan::begin_dyn(concat!($track, "\0"), ($id) as u64, &$name)
+    };
+}
+
+/// An async span (disabled build: a guard that does nothing; no argument is evaluated).
+#[cfg(not(feature = "enable"))]
+#[macro_export]
+macro_rules! async_span {
+    ($track:literal, $id:expr, $name:literal) => {{
+        if false {
+            let _ = &$id;
+        }
+        $crate::AsyncSpan::disabled()
+    }};
+    ($track:literal, $id:expr, name = $name:expr) => {{
+        if false {
+            let _ = (&$id, &$name);
+        }
+        $crate::AsyncSpan::disabled()
+    }};
+}
+
+/// Begins an async span without a guard: `async_begin!("track", id, "name")`; end it with
+/// [`async_end!`] on any thread (for spans whose begin and end are in different functions).
+#[cfg(feature = "enable")]
+#[macro_export]
+macro_rules! async_begin {
+    ($track:literal, $id:expr, $name:literal) => {
+        $crate::__private::async_begin(concat!($track, "\0"), ($id) as u64, concat!($name, "\0"))
+    };
+}
+
+/// Begins an async span (disabled build: nothing).
+#[cfg(not(feature = "enable"))]
+#[macro_export]
+macro_rules! async_begin {
+    ($track:literal, $id:expr, $name:literal) => {
+        if false {
+            let _ = &$id;
+        }
+    };
+}
+
+/// Ends the async span of that id in that track: `async_end!("track", id)`.
+#[cfg(feature = "enable")]
+#[macro_export]
+macro_rules! async_end {
+    ($track:literal, $id:expr) => {
+        $crate::__private::async_end(concat!($track, "\0"), ($id) as u64)
+    };
+}
+
+/// Ends an async span (disabled build: nothing).
+#[cfg(not(feature = "enable"))]
+#[macro_export]
+macro_rules! async_end {
+    ($track:literal, $id:expr) => {
+        if false {
+            let _ = &$id;
+        }
+    };
+}

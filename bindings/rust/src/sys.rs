@@ -33,6 +33,10 @@ extern "C" {
     pub(crate) fn mprof__fiber_enter(name: *const c_char);
     pub(crate) fn mprof__fiber_leave();
 
+    pub(crate) fn mprof__async_begin(track: *const c_char, id: u64, name: *const c_char);
+    pub(crate) fn mprof__async_begin_dyn(track: *const c_char, id: u64, name: *const c_char);
+    pub(crate) fn mprof__async_end(track: *const c_char, id: u64);
+
     pub(crate) fn mprof__lock_announce(name: *const c_char, kind: c_int, loc: *const SrcLoc) -> u32;
     pub(crate) fn mprof__lock_wait(id: u32, shared: c_int);
     pub(crate) fn mprof__lock_obtained(id: u32, shared: c_int);

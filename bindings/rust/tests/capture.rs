@@ -121,6 +121,23 @@ fn a_capture_reads_back_with_exact_counts() {
     *WORLD.write().unwrap() += 1;
     assert_eq!(*WORLD.read().unwrap() + *WORLD.read().unwrap(), 2);
 
+    // Async spans: guards begun here, moved to another thread and dropped there (a task that an
+    // executor moves between workers), overlapping; one with a name built at run time, and one
+    // pair begun and ended without a guard.
+    let spans: Vec<mprof::AsyncSpan> = (0..5u64)
+        .map(|i| {
+            if i == 4 {
+                mprof::async_span!("asset loads", i, name = format!("texture {}", i))
+            } else {
+                mprof::async_span!("asset loads", i, "texture")
+            }
+        })
+        .collect();
+    let carrier = std::thread::spawn(move || drop(spans));
+    mprof::async_begin!("jobs", 9, "bake");
+    carrier.join().unwrap();
+    mprof::async_end!("jobs", 9);
+
     for _ in 0..3 {
         mprof::fiber_enter!("loader");
         {
@@ -210,6 +227,13 @@ fn a_capture_reads_back_with_exact_counts() {
     assert_eq!(world.get("acquisitions").u64(), 3);
     assert_eq!(world.get("shared_acquisitions").u64(), 2);
     assert_eq!(world.get("contended").u64(), 0);
+
+    let asyncs = r.get("async");
+    let loads = asyncs.find("track", "asset loads");
+    assert_eq!(loads.get("count").u64(), 5);
+    assert_eq!(loads.get("open_at_end").u64(), 0);
+    assert_eq!(loads.get("unmatched_ends").u64(), 0);
+    assert_eq!(asyncs.find("track", "jobs").get("count").u64(), 1);
 
     let loader = r.get("fibers").find("name", "loader");
     assert_eq!(loader.get("runs").u64(), 3);
