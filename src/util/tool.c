@@ -9,6 +9,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -291,4 +293,53 @@ void tool_git_branch(char *out, size_t n)
     if (first_line("git rev-parse --abbrev-ref HEAD 2>/dev/null", line, sizeof line) == 0 &&
         strcmp(line, "HEAD") != 0)
         snprintf(out, n, "%s", line);
+}
+
+int tool_random_id(char out[33])
+{
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t n = getrandom(b + got, sizeof b - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got < sizeof b) {
+        /* No getrandom (an old kernel): the device itself. */
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        got = 0;
+        while (fd >= 0 && got < sizeof b) {
+            ssize_t n = read(fd, b + got, sizeof b - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    if (got < sizeof b) {
+        out[0] = 0;
+        return -1;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof b; i++) {
+        out[2 * i] = hex[b[i] >> 4];
+        out[2 * i + 1] = hex[b[i] & 15];
+    }
+    out[32] = 0;
+    return 0;
+}
+
+int tool_is_random_id(const char *s)
+{
+    size_t i = 0;
+    for (; s && s[i]; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return i == 32;
 }

@@ -120,6 +120,13 @@ void tool_seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((
 char *tool_read_file(const char *path, size_t max_bytes, size_t *out_len, char *err, size_t errlen);
 /* Creates dir and its missing parents (mkdir -p). 0, or -1 with errno set. */
 int tool_mkdirs(const char *dir);
+/* A fresh random id of 32 lowercase hex digits (128 bits from the system's random source) in
+ * out. Returns 0, or -1 when the system gives no randomness (out is then ""). A run carries one
+ * from where it is made to the store, so that a write retried after a lost connection stores it
+ * once. */
+int tool_random_id(char out[33]);
+/* True when s is such an id: exactly 32 lowercase hex digits. */
+int tool_is_random_id(const char *s);
 /* The commit being built: $MPROF_GIT_SHA, else `git rev-parse HEAD` in the current folder (a hex
  * SHA of 7 digits or more); "" when neither. *source (may be NULL) becomes "environment", "git"
  * or NULL. */
