@@ -502,8 +502,9 @@ retry:
             tool_error("capture", code, "protocol version mismatch: the process speaks version "
                        "%u, this tool speaks %d", (unsigned)rep.version, MPROF_WIRE_VERSION);
         else {
-            char msg[1700];
-            tool_escape(rep.payload, (size_t)n, msg, sizeof msg);
+            /* The peer's message as it came (up to a NUL): tool_error escapes it. */
+            char msg[401];
+            snprintf(msg, sizeof msg, "%.*s", n, (const char *)rep.payload);
             tool_error("capture", code, "the process refused the capture (%s): %s",
                        mprof_wire_status_name(rep.status), msg);
         }
