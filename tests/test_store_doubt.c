@@ -326,7 +326,7 @@ static long count_runs(const char *db)
     return v;
 }
 
-/* A CI report with its runId and one frame export, as `mprof ci` writes them. */
+/* A CI report with its runUid and one frame export, as `mprof ci` writes them. */
 static const char *make_report(void)
 {
     static char report[512];
@@ -345,7 +345,7 @@ static const char *make_report(void)
     f = fopen(report, "w");
     assert_non_null(f);
     fprintf(f, "{\"schema\": \"mprof.ciReport.v1\", \"verdict\": \"pass\", \"exitCode\": 0, "
-               "\"runId\": \"5f1e0c3a9b7d4e2f8a6c1b0d9e8f7a6b\", \"runs\": [{\"side\": \"current\", "
+               "\"runUid\": \"5f1e0c3a9b7d4e2f8a6c1b0d9e8f7a6b\", \"runs\": [{\"side\": \"current\", "
                "\"run\": 1, \"frameExport\": \"%s\"}]}\n",
             frames);
     fclose(f);

@@ -337,7 +337,7 @@ static int ci_run(const mprof_ci_opts *o, mprof_ci_result *r)
     snprintf(r->artifact_path, sizeof r->artifact_path, "%s", o->artifact);
     int io_failure = 0, failed = 0;
     tool_git_sha(r->git_sha, sizeof r->git_sha, NULL);
-    tool_random_id(r->run_id); /* "" without randomness: the store then makes one */
+    tool_random_id(r->run_uid); /* "" without randomness: the store then makes one */
     ci_paths *p = calloc(1, sizeof *p);
     if (!p) {
         mprof__ci_reason(r, "out of memory");

@@ -902,8 +902,8 @@ static int reconnect(mprof_store *s, double deadline, char *e, size_t elen)
 /* What to do about a run whose commit stayed in doubt. */
 static const char *again_note(int made_uid)
 {
-    return made_uid ? " (the file has no run id: look for it with mprof history before adding it again)"
-                    : " (the store keeps one run per run id, so adding the same CI report again is safe)";
+    return made_uid ? " (the file has no runUid: look for the run with mprof history before adding it again)"
+                    : " (the store keeps one run per uid, so adding the same CI report again is safe)";
 }
 
 mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *err,
@@ -944,7 +944,7 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
     if (reconnect(s, deadline, e2, sizeof e2) != 0) {
         if (at_commit)
             tool_seterr(err, errlen, "%s: the connection was lost during the commit (%s) and the store did "
-                        "not answer again within %d s: the run may or may not be stored; its run id is %s%s",
+                        "not answer again within %d s: the run may or may not be stored; its uid is %s%s",
                         s->url.display, lost, MPROF_STORE_RECONNECT_S, run->uid, again_note(made_uid));
         else
             tool_seterr(err, errlen, "%s: the run was not stored: the connection was lost (%s) and the store "
@@ -966,7 +966,7 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
     }
     if (rc == MPROF_STORE_UNREACHABLE && at_commit)
         tool_seterr(err, errlen, "%s: the connection was lost twice, the second time during the commit (%s): "
-                    "the run may or may not be stored; its run id is %s%s", s->url.display, e2, run->uid,
+                    "the run may or may not be stored; its uid is %s%s", s->url.display, e2, run->uid,
                     again_note(made_uid));
     else
         tool_seterr(err, errlen, "%s: the run was not stored: the connection was lost (%s), and on a new "
@@ -978,7 +978,7 @@ const char *mprof__store_added_note(const mprof_store_run *run)
 {
     switch (run->added) {
     case MPROF_STORE_ADDED_ALREADY:
-        return " (stored before with the same run id: not stored again)";
+        return " (stored before with the same uid: not stored again)";
     case MPROF_STORE_ADDED_FOUND:
         return " (the connection was lost during the commit; the run was found stored on a new connection, once)";
     case MPROF_STORE_ADDED_RETRIED:

@@ -93,7 +93,7 @@ typedef enum mprof_store_added {
 typedef struct mprof_store_run {
     int64_t id;                  /* set by the store */
     char *uid;                   /* the run's unique id, made where the run is made (a CI
-                                    report's runId); mprof__store_add makes one when NULL or "".
+                                    report's runUid); mprof__store_add makes one when NULL or "".
                                     The store keeps one run per uid. */
     mprof_store_added added;     /* set by mprof__store_add */
     char *git_sha, *branch, *command, *host, *cpu, *build_type;
