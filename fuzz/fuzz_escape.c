@@ -31,17 +31,6 @@ static int must_escape(uint32_t cp)
            (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029;
 }
 
-/* The length of the piece of the result that starts at r[i]. */
-static size_t piece_len(const char *r, size_t n, size_t i)
-{
-    uint32_t cp;
-    if (r[i] == '\\')
-        return r[i + 1] == '\\' ? 2 : 4;
-    if ((unsigned char)r[i] >= 0x80)
-        return mprof_utf8_char((const unsigned char *)r + i, n - i, &cp);
-    return 1;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!size)
@@ -52,7 +41,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t full_n = 4 * n + 1;
     char *full = malloc(full_n), *cut = malloc(room ? room : 1);
     unsigned char *back = malloc(n + 1);
-    if (!full || !cut || !back)
+    /* Where each piece of the result starts: a character or an escape, the escapes of one
+     * character's bytes being one piece. */
+    size_t *starts = malloc((full_n + 1) * sizeof *starts), n_starts = 0;
+    if (!full || !cut || !back || !starts)
         abort();
     if (tool_escape(s, n, full, full_n) != full)
         abort();
@@ -63,6 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t bl = 0, escaped_tail = 0;
     for (size_t i = 0; i < fl;) {
         unsigned char c = (unsigned char)full[i];
+        if (!escaped_tail)
+            starts[n_starts++] = i;
         if (c < 0x20 || c == 0x7f)
             abort(); /* a control character reached the output */
         if (c >= 0x80) {
@@ -113,21 +107,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         /* Cut at a whole piece, and as much as fits: the next piece would not. */
         if (cl < fl) {
-            size_t i = 0;
-            while (i < cl) {
-                size_t l = piece_len(full, fl, i);
-                if (!l)
-                    abort();
-                i += l;
-            }
-            if (i != cl)
+            size_t k = 0;
+            while (k < n_starts && starts[k] < cl)
+                k++;
+            if (k == n_starts || starts[k] != cl)
                 abort();
-            if (cl + piece_len(full, fl, cl) < room)
+            size_t next = k + 1 < n_starts ? starts[k + 1] : fl;
+            if (next < room)
                 abort();
         }
     }
     free(full);
     free(cut);
     free(back);
+    free(starts);
     return 0;
 }
