@@ -72,7 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (q.kind == MPROF_VQ_ASSET || q.kind == MPROF_VQ_LIVE)
         return 0;
-    if (q.has_t && (mprof__vq_px_ns(&q) < 1 || (uint64_t)q.t1 - (uint64_t)q.t0 > (uint64_t)MPROF_VQ_MAX_SPAN_NS))
+    if (q.has_t && (mprof__vq_px_ns(&q) < 1 ||
+                    (uint64_t)q.t1 - (uint64_t)q.t0 > (uint64_t)MPROF_VQ_MAX_SPAN_NS))
         abort();
     char *buf = NULL;
     size_t len = 0;

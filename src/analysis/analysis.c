@@ -794,7 +794,8 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
             if (!p->count)
                 continue;
             const char *name = mprof_reader_string(r, i);
-            fprintf(out, "  %-24.24s %9" PRIu64 " %14.4g %14.4g %14.4g\n", name ? tool_text(name, e1, 25) : "?",
+            fprintf(out, "  %-24.24s %9" PRIu64 " %14.4g %14.4g %14.4g\n",
+                    name ? tool_text(name, e1, 25) : "?",
                     p->count, p->min, p->max, p->sum / (double)p->count);
         }
     }

@@ -371,7 +371,8 @@ static void fibers_print_text(void *state, mprof_analysis *a, FILE *out, int top
         if (f->n_zones > 1)
             qsort(f->zones, f->n_zones, sizeof *f->zones, cmp_fzone);
         for (uint32_t k = 0; k < f->n_zones && k < 5; k++)
-            fprintf(out, "      %-30s %8" PRIu64 " x %10.3f ms\n", tool_text(zone_name(a, f->zones[k].loc), e, sizeof e),
+            fprintf(out, "      %-30s %8" PRIu64 " x %10.3f ms\n",
+                    tool_text(zone_name(a, f->zones[k].loc), e, sizeof e),
                     f->zones[k].count, (double)f->zones[k].total / 1e6);
     }
 }

@@ -607,7 +607,8 @@ static void gpu_print_text(void *p, mprof_analysis *a, FILE *out, int top_n)
         char e[256];
         fprintf(out, "  %s context \"%s\" (id %u): %" PRIu64 " zones, %" PRIu64
                      " incomplete, %" PRIu64 " calibrations, tick %.4g ns\n",
-                api_name(c->api), tool_text(c->name, e, sizeof e), c->id, c->complete, c->incomplete, c->n_cal,
+                api_name(c->api), tool_text(c->name, e, sizeof e), c->id, c->complete, c->incomplete,
+                c->n_cal,
                 c->period_ns);
         if (!c->have_cal)
             fprintf(out, "    no calibration: GPU times cannot be placed on the CPU timeline\n");

@@ -429,7 +429,8 @@ static void locks_print_text(void *state, mprof_analysis *a, FILE *out, int top_
         fprintf(out, "\n    zones:");
         for (uint32_t k = 0; k < l->by_zone.n && k < TOP_WAITERS; k++)
             fprintf(out, "%s %s %.3f ms (%" PRIu64 "x)", k ? "," : "",
-                    tool_text(zone_name(a, l->by_zone.v[k].key), e, sizeof e), (double)l->by_zone.v[k].total / 1e6,
+                    tool_text(zone_name(a, l->by_zone.v[k].key), e, sizeof e),
+                    (double)l->by_zone.v[k].total / 1e6,
                     l->by_zone.v[k].count);
         fprintf(out, "\n");
     }

@@ -663,7 +663,8 @@ static void print_stack(mem_state *m, mprof_analysis *a, FILE *out, uint32_t cs,
     char buf[512], e[1024];
     /* Symbols and module paths come from files the capture names: escaped like its names. */
     for (uint32_t i = 0; i < n && (int)i < max_frames; i++)
-        fprintf(out, "        %s\n", tool_text(mprof_symbolizer_format(m->sym, fr[i], buf, sizeof buf), e, sizeof e));
+        fprintf(out, "        %s\n",
+                tool_text(mprof_symbolizer_format(m->sym, fr[i], buf, sizeof buf), e, sizeof e));
     if ((int)n > max_frames)
         fprintf(out, "        ... %u more frames\n", n - (uint32_t)max_frames);
 }
@@ -745,7 +746,8 @@ static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
                  (double)mprof_hist_quantile(&p->life_ns, 0.95) / 1e6, (double)p->life_ns.max / 1e6);
         fprintf(out, "  %-16s %10" PRIu64 " %10" PRIu64 " %9" PRIu64 " %12s %12s %10.3f  %-22s %" PRIu64
                      "/%" PRIu64 "/%" PRIu64 "\n",
-                tool_text(pool_name(a, p), e, sizeof e), p->n_allocs, p->n_frees + p->n_discarded, p->n_discards,
+                tool_text(pool_name(a, p), e, sizeof e), p->n_allocs, p->n_frees + p->n_discarded,
+                p->n_discards,
                 fmt_bytes(b1, sizeof b1, (double)p->live_bytes),
                 fmt_bytes(b2, sizeof b2, (double)p->peak_bytes), (double)p->peak_ts / 1e9,
                 p->life_ns.n ? life : "-", mprof_hist_quantile(&p->life_frames, 0.5),

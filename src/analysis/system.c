@@ -718,7 +718,8 @@ static void sys_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
                 char wb[64];
                 const char *zn = zone_name(r, p->zw[k].loc);
                 fprintf(out, "    %-32.32s %-28.28s %8" PRIu64 " wake-ups %12.3f ms\n",
-                        zn ? tool_text(zn, e, 33) : "?", tool_text(waker_name(p, r, p->zw[k].waker, wb, sizeof wb), e2, 29),
+                        zn ? tool_text(zn, e, 33) : "?",
+                        tool_text(waker_name(p, r, p->zw[k].waker, wb, sizeof wb), e2, 29),
                         p->zw[k].count, (double)p->zw[k].ns / 1e6);
             }
         }
@@ -732,7 +733,8 @@ static void sys_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
     if (!p->n_s) {
         fprintf(out, "  no samples (%s)\n",
                 p->st.sampling ? "the threads never ran while sampled"
-                               : (p->st.why_not ? tool_text(p->st.why_not, e, sizeof e) : "sampling was off"));
+                               : (p->st.why_not ? tool_text(p->st.why_not, e, sizeof e)
+                                                : "sampling was off"));
         return;
     }
     uint32_t *ids = sorted_funcs(p);

@@ -980,7 +980,8 @@ const char *mprof__store_added_note(const mprof_store_run *run)
     case MPROF_STORE_ADDED_ALREADY:
         return " (stored before with the same uid: not stored again)";
     case MPROF_STORE_ADDED_FOUND:
-        return " (the connection was lost during the commit; the run was found stored on a new connection, once)";
+        return " (the connection was lost during the commit; the run was found stored on a new "
+               "connection, once)";
     case MPROF_STORE_ADDED_RETRIED:
         return " (the connection was lost before the commit; the run was stored on a new connection)";
     default:

@@ -92,7 +92,8 @@ static int answer_plots(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
             first = 0;
         }
         while (i < p->n && pt[i].ts <= q->t1) {
-            int64_t pix_end = mprof__vq_add(pt[i].ts, px - (int64_t)(((uint64_t)pt[i].ts - (uint64_t)q->t0) % (uint64_t)px));
+            int64_t into = (int64_t)(((uint64_t)pt[i].ts - (uint64_t)q->t0) % (uint64_t)px);
+            int64_t pix_end = mprof__vq_add(pt[i].ts, px - into);
             uint64_t e = point_from(pt, p->n, pix_end);
             double mn = INFINITY, mx = -INFINITY;
             plot_minmax(x, p, i, e, &mn, &mx);

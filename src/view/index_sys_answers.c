@@ -124,7 +124,9 @@ static int answer_states(const unsigned char *sec, const mprof_vquery *q, FILE *
                 permille = off * 1000 / span;
                 reason = j - i == 1 ? o[i].reason : blk * 2 >= off ? MPROF_SYS_REASON_BLOCKED : MPROF_SYS_REASON_PREEMPTED;
                 if (mprof__vq_len(s, e) < px)
-                    e = mprof__vq_add(s, px) < th[ti].end ? mprof__vq_add(s, px) : e > th[ti].end ? e : th[ti].end; /* its pixel */
+                    e = mprof__vq_add(s, px) < th[ti].end ? mprof__vq_add(s, px)
+                        : e > th[ti].end                 ? e
+                                                         : th[ti].end; /* its pixel */
                 if (j < n && e > o[j].s)
                     e = o[j].s > o[j - 1].e ? o[j].s : o[j - 1].e; /* up to the next run */
             }
@@ -169,7 +171,8 @@ static int answer_cpu(const unsigned char *sec, const mprof_vquery *q, FILE *out
         if (a < i || c[a].ts > q->t1)
             e = a + 1; /* the points outside the range, as they are */
         else {
-            int64_t pix_end = mprof__vq_add(c[a].ts, px - (int64_t)(((uint64_t)c[a].ts - (uint64_t)q->t0) % (uint64_t)px));
+            int64_t into = (int64_t)(((uint64_t)c[a].ts - (uint64_t)q->t0) % (uint64_t)px);
+            int64_t pix_end = mprof__vq_add(c[a].ts, px - into);
             e = cpu_from(c, n, pix_end);
             if (e <= a)
                 e = a + 1;

@@ -164,7 +164,8 @@ static enum MHD_Result send_full(struct MHD_Connection *c)
 {
     static const char body[] = "{\"error\":\"the server is serving as many connections as it may; "
                                "retry in a second\"}\n";
-    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
     if (!r)
         return MHD_NO;
     MHD_add_response_header(r, "Content-Type", "application/json");
