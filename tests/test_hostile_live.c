@@ -131,9 +131,9 @@ typedef struct reader {
     int port, bytes_per_read;
     atomic_int stop;
     int fd;
-    int handshaken;   /* the reply said OK */
-    double ended_at;  /* when the process ended the session (EOF), 0 if it did not */
-    uint64_t taken;
+    atomic_int handshaken;   /* the reply said OK */
+    _Atomic double ended_at; /* when the process ended the session (EOF), 0 if it did not */
+    uint64_t taken;          /* read after the join */
     pthread_t th;
 } reader;
 
@@ -162,13 +162,13 @@ static void *reader_main(void *arg)
         size_t used;
         int rc = mprof_wire_decode_reply(rep, got, &rp, &used, err, sizeof err);
         if (rc == MPROF_WIRE_DONE) {
-            r->handshaken = rp.status == MPROF_WIRE_OK;
+            atomic_store(&r->handshaken, rp.status == MPROF_WIRE_OK);
             break;
         }
         if (rc != MPROF_WIRE_NEED_MORE)
             return NULL;
     }
-    if (!r->handshaken)
+    if (!atomic_load(&r->handshaken))
         return NULL;
     static unsigned char sink[1 << 16];
     while (!atomic_load(&r->stop)) {
@@ -178,14 +178,14 @@ static void *reader_main(void *arg)
             char c;
             ssize_t n = recv(r->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
             if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-                r->ended_at = mono_s();
+                atomic_store(&r->ended_at, mono_s());
                 break;
             }
             continue;
         }
         ssize_t n = recv(r->fd, sink, (size_t)r->bytes_per_read, MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-            r->ended_at = mono_s();
+            atomic_store(&r->ended_at, mono_s());
             break;
         }
         if (n > 0)
@@ -205,9 +205,9 @@ static void reader_start(reader *r, int port, int bytes_per_read)
     assert_int_equal(pthread_create(&r->th, NULL, reader_main, r), 0);
     /* Wait until the process took it as its session. */
     double until = mono_s() + 20;
-    while (!r->handshaken && mono_s() < until)
+    while (!atomic_load(&r->handshaken) && mono_s() < until)
         sleep_ms(20);
-    assert_true(r->handshaken);
+    assert_true(atomic_load(&r->handshaken));
 }
 
 static void reader_stop(reader *r)
@@ -305,9 +305,9 @@ static void test_trickling_reader_ended(void **state)
     reader r;
     reader_start(&r, port, 8192);
     double t0 = mono_s();
-    while (!r.ended_at && mono_s() - t0 < 60)
+    while (!atomic_load(&r.ended_at) && mono_s() - t0 < 60)
         sleep_ms(100);
-    double ended = r.ended_at ? r.ended_at - t0 : -1;
+    double at = atomic_load(&r.ended_at), ended = at ? at - t0 : -1;
     reader_stop(&r);
     atomic_store(&producing, 0);
     pthread_join(th, NULL);

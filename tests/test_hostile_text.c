@@ -40,6 +40,15 @@ static int run(const char *fmt, ...)
 #define EVIL_LOCK "lock\x1b[5m"
 
 static mprof_mutex lk;
+static volatile double sink; /* the zones' work, kept */
+
+static void work(int n)
+{
+    double x = 0;
+    for (int k = 0; k < n; k++)
+        x += k * 0.5;
+    sink += x;
+}
 
 static void *worker(void *arg)
 {
@@ -66,15 +75,11 @@ static void record(const char *path, int slow)
     for (int f = 0; f < 300; f++) {
         {
             MPROF_ZONE(EVIL_ZONE);
-            volatile double x = 0;
-            for (int k = 0; k < (slow ? 40000 : 10000); k++)
-                x += k * 0.5;
+            work(slow ? 40000 : 10000);
         }
         {
             MPROF_ZONE(NICE_ZONE);
-            volatile double x = 0;
-            for (int k = 0; k < 2000; k++)
-                x += k;
+            work(2000);
         }
         MPROF_PLOT(EVIL_PLOT, (double)f);
         MPROF_FRAME_MARK_NAMED(EVIL_FRAMES);
