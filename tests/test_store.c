@@ -17,6 +17,7 @@
 
 #include "store/store.h"
 #include "store/store_json.h"
+#include "util/tool.h"
 
 #include <cjson/cJSON.h>
 #include <libpq-fe.h>
@@ -312,14 +313,16 @@ static void test_migration_and_newer_schema(void **state)
     char url[1024], err[2048];
     fresh_store(b, url, sizeof url);
     mprof__store_close(open_ok(url));
-    /* Back to version 1: the migration to 2 must run again on the next open. */
+    /* Back to version 1: the migrations to 2 and 3 must run again on the next open. */
     raw(url, "DROP INDEX mprof_runs_machine");
     raw(url, "DROP INDEX mprof_runs_time");
+    raw(url, "DROP INDEX mprof_runs_uid");
+    raw(url, "ALTER TABLE mprof_runs DROP COLUMN run_uid");
     raw(url, "UPDATE mprof_schema SET version = 1");
     mprof_store *s = open_ok(url);
     assert_int_equal(mprof__store_found_version(s), 1);
     mprof__store_close(s);
-    assert_int_equal(raw(url, "SELECT MAX(version) FROM mprof_schema"), 2);
+    assert_int_equal(raw(url, "SELECT MAX(version) FROM mprof_schema"), 3);
     assert_int_equal(raw(url, b == BE_SQLITE ? "SELECT COUNT(*) FROM sqlite_master WHERE "
                                                "type = 'index' AND name = 'mprof_runs_machine'"
                                              : "SELECT COUNT(*) FROM pg_indexes WHERE "
@@ -330,7 +333,7 @@ static void test_migration_and_newer_schema(void **state)
     mprof_store_result rc;
     assert_null(mprof__store_open(url, &rc, err, sizeof err));
     assert_int_equal(rc, MPROF_STORE_SCHEMA_TOO_NEW);
-    assert_non_null(strstr(err, "schema version 99, newer than this mprof understands (2)"));
+    assert_non_null(strstr(err, "schema version 99, newer than this mprof understands (3)"));
     assert_int_equal(raw(url, "SELECT MAX(version) FROM mprof_schema"), 99); /* left alone */
 
     /* The commands say so and exit 4. */
@@ -338,6 +341,48 @@ static void test_migration_and_newer_schema(void **state)
     snprintf(cmd, sizeof cmd, "%s history --store '%s' 2>&1", tu_mprof_bin(), url);
     assert_int_equal(tu_run(cmd, out, OUT_SIZE), 4);
     assert_non_null(strstr(out, "newer than this mprof"));
+}
+
+/* One run per run id: a run added again with its uid is not stored twice (the retry of a write
+ * whose commit was in doubt, or the same CI report added again), a run without one gets a fresh
+ * one, and runs stored before schema 3 (no uid) stay. */
+static void test_run_stored_once(void **state)
+{
+    backend b = *(backend *)*state;
+    char url[1024];
+    fresh_store(b, url, sizeof url);
+    mprof_store *s = open_ok(url);
+    mprof_store_run a, c;
+    make_run(&a, "ci-1", "Release", "pass", "2026-12-01T10:00:00.000Z", 16.5);
+    add_ok(s, &a);
+    assert_int_equal(a.added, MPROF_STORE_ADDED_NEW);
+    assert_non_null(a.uid);
+    assert_true(tool_is_random_id(a.uid));
+    assert_string_equal(mprof__store_added_note(&a), "");
+    int64_t first = a.id;
+    a.id = 0;
+    add_ok(s, &a);
+    assert_int_equal(a.id, first);
+    assert_int_equal(a.added, MPROF_STORE_ADDED_ALREADY);
+    assert_non_null(strstr(mprof__store_added_note(&a), "not stored again"));
+    make_run(&c, "ci-1", "Release", "pass", "2026-12-01T10:00:00.000Z", 16.5);
+    add_ok(s, &c);
+    assert_true(c.id != first);
+    assert_string_not_equal(c.uid, a.uid);
+    mprof__store_close(s);
+    assert_int_equal(raw(url, "SELECT COUNT(*) FROM mprof_runs"), 2);
+    /* A run stored by an older mprof has no uid; several may. */
+    raw(url, "UPDATE mprof_runs SET run_uid = NULL");
+    s = open_ok(url);
+    mprof_store_run d;
+    make_run(&d, "ci-1", "Release", "pass", "2026-12-01T10:00:00.000Z", 16.5);
+    add_ok(s, &d);
+    mprof__store_close(s);
+    assert_int_equal(raw(url, "SELECT COUNT(*) FROM mprof_runs"), 3);
+    assert_int_equal(raw(url, "SELECT COUNT(*) FROM mprof_runs WHERE run_uid IS NULL"), 2);
+    mprof__store_run_clear(&a);
+    mprof__store_run_clear(&c);
+    mprof__store_run_clear(&d);
 }
 
 static void test_baseline_filters(void **state)
@@ -820,6 +865,7 @@ int main(void)
         cmocka_unit_test(test_url),
         BOTH(test_roundtrip),
         BOTH(test_migration_and_newer_schema),
+        BOTH(test_run_stored_once),
         BOTH(test_baseline_filters),
         BOTH(test_tampered_rows),
         BOTH(test_concurrent_add),

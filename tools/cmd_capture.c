@@ -57,8 +57,9 @@ static const char *const help =
     "                    starts at the process's first event without --history: it asks for\n"
     "                    everything the process kept since it started.\n"
     "  --wait SECONDS    give up if no process answers within this time (default: wait\n"
-    "                    forever, retrying); a process busy with another capture is asked\n"
-    "                    again until then (without --wait, busy exits 4 at once)\n"
+    "                    forever, retrying); the connect and the handshake never wait past\n"
+    "                    it; a process busy with another capture is asked again until then\n"
+    "                    (without --wait, busy exits 4 at once)\n"
     "  --fail-on-lost    exit 1 when events were lost\n"
     "  -h, --help        show this help\n"
     "\n"
@@ -77,6 +78,9 @@ static const char *const help =
     "     its end record says corrupt-stream), or a written capture that does not read back\n";
 
 static volatile sig_atomic_t g_stop;
+
+/* A connect not accepted within this is tried again (a full accept queue drops SYNs). */
+#define CONNECT_TRY_MS 3000
 
 static void on_signal(int sig)
 {
@@ -121,8 +125,11 @@ typedef struct capture {
     char addr_buf[256];
 } capture;
 
-/* Connects to address:port once. Returns the socket, or -1 with errno-ish reason in why. */
-static int connect_once(const capture *c, char *why, size_t n)
+/* Connects to address:port once, giving up at until_ns (monotonic): the connect is non-blocking,
+ * so a listener whose accept queue is full (its SYNs dropped and retried by the kernel for up to
+ * two minutes) cannot hold the tool past --wait. Returns the socket (blocking again), -1 with the
+ * reason in why, or -2 when the address cannot be resolved. */
+static int connect_once(const capture *c, uint64_t until_ns, char *why, size_t n)
 {
     char port[16];
     snprintf(port, sizeof port, "%u", c->port);
@@ -136,12 +143,34 @@ static int connect_once(const capture *c, char *why, size_t n)
     }
     int fd = -1;
     for (struct addrinfo *a = res; a; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
         if (fd < 0)
             continue;
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+        int err = connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+        while (err == EINPROGRESS || err == EINTR) {
+            uint64_t now = now_ns();
+            if (now >= until_ns || g_stop) {
+                err = ETIMEDOUT;
+                break;
+            }
+            uint64_t left_ms = (until_ns - now) / 1000000u + 1;
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
+            int r = poll(&pf, 1, left_ms > 100 ? 100 : (int)left_ms);
+            if (r < 0 && errno != EINTR) {
+                err = errno;
+                break;
+            }
+            if (r > 0) {
+                socklen_t el = sizeof err;
+                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
+                    err = errno;
+            }
+        }
+        if (err == 0) {
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
             break;
-        snprintf(why, n, "%s", strerror(errno));
+        }
+        snprintf(why, n, "%s", err == ETIMEDOUT ? "the connection was not accepted in time" : strerror(err));
         close(fd);
         fd = -1;
     }
@@ -394,7 +423,11 @@ int cmd_capture(int argc, char **argv)
     char err[512];
 retry:
     for (;;) {
-        c.sock = connect_once(&c, why, sizeof why);
+        /* One try lasts at most CONNECT_TRY_MS, and never past --wait. */
+        uint64_t try_until = now_ns() + (uint64_t)CONNECT_TRY_MS * 1000000u;
+        if (c.wait >= 0 && t_start + (uint64_t)(c.wait * 1e9) < try_until)
+            try_until = t_start + (uint64_t)(c.wait * 1e9);
+        c.sock = connect_once(&c, try_until, why, sizeof why);
         if (c.sock >= 0)
             break;
         if (c.sock == -2)
@@ -470,8 +503,9 @@ retry:
             tool_error("capture", code, "protocol version mismatch: the process speaks version "
                        "%u, this tool speaks %d", (unsigned)rep.version, MPROF_WIRE_VERSION);
         else {
-            char msg[1700];
-            tool_escape(rep.payload, (size_t)n, msg, sizeof msg);
+            /* The peer's message as it came (up to a NUL): tool_error escapes it. */
+            char msg[401];
+            snprintf(msg, sizeof msg, "%.*s", n, (const char *)rep.payload);
             tool_error("capture", code, "the process refused the capture (%s): %s",
                        mprof_wire_status_name(rep.status), msg);
         }

@@ -74,6 +74,10 @@ static const char *const help =
     "(from the environment, else `git rev-parse HEAD`) and MPROF_CAPTURE=DIR/inprocess-capture.mprof:\n"
     "when the live capture misses the run (a command shorter than the tool's 100 ms retry), the\n"
     "in-process file becomes the artifact and the report says so (capture.source).\n"
+    "COMMAND runs in a process group of its own; a SIGINT or SIGTERM to ci is passed on to it.\n"
+    "However ci ends, a SIGKILL included, COMMAND (and what it started) and the capture end\n"
+    "with it: they are told of ci's death (PR_SET_PDEATHSIG), the group gets SIGTERM, then\n"
+    "SIGKILL 5 s later, and the port is free again.\n"
     "\n"
     "Exit status: 0 pass (also no baseline, or inconclusive without --fail-on-inconclusive);\n"
     "1 regression, the command failed, or too many events were lost; 2 usage error; 3 the\n"
@@ -337,6 +341,7 @@ static int ci_run(const mprof_ci_opts *o, mprof_ci_result *r)
     snprintf(r->artifact_path, sizeof r->artifact_path, "%s", o->artifact);
     int io_failure = 0, failed = 0;
     tool_git_sha(r->git_sha, sizeof r->git_sha, NULL);
+    tool_random_id(r->run_uid); /* "" without randomness: the store then makes one */
     ci_paths *p = calloc(1, sizeof *p);
     if (!p) {
         mprof__ci_reason(r, "out of memory");

@@ -110,14 +110,18 @@ static void print_table(const mprof_store_run *runs, size_t n)
 {
     printf("%6s  %-24s  %-12s  %-14s  %-16s  %-10s  %8s  %10s  %10s  %s\n", "run", "start time",
            "git sha", "branch", "host", "build", "frames", "p50 ms", "p95 ms", "verdict");
+    /* A store's rows were written by whoever could write to it: escaped (tool_text). */
     for (size_t i = 0; i < n; i++) {
         const mprof_store_run *r = &runs[i];
+        char t[25], g[13], b[15], h[17], bt[11], v[64];
         printf("%6lld  %-24.24s  %-12.12s  %-14.14s  %-16.16s  %-10.10s  %8zu  %10.4g  %10.4g  %s\n",
-               (long long)r->id, r->start_time ? r->start_time : "-",
-               r->git_sha ? r->git_sha : "-", r->branch ? r->branch : "-",
-               r->host && *r->host ? r->host : "-",
-               r->build_type && *r->build_type ? r->build_type : "-", r->frame_count,
-               r->frame_count ? r->p50_ms : 0.0, r->frame_count ? r->p95_ms : 0.0, r->verdict);
+               (long long)r->id, r->start_time ? tool_text(r->start_time, t, sizeof t) : "-",
+               r->git_sha ? tool_text(r->git_sha, g, sizeof g) : "-",
+               r->branch ? tool_text(r->branch, b, sizeof b) : "-",
+               r->host && *r->host ? tool_text(r->host, h, sizeof h) : "-",
+               r->build_type && *r->build_type ? tool_text(r->build_type, bt, sizeof bt) : "-",
+               r->frame_count, r->frame_count ? r->p50_ms : 0.0, r->frame_count ? r->p95_ms : 0.0,
+               tool_text(r->verdict, v, sizeof v));
     }
     if (n == 0)
         printf("(no runs)\n");

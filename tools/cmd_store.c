@@ -117,9 +117,10 @@ int cmd_store(int argc, char **argv)
             code = tool_error("store", mprof__store_exit_code(rc), "%s: %s", files[i], err);
             break;
         }
-        printf("stored %s as run %lld in %s (%zu frames, %zu repetition%s, verdict %s)\n",
+        printf("stored %s as run %lld in %s (%zu frames, %zu repetition%s, verdict %s)%s\n",
                files[i], (long long)runs[i].id, mprof__store_display(s), runs[i].frame_count,
-               runs[i].n_reps, runs[i].n_reps == 1 ? "" : "s", runs[i].verdict);
+               runs[i].n_reps, runs[i].n_reps == 1 ? "" : "s", runs[i].verdict,
+               mprof__store_added_note(&runs[i]));
     }
     mprof__store_close(s);
     mprof__store_runs_free(runs, runs ? (size_t)n_files : 0);

@@ -16,6 +16,7 @@
 static const char *const help =
     "usage: mprof view [options] FILE.mprof [NEW.mprof]\n"
     "       mprof view --serve FILE.mprof [--address ADDR] [--port P] [--index FILE]\n"
+    "                  [--max-connections N]\n"
     "       mprof view --live -o FILE.mprof [-a ADDR] [-p PORT] [-f] [--address ADDR] [--port P]\n"
     "\n"
     "Writes one HTML file that shows the capture in any browser, with no network access and\n"
@@ -39,6 +40,9 @@ static const char *const help =
     "  --address ADDR  numeric address to listen on (default 127.0.0.1: this machine only)\n"
     "  --port P        port (default 8717; 0 = any free one); the URL is printed on stdout\n"
     "  --index FILE    where to keep the index (default: beside the capture, else $TMPDIR)\n"
+    "  --max-connections N  with --serve or --live: connections served at once (default 1024);\n"
+    "                  as many again are answered 503 with Retry-After, and a connection whose\n"
+    "                  request is not in within 10 s, or its answer not taken within 30 s, ends\n"
     "  --live          capture a running process as `mprof capture -o FILE -a ADDR -p PORT` does\n"
     "                  and serve the capture while it grows: the page follows its end\n"
     "  -a ADDR, -p PORT  with --live: the process to attach to (default 127.0.0.1:8086)\n"
@@ -92,7 +96,7 @@ int cmd_view(int argc, char **argv)
     const char *paths[2] = {NULL, NULL};
     int json = 0, serve = 0, live = 0, force = 0;
     const char *address = "127.0.0.1", *index_path = NULL, *proc_address = "127.0.0.1";
-    unsigned long long port = 8717, proc_port = 8086;
+    unsigned long long port = 8717, proc_port = 8086, max_conns = 0;
     const char *out_path = NULL;
     mprof_view_opts opts = {.first_frame = -1, .last_frame = -1};
     tool_args args = tool_args_start("view", help, argc, argv, paths, 2);
@@ -144,6 +148,11 @@ int cmd_view(int argc, char **argv)
                 return EXIT_USAGE;
             if (a[1] == 'p' && !proc_port)
                 return tool_error("view", EXIT_USAGE, "-p: port 0 is not valid");
+        } else if (strcmp(a, "--max-connections") == 0) {
+            if (tool_parse_uint("view", a, tool_args_value(&args), 65536, &max_conns))
+                return EXIT_USAGE;
+            if (!max_conns)
+                return tool_error("view", EXIT_USAGE, "--max-connections must be at least 1");
         } else if (strcmp(a, "--index") == 0) {
             if (!(index_path = tool_args_value(&args)) || !index_path[0])
                 return tool_error("view", EXIT_USAGE, "--index needs a file name");
@@ -154,12 +163,14 @@ int cmd_view(int argc, char **argv)
     if (args.stop)
         return args.code;
     int n_paths = args.n_files;
+    if (max_conns && !serve && !live)
+        return tool_error("view", EXIT_USAGE, "--max-connections goes with --serve or --live");
     if (live) {
         if (serve || json || n_paths || !out_path)
             return tool_error("view", EXIT_USAGE, "--live takes -o FILE and no capture to read, --serve or --json");
         mprof_view_live_opts lo = {.capture = out_path, .index_path = index_path, .process_address = proc_address,
                                    .port = (unsigned)proc_port, .address = address, .http_port = (unsigned)port,
-                                   .force = force};
+                                   .force = force, .max_connections = (unsigned)max_conns};
         return mprof__view_live(&lo);
     }
     if (!n_paths)
@@ -172,7 +183,7 @@ int cmd_view(int argc, char **argv)
             return tool_error("view", EXIT_USAGE, "--serve takes one capture and no -o or --json");
         if (index_path && tool_same_file(paths[0], index_path))
             return tool_error("view", EXIT_USAGE, "--index %s is the capture itself", index_path);
-        return mprof__view_serve(paths[0], index_path, address, (unsigned)port);
+        return mprof__view_serve(paths[0], index_path, address, (unsigned)port, (unsigned)max_conns);
     }
     const char *shown = paths[n_paths - 1];
     char def_out[4096];

@@ -10,6 +10,7 @@
 #include "analysis/range.h"
 #include "analysis/system.h"
 #include "util/grow.h"
+#include "util/tool.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -638,7 +639,7 @@ static const char *thread_label(const mprof_analysis *a, uint32_t idx, char *buf
 {
     const mprof_thread_def *t = mprof_reader_thread(a->r, idx);
     if (t && t->name)
-        snprintf(buf, n, "%s", t->name);
+        tool_text(t->name, buf, n);
     else
         snprintf(buf, n, "thread %u", idx);
     return buf;
@@ -651,8 +652,14 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
     const char *app = mprof_reader_info(r, "app");
     const char *pid = mprof_reader_info(r, "pid");
     const char *timer = mprof_reader_info(r, "timer");
-    fprintf(out, "Capture   %s\n", a->path);
-    fprintf(out, "Process   %s (pid %s)", app ? app : "?", pid ? pid : "?");
+    /* Every name from the capture is escaped (tool_text): a capture, or the peer that sent it,
+     * must not reach the user's terminal with escape sequences. */
+    char e1[256], e2[64];
+    fputs("Capture   ", out);
+    tool_put_text(out, a->path);
+    fputc('\n', out);
+    fprintf(out, "Process   %s", app ? tool_text(app, e1, sizeof e1) : "?");
+    fprintf(out, " (pid %s)", pid ? tool_text(pid, e2, sizeof e2) : "?");
     const char *start = mprof_reader_info(r, "start_unix_ns");
     if (start) {
         time_t t = (time_t)(strtoull(start, NULL, 10) / 1000000000ull);
@@ -662,7 +669,7 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
         fprintf(out, ", started %s", when);
     }
-    fprintf(out, "\nClock     %s, %.3f MHz\n", timer ? timer : "?",
+    fprintf(out, "\nClock     %s, %.3f MHz\n", timer ? tool_text(timer, e1, sizeof e1) : "?",
             1e3 / mprof_reader_ns_per_tick(r));
     fmt_count(b1, sizeof b1, a->events);
     fmt_count(b2, sizeof b2, a->lost);
@@ -691,12 +698,13 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
     fprintf(out, "\n");
     const char *ended_by = mprof_reader_end_info(r, "ended_by");
     if (a->rst.complete && ended_by && a->rst.ending != MPROF_ENDING_CLEAN)
-        fprintf(out, "Ended     %s\n", ended_by);
+        fprintf(out, "Ended     %s\n", tool_text(ended_by, e1, sizeof e1));
     if (write_failed)
         fprintf(out, "Lost      %" PRIu64 " chunks, %" PRIu64 " events were not written (%s)\n",
                 a->rst.chunks_missing, a->rst.events_missing,
-                mprof_reader_end_info(r, "write_error") ? mprof_reader_end_info(r, "write_error")
-                                                        : "write failed");
+                mprof_reader_end_info(r, "write_error")
+                    ? tool_text(mprof_reader_end_info(r, "write_error"), e1, sizeof e1)
+                    : "write failed");
     else if (a->rst.chunks_missing || a->rst.events_missing)
         fprintf(out, "Missing   %" PRIu64 " chunks, %" PRIu64 " events: the end record counts more "
                      "than the file holds (chunks were cut out of the middle)\n",
@@ -719,6 +727,8 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
         const frameset *f = &a->sets[i];
         frame_summary s = summarize(&f->ms);
         const char *name = f->name ? mprof_reader_string(r, f->name) : "main";
+        if (name)
+            name = tool_text(name, e1, 64);
         fprintf(out, "  %-18s %6" PRIu64 " frames  mean %7.2f  p50 %7.2f  p90 %7.2f  p95 %7.2f  p99 %7.2f  max %7.2f ms\n",
                 name ? name : "?", s.count, s.mean, s.p50, s.p90, s.p95, s.p99, s.max);
         if (f->incomplete)
@@ -754,8 +764,8 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
         const char *slash = strrchr(file, '/');
         int bound = timer_bound(a, z);
         any_bound |= bound;
-        char name[40];
-        snprintf(name, sizeof name, "%s%s", bound ? "*" : "", d ? d->name : "?");
+        char name[40], ename[40];
+        snprintf(name, sizeof name, "%s%s", bound ? "*" : "", d ? tool_text(d->name, ename, 33) : "?");
         char offbuf[32] = "";
         if (offcol)
             snprintf(offbuf, sizeof offbuf, "%10.3f  ", (double)mprof__system_zone_off_ns(a, ids[k]) / 1e6);
@@ -766,7 +776,7 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
                 (double)mprof_hist_quantile(&z->hist, 0.95) / 1e3, (double)z->hist.max / 1e3,
                 100.0 * frame_share(a, z), nframes ? (double)z->in_frame / 1e6 / (double)nframes : 0.0,
                 offbuf,
-                slash ? slash + 1 : file, d ? d->line : 0);
+                tool_text(slash ? slash + 1 : file, e1, sizeof e1), d ? d->line : 0);
     }
     if (shown < nz)
         fprintf(out, "  ... %u more (use --top 0 for all)\n", nz - shown);
@@ -785,7 +795,8 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
             if (!p->count)
                 continue;
             const char *name = mprof_reader_string(r, i);
-            fprintf(out, "  %-24.24s %9" PRIu64 " %14.4g %14.4g %14.4g\n", name ? name : "?",
+            fprintf(out, "  %-24.24s %9" PRIu64 " %14.4g %14.4g %14.4g\n",
+                    name ? tool_text(name, e1, 25) : "?",
                     p->count, p->min, p->max, p->sum / (double)p->count);
         }
     }

@@ -190,8 +190,12 @@ static void delta_cell(FILE *o, double a, double b)
 void mprof__diff_print_text(const mprof_diff *d, FILE *o, int top_n)
 {
     fstats fa = frame_stats(&d->a), fb = frame_stats(&d->b);
-    fprintf(o, "mprof diff\n  A: %s\n  B: %s\n  (deltas are B - A; positive is slower in B)\n\n",
-            d->path_a, d->path_b);
+    /* Names from the captures are escaped (tool_text): none reaches the terminal raw. */
+    fputs("mprof diff\n  A: ", o);
+    tool_put_text(o, d->path_a);
+    fputs("\n  B: ", o);
+    tool_put_text(o, d->path_b);
+    fputs("\n  (deltas are B - A; positive is slower in B)\n\n", o);
     fprintf(o, "Frames (ms)            A          B      B - A   change\n");
     fprintf(o, "  %-8s %12" PRIu64 " %10" PRIu64 " %+10" PRId64 "\n", "count", fa.n, fb.n,
             (int64_t)fb.n - (int64_t)fa.n);
@@ -217,15 +221,16 @@ void mprof__diff_print_text(const mprof_diff *d, FILE *o, int top_n)
     for (size_t i = 0; i < n; i++) {
         const diff_row *r = &d->rows[i];
         const mprof_zstat *z = r->a ? r->a : r->b;
-        char name[64];
-        snprintf(name, sizeof name, "%s%s", z->name, !r->a ? " (B only)" : !r->b ? " (A only)" : "");
+        char name[64], ename[64], efile[256];
+        snprintf(name, sizeof name, "%s%s", tool_text(z->name, ename, 29),
+                 !r->a ? " (B only)" : !r->b ? " (A only)" : "");
         fprintf(o, "  %-28.28s %9" PRIu64 " %9" PRIu64 " %10.2f %10.2f %10.2f %10.2f %+12.2f  %s:%" PRIu32 "\n",
                 name, r->a ? r->a->count : 0, r->b ? r->b->count : 0,
                 r->a ? mprof_hist_mean(&r->a->hist) / 1e3 : 0.0,
                 r->b ? mprof_hist_mean(&r->b->hist) / 1e3 : 0.0,
                 r->a ? (double)mprof_hist_quantile(&r->a->hist, 0.95) / 1e3 : 0.0,
                 r->b ? (double)mprof_hist_quantile(&r->b->hist, 0.95) / 1e3 : 0.0,
-                r->impact_ns / 1e3, z->file, z->line);
+                r->impact_ns / 1e3, tool_text(z->file, efile, sizeof efile), z->line);
     }
     if (n < d->n_rows)
         fprintf(o, "  ... %zu more (use --top 0 for all)\n", d->n_rows - n);

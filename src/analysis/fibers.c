@@ -21,6 +21,7 @@
 #include "analysis/passes.h"
 #include "util/umap.h"
 #include "util/grow.h"
+#include "util/tool.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -361,15 +362,17 @@ static void fibers_print_text(void *state, mprof_analysis *a, FILE *out, int top
             "run ms", "gap p50", "gap p95", "gap max", "open zones");
     for (uint32_t i = 0; i < s->n_fibers && (int)i < top_n; i++) {
         fiber_acc *f = &s->fibers[i];
+        char e[256];
         fprintf(out, "  %-20s %8" PRIu64 " %8" PRIu64 " %10.3f %8.3fms %8.3fms %8.3fms %10u\n",
-                fiber_name(a, f), f->runs, f->migrations, (double)f->run_total / 1e6,
+                tool_text(fiber_name(a, f), e, sizeof e), f->runs, f->migrations, (double)f->run_total / 1e6,
                 (double)mprof_hist_quantile(&f->gaps, 0.5) / 1e6,
                 (double)mprof_hist_quantile(&f->gaps, 0.95) / 1e6, (double)f->gaps.max / 1e6,
                 f->depth);
         if (f->n_zones > 1)
             qsort(f->zones, f->n_zones, sizeof *f->zones, cmp_fzone);
         for (uint32_t k = 0; k < f->n_zones && k < 5; k++)
-            fprintf(out, "      %-30s %8" PRIu64 " x %10.3f ms\n", zone_name(a, f->zones[k].loc),
+            fprintf(out, "      %-30s %8" PRIu64 " x %10.3f ms\n",
+                    tool_text(zone_name(a, f->zones[k].loc), e, sizeof e),
                     f->zones[k].count, (double)f->zones[k].total / 1e6);
     }
 }

@@ -26,6 +26,7 @@
 #include "util/umap.h"
 #include "util/grow.h"
 #include "util/sorted.h"
+#include "util/tool.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -603,9 +604,11 @@ static void gpu_print_text(void *p, mprof_analysis *a, FILE *out, int top_n)
         if (!c || !c->seen)
             continue;
         any = 1;
+        char e[256];
         fprintf(out, "  %s context \"%s\" (id %u): %" PRIu64 " zones, %" PRIu64
                      " incomplete, %" PRIu64 " calibrations, tick %.4g ns\n",
-                api_name(c->api), c->name, c->id, c->complete, c->incomplete, c->n_cal,
+                api_name(c->api), tool_text(c->name, e, sizeof e), c->id, c->complete, c->incomplete,
+                c->n_cal,
                 c->period_ns);
         if (!c->have_cal)
             fprintf(out, "    no calibration: GPU times cannot be placed on the CPU timeline\n");
@@ -625,7 +628,7 @@ static void gpu_print_text(void *p, mprof_analysis *a, FILE *out, int top_n)
             if (!x->count)
                 continue;
             fprintf(out, "    %-28.28s %8" PRIu64 " %10.2f %10.2f %10.2f %10.2f   %.1f / %.1f / %.1f\n",
-                    x->name, x->count, x->dur_sum / (double)x->count / 1e3,
+                    tool_text(x->name, e, 29), x->count, x->dur_sum / (double)x->count / 1e3,
                     (double)mprof_hist_quantile(&x->dur, 0.5) / 1e3,
                     (double)mprof_hist_quantile(&x->dur, 0.95) / 1e3, (double)x->dur.max / 1e3,
                     lat_mean(x) / 1e3, (double)mprof_hist_quantile(&x->lat, 0.5) / 1e3,

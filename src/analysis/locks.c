@@ -16,6 +16,7 @@
 #include "analysis/passes.h"
 #include "util/umap.h"
 #include "util/grow.h"
+#include "util/tool.h"
 #include "mprof/mprof.h" /* lock kinds */
 
 #include <inttypes.h>
@@ -394,7 +395,7 @@ static lock_acc **sorted_locks(locks_state *s)
 static void locks_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
 {
     locks_state *s = state;
-    char nb[64], tb[64];
+    char nb[64], tb[64], e[256];
     fprintf(out, "\nLocks\n");
     if (!s->n_locks) {
         fprintf(out, "  no lock events (mprof_mutex, mprof_rwlock or MPROF_LOCK_*)\n");
@@ -410,8 +411,8 @@ static void locks_print_text(void *state, mprof_analysis *a, FILE *out, int top_
         fprintf(out,
                 "  %-20s %-6s %9" PRIu64 " %9" PRIu64 " %5.1f%% %10.3f %9.1f %9.1f %9.1f %10.3f "
                 "%8.1fus\n",
-                lock_name(a, l, nb, sizeof nb), kind_name(l->kind), l->acquisitions, l->contended,
-                l->acquisitions ? 100.0 * (double)l->contended / (double)l->acquisitions : 0.0,
+                tool_text(lock_name(a, l, nb, sizeof nb), e, sizeof e), kind_name(l->kind), l->acquisitions,
+                l->contended, l->acquisitions ? 100.0 * (double)l->contended / (double)l->acquisitions : 0.0,
                 (double)l->wait_total / 1e6, (double)mprof_hist_quantile(&l->wait, 0.5) / 1e3,
                 (double)mprof_hist_quantile(&l->wait, 0.95) / 1e3, (double)l->wait.max / 1e3,
                 (double)l->hold_total / 1e6, (double)mprof_hist_quantile(&l->hold, 0.95) / 1e3);
@@ -420,15 +421,16 @@ static void locks_print_text(void *state, mprof_analysis *a, FILE *out, int top_
         lock_acc *l = v[i];
         if (!l->contended)
             continue;
-        fprintf(out, "  '%s' waited longest in:", lock_name(a, l, nb, sizeof nb));
+        fprintf(out, "  '%s' waited longest in:", tool_text(lock_name(a, l, nb, sizeof nb), e, sizeof e));
         for (uint32_t k = 0; k < l->by_thread.n && k < TOP_WAITERS; k++)
             fprintf(out, "%s %s %.3f ms (%" PRIu64 "x)", k ? "," : "",
-                    thread_name(a, l->by_thread.v[k].key, tb, sizeof tb),
+                    tool_text(thread_name(a, l->by_thread.v[k].key, tb, sizeof tb), e, sizeof e),
                     (double)l->by_thread.v[k].total / 1e6, l->by_thread.v[k].count);
         fprintf(out, "\n    zones:");
         for (uint32_t k = 0; k < l->by_zone.n && k < TOP_WAITERS; k++)
             fprintf(out, "%s %s %.3f ms (%" PRIu64 "x)", k ? "," : "",
-                    zone_name(a, l->by_zone.v[k].key), (double)l->by_zone.v[k].total / 1e6,
+                    tool_text(zone_name(a, l->by_zone.v[k].key), e, sizeof e),
+                    (double)l->by_zone.v[k].total / 1e6,
                     l->by_zone.v[k].count);
         fprintf(out, "\n");
     }

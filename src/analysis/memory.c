@@ -27,6 +27,7 @@
 #include "analysis/passes.h"
 #include "util/umap.h"
 #include "util/grow.h"
+#include "util/tool.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -659,9 +660,11 @@ static void print_stack(mem_state *m, mprof_analysis *a, FILE *out, uint32_t cs,
         fprintf(out, "        (no callstack: use the _CS macros or the kit's callstack_depth)\n");
         return;
     }
-    char buf[512];
+    char buf[512], e[1024];
+    /* Symbols and module paths come from files the capture names: escaped like its names. */
     for (uint32_t i = 0; i < n && (int)i < max_frames; i++)
-        fprintf(out, "        %s\n", mprof_symbolizer_format(m->sym, fr[i], buf, sizeof buf));
+        fprintf(out, "        %s\n",
+                tool_text(mprof_symbolizer_format(m->sym, fr[i], buf, sizeof buf), e, sizeof e));
     if ((int)n > max_frames)
         fprintf(out, "        ... %u more frames\n", n - (uint32_t)max_frames);
 }
@@ -725,7 +728,7 @@ static void print_corrupt(const mem_state *m, FILE *out)
 static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
 {
     mem_state *m = state;
-    char b1[32], b2[32], b3[32];
+    char b1[32], b2[32], b3[32], e[256];
     fprintf(out, "\nMemory\n");
     if (!m->n_pools) {
         fprintf(out, "  no allocation events (MPROF_ALLOC/MPROF_FREE or the allocator kit)\n");
@@ -743,7 +746,8 @@ static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
                  (double)mprof_hist_quantile(&p->life_ns, 0.95) / 1e6, (double)p->life_ns.max / 1e6);
         fprintf(out, "  %-16s %10" PRIu64 " %10" PRIu64 " %9" PRIu64 " %12s %12s %10.3f  %-22s %" PRIu64
                      "/%" PRIu64 "/%" PRIu64 "\n",
-                pool_name(a, p), p->n_allocs, p->n_frees + p->n_discarded, p->n_discards,
+                tool_text(pool_name(a, p), e, sizeof e), p->n_allocs, p->n_frees + p->n_discarded,
+                p->n_discards,
                 fmt_bytes(b1, sizeof b1, (double)p->live_bytes),
                 fmt_bytes(b2, sizeof b2, (double)p->peak_bytes), (double)p->peak_ts / 1e9,
                 p->life_ns.n ? life : "-", mprof_hist_quantile(&p->life_frames, 0.5),
@@ -756,7 +760,7 @@ static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
         pool_acc *p = &m->pools[i];
         if (!p->peak_bytes)
             continue;
-        fprintf(out, "  Peak of '%s': %s at %.3f s, reached by:\n", pool_name(a, p),
+        fprintf(out, "  Peak of '%s': %s at %.3f s, reached by:\n", tool_text(pool_name(a, p), e, sizeof e),
                 fmt_bytes(b1, sizeof b1, (double)p->peak_bytes), (double)p->peak_ts / 1e9);
         print_stack(m, a, out, p->peak_cs, 6);
     }
@@ -773,7 +777,7 @@ static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
         for (uint32_t i = 0; i < n && (int)i < top_n; i++) {
             fprintf(out, "    %" PRIu64 " x, %s in '%s':\n", v[i]->live_count,
                     fmt_bytes(b2, sizeof b2, (double)v[i]->live_bytes),
-                    pool_name(a, &m->pools[v[i]->pool]));
+                    tool_text(pool_name(a, &m->pools[v[i]->pool]), e, sizeof e));
             print_stack(m, a, out, v[i]->cs, 6);
         }
     } else {
@@ -786,7 +790,7 @@ static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
         for (uint32_t i = 0; i < n && (int)i < (top_n < 10 ? top_n : 10); i++) {
             fprintf(out, "    %" PRIu64 " allocs, %s in '%s':\n", v[i]->n_allocs,
                     fmt_bytes(b3, sizeof b3, (double)v[i]->bytes),
-                    pool_name(a, &m->pools[v[i]->pool]));
+                    tool_text(pool_name(a, &m->pools[v[i]->pool]), e, sizeof e));
             print_stack(m, a, out, v[i]->cs, 4);
         }
     }
@@ -794,7 +798,7 @@ static void mem_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
     print_corrupt(m, out);
     const char *w = mprof_symbolizer_warning(m->sym);
     if (w)
-        fprintf(out, "  Symbols: %s\n", w);
+        fprintf(out, "  Symbols: %s\n", tool_text(w, e, sizeof e));
 }
 
 static void json_stack(mem_state *m, mprof_analysis *a, mprof_json *j, const char *key,

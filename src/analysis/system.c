@@ -662,8 +662,10 @@ static void sys_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
         fprintf(out, "%u Hz\n", p->st.sample_hz);
     else
         fprintf(out, "off\n");
+    /* Names from the capture (threads, zones, symbols, its own reasons) are escaped. */
+    char e[256], e2[256];
     if (p->st.why_not)
-        fprintf(out, "  why not: %s\n", p->st.why_not);
+        fprintf(out, "  why not: %s\n", tool_text(p->st.why_not, e, sizeof e));
     uint32_t nb;
     double bmean, bmax, smean;
     mprof__sys_busy_summary(p->m, &nb, &bmean, &bmax, &smean);
@@ -694,9 +696,10 @@ static void sys_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
             int64_t wns = 0;
             char wb[96] = "", wname[64];
             if (thread_wakers(p, i, 1, &w, &wc, &wns))
-                snprintf(wb, sizeof wb, "%s (%" PRIu64 "x)", waker_name(p, r, w, wname, sizeof wname), wc);
+                snprintf(wb, sizeof wb, "%s (%" PRIu64 "x)",
+                         tool_text(waker_name(p, r, w, wname, sizeof wname), e2, 64), wc);
             fprintf(out, "  %-24.24s %10" PRIu64 " %12.3f %12.3f %7.1f %12.3f %12.3f %12.3f  %s\n",
-                    thread_name(r, i, tb, sizeof tb), mprof__sys_thread_switches(p->m, i),
+                    tool_text(thread_name(r, i, tb, sizeof tb), e, 25), mprof__sys_thread_switches(p->m, i),
                     (double)(traced - off) / 1e6, (double)off / 1e6,
                     traced > 0 ? 100.0 * (double)off / (double)traced : 0.0,
                     (double)rs[MPROF_SYS_REASON_PREEMPTED] / 1e6,
@@ -715,7 +718,8 @@ static void sys_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
                 char wb[64];
                 const char *zn = zone_name(r, p->zw[k].loc);
                 fprintf(out, "    %-32.32s %-28.28s %8" PRIu64 " wake-ups %12.3f ms\n",
-                        zn ? zn : "?", waker_name(p, r, p->zw[k].waker, wb, sizeof wb),
+                        zn ? tool_text(zn, e, 33) : "?",
+                        tool_text(waker_name(p, r, p->zw[k].waker, wb, sizeof wb), e2, 29),
                         p->zw[k].count, (double)p->zw[k].ns / 1e6);
             }
         }
@@ -729,7 +733,8 @@ static void sys_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
     if (!p->n_s) {
         fprintf(out, "  no samples (%s)\n",
                 p->st.sampling ? "the threads never ran while sampled"
-                               : (p->st.why_not ? p->st.why_not : "sampling was off"));
+                               : (p->st.why_not ? tool_text(p->st.why_not, e, sizeof e)
+                                                : "sampling was off"));
         return;
     }
     uint32_t *ids = sorted_funcs(p);
@@ -739,7 +744,8 @@ static void sys_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
         const func *f = &p->fn[ids[k]];
         const char *slash = strrchr(f->module, '/');
         fprintf(out, "  %9" PRIu64 " %6.1f  %-40.40s %s\n", f->samples,
-                100.0 * (double)f->samples / (double)p->n_s, f->name, slash ? slash + 1 : f->module);
+                100.0 * (double)f->samples / (double)p->n_s, tool_text(f->name, e, 41),
+                tool_text(slash ? slash + 1 : f->module, e2, sizeof e2));
     }
     free(ids);
     if (p->n_bz) {
@@ -751,8 +757,8 @@ static void sys_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
                 "samples");
         for (uint32_t k = 0; k < shown; k++) {
             const char *zn = zone_name(r, p->bz[k].loc);
-            fprintf(out, "  %-32.32s %-40.40s %9" PRIu64 "\n", zn ? zn : "(no zone)",
-                    p->fn[p->bz[k].fn].name, p->bz[k].samples);
+            fprintf(out, "  %-32.32s %-40.40s %9" PRIu64 "\n", zn ? tool_text(zn, e, 33) : "(no zone)",
+                    tool_text(p->fn[p->bz[k].fn].name, e2, 41), p->bz[k].samples);
         }
     }
 }

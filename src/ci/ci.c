@@ -129,6 +129,7 @@ static void report_of(const mprof_ci_opts *o, const mprof_ci_result *r, report_p
     out->warnings = p->warnings;
     out->n_warnings = (size_t)r->n_warnings;
     out->git_sha = r->git_sha;
+    out->run_uid = r->run_uid;
     out->command = (const char *const *)o->command;
     out->n_command = (size_t)o->n_command;
     out->command_ran = r->cmd_ran;

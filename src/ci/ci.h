@@ -68,6 +68,7 @@ typedef struct mprof_ci_result {
     int n_runs;
     int cmd_failed_seen;
     char git_sha[128];
+    char run_uid[33]; /* the invocation's unique id (tool_random_id): the store keeps it once */
     int cmd_exit, cmd_signal, cmd_ran;
     int capture_exit;
     long long artifact_bytes;

@@ -167,6 +167,7 @@ static void write_json(mprof_json *j, const mprof_ci_report *r)
     strings(j, r->warnings, r->n_warnings);
     mprof_json_arr_end(j);
     str_or_null(j, "gitSha", r->git_sha);
+    str_or_null(j, "runUid", r->run_uid);
     mprof_json_arr_begin(j, "command");
     strings(j, r->command, r->n_command);
     mprof_json_arr_end(j);
@@ -303,6 +304,11 @@ int mprof__ci_report_parse(const char *json, size_t len, const char *name,
         goto fail;
     }
     report->git_sha = jstr(root, "gitSha");
+    report->run_uid = jstr(root, "runUid");
+    if (report->run_uid && !tool_is_random_id(report->run_uid)) {
+        tool_seterr(err, errlen, "%s: \"runUid\" must be 32 lowercase hex digits", name);
+        goto fail;
+    }
     const cJSON *cap = cJSON_GetObjectItemCaseSensitive(root, "capture");
     const cJSON *bytes = cap ? cJSON_GetObjectItemCaseSensitive(cap, "bytes") : NULL;
     report->capture.path = jstr(cap, "path");

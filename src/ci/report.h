@@ -68,6 +68,8 @@ typedef struct mprof_ci_report {
     const char *const *warnings;
     size_t n_warnings;
     const char *git_sha;        /* NULL or "" unknown */
+    const char *run_uid;        /* runUid: 32 hex digits, made once per invocation; the run store
+                                   stores a run of one uid once. NULL or "": none (an older report) */
     const char *const *command; /* the command's arguments; NULL when a read report has none */
     size_t n_command;
     int command_ran, command_exit, command_signal; /* as in mprof_ci_report_run */

@@ -9,8 +9,15 @@
  * finalises whatever it wrote. The command also writes an in-process capture file, which
  * artifact.c falls back to when the live capture missed the run.
  *
- * Ctrl-C reaches the command and the tool (same process group); ci itself stays to collect what
- * there is and write the report, and passes a signal sent to it alone on to the command, once.
+ * Nothing of a run outlives ci, however ci ends (a SIGKILL included): the capture tool asks the
+ * kernel for SIGTERM when ci dies (PR_SET_PDEATHSIG; it then finalises its file and exits); the
+ * command runs in a process group of its own, so that whatever it starts (a script's game) is
+ * found again, and a watchdog forked from ci, told of ci's death the same way, ends that group
+ * (SIGTERM, then SIGKILL after WATCHDOG_GRACE_S) and with it the port the process listened on.
+ * While ci lives, the watchdog only waits; ci ends it when the run is over.
+ *
+ * A Ctrl-C reaches ci and the tool (the terminal's process group); ci passes SIGINT or SIGTERM
+ * on to the command's group, once, and stays to collect what there is and write the report.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -22,9 +29,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* What the command's group gets between SIGTERM and SIGKILL once ci is gone. */
+#define WATCHDOG_GRACE_S 5
 
 static volatile sig_atomic_t g_interrupted;
 
@@ -87,9 +98,14 @@ static pid_t spawn_capture(const mprof_ci_opts *o, const char *self, const char 
     char port[16], secs[32];
     snprintf(port, sizeof port, "%u", o->port);
     snprintf(secs, sizeof secs, "%g", o->seconds);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid != 0)
         return pid;
+    /* Told when ci dies, however: SIGTERM makes the tool finalise its file and exit. A ci that
+     * died before the request took effect is seen by its pid. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+        _exit(127);
     FILE *f = freopen(log, "w", stdout);
     if (f)
         dup2(fileno(stdout), 2);
@@ -120,9 +136,16 @@ static pid_t spawn_command(const mprof_ci_opts *o, char **argv, const char *sha,
 {
     char port[16];
     snprintf(port, sizeof port, "%u", o->port);
+    pid_t parent = getpid();
     pid_t pid = fork();
+    if (pid > 0)
+        setpgid(pid, pid); /* here as well as in the child: whichever runs first */
     if (pid != 0)
         return pid;
+    setpgid(0, 0);
+    /* The command itself is told too, for the moment before the watchdog is there. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+        _exit(127);
     setenv("MPROF_LISTEN", "1", 1);
     setenv("MPROF_ADDRESS", o->address, 1);
     setenv("MPROF_PORT", port, 1);
@@ -138,6 +161,49 @@ static pid_t spawn_command(const mprof_ci_opts *o, char **argv, const char *sha,
     execvp(argv[0], argv);
     fprintf(stderr, "mprof ci: cannot run '%s': %s\n", argv[0], strerror(errno));
     _exit(127);
+}
+
+/* The watchdog of the command's process group: a fork of ci that waits for ci's death
+ * (PR_SET_PDEATHSIG) and then ends the group. Returns its pid, or -1. It never returns in the
+ * child. */
+static pid_t spawn_watchdog(pid_t group)
+{
+    pid_t parent = getpid();
+    sigset_t term, old;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    /* Blocked before the fork, so a death between fork and sigwait is not missed. */
+    sigprocmask(SIG_BLOCK, &term, &old);
+    pid_t pid = fork();
+    if (pid != 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return pid;
+    }
+    /* A Ctrl-C is for ci to pass on, not for the watchdog. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) == 0) {
+        /* SIGTERM comes from the kernel when ci dies; ci itself ends the watchdog with SIGKILL.
+         * The parent's pid is looked at too, once a second, in case the request was late. */
+        while (getppid() == parent) {
+            struct timespec one = {1, 0};
+            if (sigtimedwait(&term, NULL, &one) == SIGTERM)
+                break;
+        }
+    } else {
+        while (getppid() == parent)
+            sleep(1);
+    }
+    if (kill(-group, SIGTERM) != 0)
+        _exit(0); /* the group is gone already */
+    for (int i = 0; i < WATCHDOG_GRACE_S * 10; i++) {
+        struct timespec t = {0, 100 * 1000 * 1000};
+        nanosleep(&t, NULL);
+        if (kill(-group, 0) != 0)
+            _exit(0);
+    }
+    kill(-group, SIGKILL);
+    _exit(0);
 }
 
 /* True when the file at path contains needle (the capture tool's log). */
@@ -164,7 +230,7 @@ static int wait_command(const mprof_ci_opts *o, pid_t cmd, mprof_ci_result *r)
         if (w == cmd || (w < 0 && errno != EINTR))
             break;
         if (g_interrupted && !forwarded) {
-            kill(cmd, SIGINT);
+            kill(-cmd, SIGINT); /* its group: the terminal's Ctrl-C does not reach it */
             forwarded = 1;
         }
     }
@@ -232,10 +298,15 @@ int mprof__ci_supervise(const mprof_ci_opts *o, char **argv, const char *artifac
     double tc = mprof__ci_now();
     tool_remove_partial(inprocess);
     pid_t cmd = spawn_command(o, argv, r->git_sha, inprocess);
+    pid_t dog = -1;
     if (cmd < 0) {
         mprof__ci_reason(r, "cannot start the command: %s", strerror(errno));
         failed = 1;
     } else {
+        dog = spawn_watchdog(cmd);
+        if (dog < 0)
+            mprof__ci_warning(r, "cannot start the watchdog of the command (%s): if ci is killed, the command "
+                              "may outlive it", strerror(errno));
         failed = wait_command(o, cmd, r);
     }
     *out_cmd = cmd;
@@ -245,6 +316,11 @@ int mprof__ci_supervise(const mprof_ci_opts *o, char **argv, const char *artifac
         failed = 1;
     }
     drain_capture(o, cap, r);
+    if (dog > 0) {
+        int dst;
+        kill(dog, SIGKILL);
+        wait_until(dog, -1, &dst);
+    }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     return failed;

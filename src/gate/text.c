@@ -4,6 +4,8 @@
  */
 #include "gate/internal.h"
 
+#include "util/tool.h"
+
 #include <math.h>
 
 /* The verdict as the first line shouts it; a refused comparison is REFUSED. */
@@ -21,8 +23,12 @@ static const char *verdict_upper(mprof_gate_verdict v)
 int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
 {
     const mprof_gate_opts *o = &r->opts;
+    /* Zone names, file names and machine names come from the exports: escaped (tool_text). */
+    char e[256];
     fprintf(out, "mprof gate: %s (exit %d)\n", verdict_upper(r->verdict), (int)r->verdict);
-    fprintf(out, "  %s\n\n", r->reason);
+    fputs("  ", out);
+    tool_put_text(out, r->reason);
+    fputs("\n\n", out);
     fprintf(out, "  %-16s %12s %12s %9s\n", "", "baseline", "current", "change");
     fprintf(out, "  %-16s %12zu %12zu\n", "runs", r->base.runs, r->cur.runs);
     fprintf(out, "  %-16s %12zu %12zu\n", "frames", r->base.frames, r->cur.frames);
@@ -77,11 +83,14 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
                 snprintf(p, sizeof p, "%.2g%s", a->p, a->significant ? "*" : "");
             else
                 snprintf(p, sizeof p, "runs%s", a->significant ? "*" : "");
-            fprintf(out, "  %-32.32s %10.4g %10.4g %+10.3g %9s %8s\n", a->name, a->base_ms,
+            fprintf(out, "  %-32.32s %10.4g %10.4g %+10.3g %9s %8s\n", tool_text(a->name, e, 33), a->base_ms,
                     a->cur_ms, a->delta_ms, rel, p);
         }
     }
-    for (size_t i = 0; i < r->n_warnings; i++)
-        fprintf(out, "  warning: %s\n", r->warnings[i]);
+    for (size_t i = 0; i < r->n_warnings; i++) {
+        fputs("  warning: ", out);
+        tool_put_text(out, r->warnings[i]);
+        fputc('\n', out);
+    }
     return ferror(out) ? -1 : 0;
 }

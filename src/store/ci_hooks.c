@@ -193,24 +193,40 @@ int mprof__ci_store_asked(const mprof_ci_store *st, const char *url)
     return url || st->baseline_used;
 }
 
-/* Stores the run that the report at report_path describes. Returns the stored run's id, or -1
- * with the failure in err. */
-static int64_t store_run(const char *url, const char *report_path, char *err, size_t errlen)
+/* "the run was not stored: " before the message in err. */
+static void not_stored(char *err, size_t errlen)
+{
+    char m[2048];
+    snprintf(m, sizeof m, "%s", err);
+    tool_seterr(err, errlen, "the run was not stored: %s", m);
+}
+
+/* Stores the run that the report at report_path describes. Returns the stored run's id (with
+ * how it was stored, when worth a word, in note), or -1 with the failure in err, which says
+ * whether the run is not stored or, its commit in doubt, may be. */
+static int64_t store_run(const char *url, const char *report_path, char *err, size_t errlen,
+                         char *note, size_t notelen)
 {
     mprof_store_run run;
     mprof_store_result rc = mprof__store_load_file(report_path, &run, err, errlen);
-    if (rc != MPROF_STORE_OK)
+    if (rc != MPROF_STORE_OK) {
+        not_stored(err, errlen);
         return -1;
+    }
     int64_t id = -1;
     char branch[256];
     tool_git_branch(branch, sizeof branch);
     if (branch[0] && !run.branch)
         run.branch = tool_strdup(branch);
     mprof_store *s = mprof__store_open(url, &rc, err, errlen);
-    if (s)
+    if (!s)
+        not_stored(err, errlen);
+    else
         rc = mprof__store_add(s, &run, err, errlen);
-    if (s && rc == MPROF_STORE_OK)
+    if (s && rc == MPROF_STORE_OK) {
         id = run.id;
+        snprintf(note, notelen, "%s", mprof__store_added_note(&run));
+    }
     mprof__store_close(s);
     mprof__store_run_clear(&run);
     return id;
@@ -230,13 +246,13 @@ int mprof__ci_store_record(mprof_ci_store *st, const char *url, const char *repo
         mprof_store_url parsed;
         if (mprof__store_parse_url(url, &parsed, err, sizeof err) == MPROF_STORE_OK)
             snprintf(st->url, sizeof st->url, "%s", parsed.display);
-        st->run_id = store_run(url, report_path, err, sizeof err);
+        char note[256] = "";
+        st->run_id = store_run(url, report_path, err, sizeof err, note, sizeof note);
         if (st->run_id < 0) {
             failed = 1;
-            tool_error("ci", EXIT_STORE, "the run was not stored: %s (%s is written)", err,
-                       report_path);
+            tool_error("ci", EXIT_STORE, "%s (%s is written)", err, report_path);
         } else if (!quiet) {
-            printf("mprof ci: stored as run %lld in %s\n", (long long)st->run_id, st->url);
+            printf("mprof ci: stored as run %lld in %s%s\n", (long long)st->run_id, st->url, note);
         }
     }
     st->error[0] = '\0';
@@ -244,8 +260,7 @@ int mprof__ci_store_record(mprof_ci_store *st, const char *url, const char *repo
         snprintf(st->error, sizeof st->error, "%s", st->baseline_error);
     if (url && st->run_id < 0) {
         size_t l = strlen(st->error);
-        snprintf(st->error + l, sizeof st->error - l, "%sthe run was not stored: %s",
-                 l ? "; " : "", err);
+        snprintf(st->error + l, sizeof st->error - l, "%s%s", l ? "; " : "", err);
     }
     return failed && exit_code == EXIT_OK ? EXIT_STORE : exit_code;
 }

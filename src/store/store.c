@@ -389,6 +389,7 @@ void mprof__store_run_clear(mprof_store_run *run)
 {
     if (!run)
         return;
+    free(run->uid);
     free(run->git_sha);
     free(run->branch);
     free(run->command);
@@ -436,7 +437,14 @@ static const char *const migration_2[] = {
     "CREATE INDEX mprof_runs_machine ON mprof_runs (host, build_type, start_time)",
     "CREATE INDEX mprof_runs_time ON mprof_runs (start_time)",
     NULL};
-static const char *const *const migrations[] = {migration_1, migration_2};
+/* Version 3: each run's client-made unique id, so that a write retried after a lost connection
+ * (a commit whose answer never came) stores the run once. Older runs have none (NULL, which a
+ * unique index lets repeat). */
+static const char *const migration_3[] = {
+    "ALTER TABLE mprof_runs ADD COLUMN run_uid TEXT",
+    "CREATE UNIQUE INDEX mprof_runs_uid ON mprof_runs (run_uid)",
+    NULL};
+static const char *const *const migrations[] = {migration_1, migration_2, migration_3};
 _Static_assert(sizeof migrations / sizeof migrations[0] == MPROF_STORE_SCHEMA_VERSION,
                "one migration per schema version");
 
@@ -734,19 +742,48 @@ static mprof_store_result check_run(const mprof_store_run *run, char *err, size_
     return MPROF_STORE_OK;
 }
 
-mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *err,
-                                    size_t errlen)
+/* The id of the stored run whose uid is uid in *out_id (0: none). */
+static mprof_store_result find_uid(mprof_store *s, const char *uid, int64_t *out_id, char *e,
+                                   size_t elen)
 {
-    mprof_store_result rc = check_run(run, err, errlen);
-    if (rc != MPROF_STORE_OK)
-        return rc;
-    char recorded[40], e[1024];
+    store_param p = ptext(uid);
+    mprof_store_rows rows = {0};
+    *out_id = 0;
+    mprof_store_result rc = sx(s, "SELECT id FROM mprof_runs WHERE run_uid = ?", &p, 1, &rows, e, elen);
+    if (rc == MPROF_STORE_OK && rows.n_rows > 0 &&
+        (rows.n_cols != 1 || dec_int(rows.cells[0], 0, 0, 1, INT64_MAX, out_id))) {
+        rc = MPROF_STORE_BAD_ROW;
+        snprintf(e, elen, "the stored run of id %s has no valid row id", uid);
+    }
+    mprof__store_rows_clear(&rows);
+    return rc;
+}
+
+/* One try at writing run in one transaction: OK with run->id (and ADDED_ALREADY when its uid was
+ * stored before), or a failure with the database's message in e and *at_commit set when it was
+ * the COMMIT that failed (whether the run is stored is then unknown). */
+static mprof_store_result insert_once(mprof_store *s, mprof_store_run *run, int *at_commit,
+                                      char *e, size_t elen)
+{
+    *at_commit = 0;
+    char recorded[40];
     now_iso(recorded, sizeof recorded);
     const char *rec = run->recorded_at ? run->recorded_at : recorded;
     const char *start = run->start_time && *run->start_time ? run->start_time : rec;
-    rc = sx(s, s->be->begin_write, NULL, 0, NULL, e, sizeof e);
+    mprof_store_result rc = sx(s, s->be->begin_write, NULL, 0, NULL, e, elen);
+    if (rc != MPROF_STORE_OK)
+        return rc;
+    /* Inside the write: a run of this uid stored before is not stored again. */
+    int64_t found = 0;
+    rc = find_uid(s, run->uid, &found, e, elen);
+    if (rc == MPROF_STORE_OK && found) {
+        rollback(s);
+        run->id = found;
+        run->added = MPROF_STORE_ADDED_ALREADY;
+        return MPROF_STORE_OK;
+    }
     if (rc != MPROF_STORE_OK) {
-        tool_seterr(err, errlen, "%s: cannot start a transaction: %s", s->url.display, e);
+        rollback(s);
         return rc;
     }
     store_param p[21] = {
@@ -763,19 +800,19 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
         run->frame_count ? preal(run->mean_ms) : ptext(NULL),
         run->have_cpu ? preal(run->on_cpu_mean_ms) : ptext(NULL),
         run->have_cpu ? preal(run->off_cpu_mean_ms) : ptext(NULL),
-        pint((int64_t)run->n_reps)};
+        pint((int64_t)run->n_reps), ptext(run->uid)};
     mprof_store_rows rows = {0};
     rc = sx(s,
             "INSERT INTO mprof_runs (git_sha, branch, command, host, cpu, build_type, start_time, "
             "recorded_at, verdict, artifact_path, artifact_bytes, frame_count, p50_ms, p90_ms, "
-            "p95_ms, p99_ms, mean_ms, on_cpu_mean_ms, off_cpu_mean_ms, n_reps) VALUES (?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            p, 20, &rows, e, sizeof e);
+            "p95_ms, p99_ms, mean_ms, on_cpu_mean_ms, off_cpu_mean_ms, n_reps, run_uid) VALUES (?, "
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            p, 21, &rows, e, elen);
     int64_t id = 0;
     if (rc == MPROF_STORE_OK &&
         (rows.n_rows != 1 || dec_int(rows.cells[0], 0, 0, 1, INT64_MAX, &id))) {
         rc = MPROF_STORE_BAD_ROW;
-        snprintf(e, sizeof e, "the insert returned no run id");
+        snprintf(e, elen, "the insert returned no run id");
     }
     mprof__store_rows_clear(&rows);
     for (size_t i = 0; rc == MPROF_STORE_OK && i < run->n_reps; i++) {
@@ -786,7 +823,7 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
         char *off = r->off_cpu_ms ? encode_array(r->off_cpu_ms, r->n_frames) : NULL;
         if (!fr || (r->on_cpu_ms && !on) || (r->off_cpu_ms && !off)) {
             rc = MPROF_STORE_NOMEM;
-            snprintf(e, sizeof e, "out of memory");
+            snprintf(e, elen, "out of memory");
         } else {
             int hf = r->n_frames > 0;
             store_param q[] = {pint(id), pint((int64_t)i), pint((int64_t)r->n_frames),
@@ -800,7 +837,7 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
                     "INSERT INTO mprof_reps (run_id, idx, frame_count, p50_ms, p90_ms, p95_ms, "
                     "p99_ms, mean_ms, frames_ms, on_cpu_ms, off_cpu_ms) VALUES (?, ?, ?, ?, ?, ?, "
                     "?, ?, ?, ?, ?)",
-                    q, 11, NULL, e, sizeof e);
+                    q, 11, NULL, e, elen);
         }
         free(fr);
         free(on);
@@ -810,7 +847,7 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
             char *sm = zn->self_ms ? encode_array(zn->self_ms, r->n_frames) : NULL;
             if (zn->self_ms && !sm) {
                 rc = MPROF_STORE_NOMEM;
-                snprintf(e, sizeof e, "out of memory");
+                snprintf(e, elen, "out of memory");
                 break;
             }
             store_param q[] = {pint(id), pint((int64_t)i), pint((int64_t)z), ptext(zn->name),
@@ -818,19 +855,138 @@ mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *
             rc = sx(s,
                     "INSERT INTO mprof_zones (run_id, rep, idx, name, self_total_ms, "
                     "self_mean_ms, self_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    q, 7, NULL, e, sizeof e);
+                    q, 7, NULL, e, elen);
             free(sm);
         }
     }
-    if (rc == MPROF_STORE_OK)
-        rc = sx(s, "COMMIT", NULL, 0, NULL, e, sizeof e);
+    if (rc == MPROF_STORE_OK) {
+        rc = sx(s, "COMMIT", NULL, 0, NULL, e, elen);
+        *at_commit = rc != MPROF_STORE_OK;
+    }
     if (rc != MPROF_STORE_OK) {
         rollback(s);
-        tool_seterr(err, errlen, "%s: the run was not stored: %s", s->url.display, e);
         return rc;
     }
     run->id = id;
+    run->added = MPROF_STORE_ADDED_NEW;
     return MPROF_STORE_OK;
+}
+
+/* Opens the store's connection again after it was lost, trying until deadline (seconds on the
+ * monotonic clock). 0, or -1 with the last failure in e. */
+static int reconnect(mprof_store *s, double deadline, char *e, size_t elen)
+{
+    for (;;) {
+        if (s->h)
+            s->be->close(s->h);
+        s->h = NULL;
+        mprof_store_result rc;
+        const store_backend *be = s->be;
+        if (s->url.kind == MPROF_STORE_KIND_SQLITE)
+            s->h = mprof__store_sqlite_open(s->url.target, &be, &rc, e, elen);
+        else
+            s->h = mprof__store_pg_open(s->url.target, &be, &rc, e, elen);
+        if (s->h) {
+            s->be = be;
+            return 0;
+        }
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)now.tv_sec + (double)now.tv_nsec / 1e9 + 1.0 > deadline)
+            return -1;
+        struct timespec one = {1, 0};
+        nanosleep(&one, NULL);
+    }
+}
+
+/* What to do about a run whose commit stayed in doubt. */
+static const char *again_note(int made_uid)
+{
+    return made_uid ? " (the file has no runUid: look for the run with mprof history before adding it again)"
+                    : " (the store keeps one run per uid, so adding the same CI report again is safe)";
+}
+
+mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *err,
+                                    size_t errlen)
+{
+    mprof_store_result rc = check_run(run, err, errlen);
+    if (rc != MPROF_STORE_OK)
+        return rc;
+    int made_uid = !run->uid || !*run->uid;
+    if (made_uid) {
+        char uid[33];
+        free(run->uid);
+        run->uid = NULL;
+        if (tool_random_id(uid) != 0 || !(run->uid = tool_strdup(uid))) {
+            tool_seterr(err, errlen, "%s: the run was not stored: no unique id for it (no system "
+                        "randomness, or out of memory)", s->url.display);
+            return MPROF_STORE_NOMEM;
+        }
+    }
+    char e[1024];
+    int at_commit = 0;
+    rc = insert_once(s, run, &at_commit, e, sizeof e);
+    if (rc == MPROF_STORE_OK)
+        return rc;
+    if (rc != MPROF_STORE_UNREACHABLE) {
+        tool_seterr(err, errlen, "%s: the run was not stored: %s", s->url.display, e);
+        return rc;
+    }
+    /* The connection was lost: before the commit the server drops the transaction, at the commit
+     * it may have kept it. A new connection says which, by the run's uid; a run not found is
+     * written again, which its uid makes safe. */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double deadline = (double)now.tv_sec + (double)now.tv_nsec / 1e9 + MPROF_STORE_RECONNECT_S;
+    char lost[1024], e2[1024];
+    snprintf(lost, sizeof lost, "%s", e);
+    int64_t found = 0;
+    if (reconnect(s, deadline, e2, sizeof e2) != 0) {
+        if (at_commit)
+            tool_seterr(err, errlen, "%s: the connection was lost during the commit (%s) and the store did "
+                        "not answer again within %d s: the run may or may not be stored; its uid is %s%s",
+                        s->url.display, lost, MPROF_STORE_RECONNECT_S, run->uid, again_note(made_uid));
+        else
+            tool_seterr(err, errlen, "%s: the run was not stored: the connection was lost (%s) and the store "
+                        "did not answer again within %d s", s->url.display, lost, MPROF_STORE_RECONNECT_S);
+        return MPROF_STORE_UNREACHABLE;
+    }
+    rc = find_uid(s, run->uid, &found, e2, sizeof e2);
+    if (rc == MPROF_STORE_OK && found) {
+        run->id = found;
+        run->added = MPROF_STORE_ADDED_FOUND;
+        return MPROF_STORE_OK;
+    }
+    if (rc == MPROF_STORE_OK)
+        rc = insert_once(s, run, &at_commit, e2, sizeof e2);
+    if (rc == MPROF_STORE_OK) {
+        if (run->added == MPROF_STORE_ADDED_NEW)
+            run->added = MPROF_STORE_ADDED_RETRIED;
+        return rc;
+    }
+    if (rc == MPROF_STORE_UNREACHABLE && at_commit)
+        tool_seterr(err, errlen, "%s: the connection was lost twice, the second time during the commit (%s): "
+                    "the run may or may not be stored; its uid is %s%s", s->url.display, e2, run->uid,
+                    again_note(made_uid));
+    else
+        tool_seterr(err, errlen, "%s: the run was not stored: the connection was lost (%s), and on a new "
+                    "connection: %s", s->url.display, lost, e2);
+    return rc;
+}
+
+const char *mprof__store_added_note(const mprof_store_run *run)
+{
+    switch (run->added) {
+    case MPROF_STORE_ADDED_ALREADY:
+        return " (stored before with the same uid: not stored again)";
+    case MPROF_STORE_ADDED_FOUND:
+        return " (the connection was lost during the commit; the run was found stored on a new "
+               "connection, once)";
+    case MPROF_STORE_ADDED_RETRIED:
+        return " (the connection was lost before the commit; the run was stored on a new connection)";
+    default:
+        return "";
+    }
 }
 
 /* ---- query ------------------------------------------------------------------------------ */

@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 /* The schema version this binary writes; stores with a higher version are refused. */
-#define MPROF_STORE_SCHEMA_VERSION 2
+#define MPROF_STORE_SCHEMA_VERSION 3
 
 /* Results, 0 = OK. Names come from one list so messages and docs agree. */
 #define MPROF_STORE_RESULTS(X)                                                                     \
@@ -80,8 +80,22 @@ mprof_store_result mprof__store_parse_url(const char *url, mprof_store_url *out,
  * time per frame and its mean (self_mean_ms). A summary repetition (mprof_store_filter's
  * with_zone_means) holds only zones with their self_mean_ms. */
 /* One stored run. Strings may be NULL (unknown); host and build_type are "" when unknown. */
+/* How mprof__store_add stored a run (mprof_store_run.added), for its message. */
+typedef enum mprof_store_added {
+    MPROF_STORE_ADDED_NEW = 0, /* stored now */
+    MPROF_STORE_ADDED_ALREADY, /* a run with its uid was stored before: it is not stored again */
+    MPROF_STORE_ADDED_FOUND,   /* the connection was lost at the commit; the run was found stored
+                                  on a new connection */
+    MPROF_STORE_ADDED_RETRIED  /* the connection was lost before the run was stored; it was stored
+                                  on a new connection */
+} mprof_store_added;
+
 typedef struct mprof_store_run {
     int64_t id;                  /* set by the store */
+    char *uid;                   /* the run's unique id, made where the run is made (a CI
+                                    report's runUid); mprof__store_add makes one when NULL or "".
+                                    The store keeps one run per uid. */
+    mprof_store_added added;     /* set by mprof__store_add */
     char *git_sha, *branch, *command, *host, *cpu, *build_type;
     char *start_time;            /* ISO 8601 UTC; the recording time when the capture had none */
     char *recorded_at;           /* ISO 8601 UTC, set by mprof__store_add when NULL */
@@ -119,10 +133,17 @@ int mprof__store_found_version(const mprof_store *s);
  * summary and zone self_mean_ms, from its repetitions. Returns 0, or -1 when out of memory. */
 int mprof__store_summarise(mprof_store_run *run);
 
-/* Adds run (its repetitions and zones) in one transaction; sets run->id. On failure nothing is
- * stored. */
+/* Adds run (its repetitions and zones) in one transaction, once per run->uid; sets run->id and
+ * run->added. A run whose uid is stored already is not stored again (ADDED_ALREADY, its id). A
+ * connection lost during the write is opened again (for up to MPROF_STORE_RECONNECT_S) and the
+ * run looked up by its uid: found, it was stored by the commit whose answer was lost (FOUND);
+ * missing, it is written again (RETRIED). So a run is stored exactly once, and on failure err
+ * says whether it is not stored or, when the store did not come back, may be. */
+#define MPROF_STORE_RECONNECT_S 20
 mprof_store_result mprof__store_add(mprof_store *s, mprof_store_run *run, char *err,
                                     size_t errlen);
+/* " (...)" saying how an added run was stored when it is worth a word, else "". */
+const char *mprof__store_added_note(const mprof_store_run *run);
 
 typedef struct mprof_store_filter {
     const char *host;       /* NULL = any */

@@ -172,7 +172,7 @@ static mprof_store_result from_report(const char *json, size_t len, const char *
     mprof_store_result rc = MPROF_STORE_OK;
     run->artifact_bytes = rep.capture.bytes;
     if (!(run->verdict = tool_strdup(rep.verdict)) || take(&run->git_sha, rep.git_sha) ||
-        take(&run->artifact_path, rep.capture.path) ||
+        take(&run->uid, rep.run_uid) || take(&run->artifact_path, rep.capture.path) ||
         (rep.command && !(run->command = join_command(rep.command, rep.n_command)))) {
         rc = MPROF_STORE_NOMEM;
         tool_seterr(err, errlen, "out of memory");

@@ -3,6 +3,8 @@
  */
 #include "util/json_out.h"
 
+#include "util/utf8.h"
+
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
@@ -16,7 +18,8 @@ void mprof_json_init(mprof_json *j, FILE *out, int pretty)
     j->first[0] = 1;
 }
 
-/* script: '<', '>' and '&' as \u00XX too. */
+/* script: '<', '>' and '&' as \u00XX too. A name from a capture may hold any bytes: the result
+ * is always JSON (valid UTF-8), and safe on a terminal. */
 static void write_string(FILE *out, const char *s, size_t n, int script)
 {
     fputc('"', out);
@@ -29,12 +32,28 @@ static void write_string(FILE *out, const char *s, size_t n, int script)
                         : c == '\r' ? "\\r"
                         : c == '\t' ? "\\t"
                                     : NULL;
-        if (e)
+        if (e) {
             fputs(e, out);
-        else if (c < 0x20 || c == 0x7f || (script && (c == '<' || c == '>' || c == '&')))
+        } else if (c < 0x20 || c == 0x7f || (script && (c == '<' || c == '>' || c == '&'))) {
             fprintf(out, "\\u%04x", c);
-        else
+        } else if (c >= 0x80) {
+            /* A whole UTF-8 character as it is, but as \uXXXX the C1 controls (which some
+             * terminals obey), the bidirectional overrides and isolates and the line and
+             * paragraph separators; a byte that is not UTF-8 as U+FFFD, the replacement
+             * character. */
+            uint32_t cp;
+            size_t len = mprof_utf8_char((const unsigned char *)s + i, n - i, &cp);
+            if (!len)
+                fputs("\\ufffd", out);
+            else if (mprof_utf8_hidden(cp))
+                fprintf(out, "\\u%04x", (unsigned)cp);
+            else
+                fwrite(s + i, 1, len, out);
+            if (len)
+                i += len - 1;
+        } else {
             fputc(c, out);
+        }
     }
     fputc('"', out);
 }

@@ -5,20 +5,28 @@
  */
 #include "util/tool.h"
 
+#include "util/utf8.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 int tool_error(const char *cmd, int code, const char *fmt, ...)
 {
+    /* A message may quote a capture, a peer or a store (a zone name, a refusal, a row): it
+     * reaches the terminal escaped, like every other text output. */
+    char msg[4096];
     va_list ap;
-    fprintf(stderr, "mprof %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "mprof %s: ", cmd);
+    tool_put_text(stderr, msg);
     fputc('\n', stderr);
     return code;
 }
@@ -158,33 +166,78 @@ int tool_parse_uint(const char *cmd, const char *flag, const char *value, unsign
     return 0;
 }
 
+/* The next piece of s[i, n) as it is shown: its bytes in piece (at most 16) and their count;
+ * *used gets how many bytes of s it stands for. */
+static size_t text_piece(const unsigned char *p, size_t n, size_t i, char *piece, size_t *used)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint32_t cp = 0;
+    size_t len;
+    *used = 1;
+    if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\') {
+        piece[0] = (char)p[i];
+        return 1;
+    }
+    if (p[i] == '\\') {
+        memcpy(piece, "\\\\", 2);
+        return 2;
+    }
+    if (p[i] >= 0x80 && (len = mprof_utf8_char(p + i, n - i, &cp)) > 0) {
+        /* A whole character: as it is, or each of its bytes escaped. */
+        *used = len;
+        if (!mprof_utf8_hidden(cp)) {
+            memcpy(piece, p + i, len);
+            return len;
+        }
+        for (size_t k = 0; k < len; k++) {
+            piece[4 * k] = '\\';
+            piece[4 * k + 1] = 'x';
+            piece[4 * k + 2] = hex[p[i + k] >> 4];
+            piece[4 * k + 3] = hex[p[i + k] & 15];
+        }
+        return 4 * len;
+    }
+    piece[0] = '\\';
+    piece[1] = 'x';
+    piece[2] = hex[p[i] >> 4];
+    piece[3] = hex[p[i] & 15];
+    return 4;
+}
+
 const char *tool_escape(const void *s, size_t n, char *out, size_t outn)
 {
     const unsigned char *p = s;
     size_t o = 0;
     if (!outn)
         return out;
-    for (size_t i = 0; i < n && p[i]; i++) {
-        char tmp[8];
-        size_t l;
-        /* Printable ASCII as it is; controls (escape sequences), DEL and every other byte as
-         * \xNN, so a peer cannot move the cursor, clear the screen or forge a line. */
-        if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\') {
-            tmp[0] = (char)p[i];
-            l = 1;
-        } else if (p[i] == '\\') {
-            memcpy(tmp, "\\\\", 2);
-            l = 2;
-        } else {
-            l = (size_t)snprintf(tmp, sizeof tmp, "\\x%02x", p[i]);
-        }
+    for (size_t i = 0; i < n && p[i];) {
+        char piece[16];
+        size_t used, l = text_piece(p, n, i, piece, &used);
         if (o + l >= outn)
             break;
-        memcpy(out + o, tmp, l);
+        memcpy(out + o, piece, l);
         o += l;
+        i += used;
     }
     out[o] = 0;
     return out;
+}
+
+const char *tool_text(const char *s, char *buf, size_t n)
+{
+    return tool_escape(s ? s : "", s ? strlen(s) : 0, buf, n);
+}
+
+void tool_put_text(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    size_t n = strlen((const char *)p);
+    for (size_t i = 0; i < n;) {
+        char piece[16];
+        size_t used, l = text_piece(p, n, i, piece, &used);
+        fwrite(piece, 1, l, f);
+        i += used;
+    }
 }
 
 int tool_check_rereadable(const char *cmd, const char *path)
@@ -291,4 +344,53 @@ void tool_git_branch(char *out, size_t n)
     if (first_line("git rev-parse --abbrev-ref HEAD 2>/dev/null", line, sizeof line) == 0 &&
         strcmp(line, "HEAD") != 0)
         snprintf(out, n, "%s", line);
+}
+
+int tool_random_id(char out[33])
+{
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t n = getrandom(b + got, sizeof b - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got < sizeof b) {
+        /* No getrandom (an old kernel): the device itself. */
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        got = 0;
+        while (fd >= 0 && got < sizeof b) {
+            ssize_t n = read(fd, b + got, sizeof b - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    if (got < sizeof b) {
+        out[0] = 0;
+        return -1;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof b; i++) {
+        out[2 * i] = hex[b[i] >> 4];
+        out[2 * i + 1] = hex[b[i] & 15];
+    }
+    out[32] = 0;
+    return 0;
+}
+
+int tool_is_random_id(const char *s)
+{
+    size_t i = 0;
+    for (; s && s[i]; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return i == 32;
 }

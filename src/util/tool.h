@@ -45,10 +45,17 @@ int tool_output_close(tool_output *o, int ok, char *err, size_t errlen);
 /* True when out would land inside the folder in (in is a directory and out's parent directory is
  * in or below it), or out and in are one file: an output that would change an input. */
 int tool_output_hits_input(const char *out, const char *in);
-/* Copies up to n bytes of s (stopping at a NUL) into out as printable text: printable ASCII
- * kept, a backslash doubled, every other byte as \xNN; cut to fit outn. Returns out. For
- * strings from outside (a peer's messages, app names) before they reach a terminal. */
+/* The one escaping of text from outside (a capture's names, a peer's messages, a store's rows)
+ * before it reaches a terminal or a text output. Copies up to n bytes of s (stopping at a NUL)
+ * into out: printable ASCII and well-formed UTF-8 kept, a backslash doubled, and as \xNN every
+ * byte of a control character (C0, DEL, C1), of a bidirectional override or isolate, of a line
+ * or paragraph separator, and of what is not UTF-8; cut to fit outn at a whole character or
+ * escape. Returns out. JSON outputs escape as JSON instead (json_out.h). */
 const char *tool_escape(const void *s, size_t n, char *out, size_t outn);
+/* s (NULL: "") escaped as tool_escape does into buf of n bytes; returns buf, for a %s. */
+const char *tool_text(const char *s, char *buf, size_t n);
+/* s (NULL: "") escaped as tool_escape does, whole, to f. */
+void tool_put_text(FILE *f, const char *s);
 /* 0 when path can be read twice (a regular file); otherwise prints why not (a pipe, a device,
  * a directory) and returns -1. report, view, export and diff open a capture more than once. */
 int tool_check_rereadable(const char *cmd, const char *path);
@@ -120,6 +127,13 @@ void tool_seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((
 char *tool_read_file(const char *path, size_t max_bytes, size_t *out_len, char *err, size_t errlen);
 /* Creates dir and its missing parents (mkdir -p). 0, or -1 with errno set. */
 int tool_mkdirs(const char *dir);
+/* A fresh random id of 32 lowercase hex digits (128 bits from the system's random source) in
+ * out. Returns 0, or -1 when the system gives no randomness (out is then ""). A run carries one
+ * from where it is made to the store, so that a write retried after a lost connection stores it
+ * once. */
+int tool_random_id(char out[33]);
+/* True when s is such an id: exactly 32 lowercase hex digits. */
+int tool_is_random_id(const char *s);
 /* The commit being built: $MPROF_GIT_SHA, else `git rev-parse HEAD` in the current folder (a hex
  * SHA of 7 digits or more); "" when neither. *source (may be NULL) becomes "environment", "git"
  * or NULL. */

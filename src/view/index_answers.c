@@ -75,9 +75,7 @@ static void jdouble(FILE *out, double v)
 
 static int answer_plots(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
 {
-    int64_t px = (q->t1 - q->t0) / (int64_t)q->w;
-    if (px < 1)
-        px = 1;
+    int64_t px = mprof__vq_px_ns(q);
     fputs("{\"plots\":[", out);
     for (uint64_t pi = 0; pi < x->h->n_plots; pi++) {
         const vplot *p = &x->plots[pi];
@@ -94,7 +92,8 @@ static int answer_plots(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
             first = 0;
         }
         while (i < p->n && pt[i].ts <= q->t1) {
-            int64_t pix_end = pt[i].ts + px - (pt[i].ts - q->t0) % px;
+            int64_t into = (int64_t)(((uint64_t)pt[i].ts - (uint64_t)q->t0) % (uint64_t)px);
+            int64_t pix_end = mprof__vq_add(pt[i].ts, px - into);
             uint64_t e = point_from(pt, p->n, pix_end);
             double mn = INFINITY, mx = -INFINITY;
             plot_minmax(x, p, i, e, &mn, &mx);

@@ -87,9 +87,7 @@ int mprof__vsys_check(const unsigned char *sec, uint64_t len)
 static int answer_states(const unsigned char *sec, const mprof_vquery *q, FILE *out)
 {
     const shead *h = (const shead *)sec;
-    int64_t px = (q->t1 - q->t0) / (int64_t)q->w;
-    if (px < 1)
-        px = 1;
+    int64_t px = mprof__vq_px_ns(q);
     const sthread *th = AT(sthread, h->threads_off);
     fprintf(out, "{\"px_ns\":%" PRId64 ",\"threads\":[", px);
     uint64_t runs = 0, intervals = 0;
@@ -108,13 +106,13 @@ static int answer_states(const unsigned char *sec, const mprof_vquery *q, FILE *
             uint64_t j = i + 1;
             int64_t s = o[i].s, e = o[i].e, permille = 1000;
             uint32_t reason = o[i].reason;
-            if (e - s < px) {
-                j = mprof__vfirst_from(o, sizeof *o, offsetof(soff, s), i + 1, n, s + px);
+            if (mprof__vq_len(s, e) < px) {
+                j = mprof__vfirst_from(o, sizeof *o, offsetof(soff, s), i + 1, n, mprof__vq_add(s, px));
                 if (j <= i)
                     j = i + 1;
                 /* Stop before an interval that is wide enough to be drawn on its own. */
                 for (uint64_t k = i + 1; k < j; k++)
-                    if (o[k].e - o[k].s >= px) {
+                    if (mprof__vq_len(o[k].s, o[k].e) >= px) {
                         j = k;
                         break;
                     }
@@ -125,8 +123,10 @@ static int answer_states(const unsigned char *sec, const mprof_vquery *q, FILE *
                 int64_t span = e - s > px ? e - s : px;
                 permille = off * 1000 / span;
                 reason = j - i == 1 ? o[i].reason : blk * 2 >= off ? MPROF_SYS_REASON_BLOCKED : MPROF_SYS_REASON_PREEMPTED;
-                if (e - s < px)
-                    e = s + px < th[ti].end ? s + px : e > th[ti].end ? e : th[ti].end; /* its pixel */
+                if (mprof__vq_len(s, e) < px)
+                    e = mprof__vq_add(s, px) < th[ti].end ? mprof__vq_add(s, px)
+                        : e > th[ti].end                 ? e
+                                                         : th[ti].end; /* its pixel */
                 if (j < n && e > o[j].s)
                     e = o[j].s > o[j - 1].e ? o[j].s : o[j - 1].e; /* up to the next run */
             }
@@ -161,9 +161,7 @@ static int answer_cpu(const unsigned char *sec, const mprof_vquery *q, FILE *out
     const shead *h = (const shead *)sec;
     const scpu *c = AT(scpu, h->cpu_off);
     uint64_t n = h->n_cpu;
-    int64_t px = (q->t1 - q->t0) / (int64_t)q->w;
-    if (px < 1)
-        px = 1;
+    int64_t px = mprof__vq_px_ns(q);
     uint64_t i = cpu_from(c, n, q->t0);
     uint64_t a = i ? i - 1 : i;
     fputs("{\"p\":[", out);
@@ -173,7 +171,8 @@ static int answer_cpu(const unsigned char *sec, const mprof_vquery *q, FILE *out
         if (a < i || c[a].ts > q->t1)
             e = a + 1; /* the points outside the range, as they are */
         else {
-            int64_t pix_end = c[a].ts + px - (c[a].ts - q->t0) % px;
+            int64_t into = (int64_t)(((uint64_t)c[a].ts - (uint64_t)q->t0) % (uint64_t)px);
+            int64_t pix_end = mprof__vq_add(c[a].ts, px - into);
             e = cpu_from(c, n, pix_end);
             if (e <= a)
                 e = a + 1;

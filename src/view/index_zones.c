@@ -79,14 +79,14 @@ static void merge_close(merge *g)
 
 static int sq_wide(const seq *q, uint64_t i, int64_t px)
 {
-    return sq_e(q, i) - sq_s(q, i) >= px && sq_count(q, i, i + 1) == 1;
+    return mprof__vq_len(sq_s(q, i), sq_e(q, i)) >= px && sq_count(q, i, i + 1) == 1;
 }
 
 static void merge_feed(merge *g, const seq *q, uint64_t i, uint64_t end)
 {
     while (i < end) {
         if (g->open) {
-            int64_t lim = g->be + g->px < g->t1 ? g->be + g->px : g->t1;
+            int64_t lim = mprof__vq_add(g->be, g->px) < g->t1 ? mprof__vq_add(g->be, g->px) : g->t1;
             uint64_t k = sq_start_from(q, i, end, lim);
             if (k == i) {
                 merge_close(g);
@@ -133,7 +133,7 @@ static void merge_piece(merge *g, const vzone *z, uint64_t a, uint64_t b)
     if (a >= b)
         return;
     int64_t s = z[a].s, e = z[b - 1].e;
-    int64_t lim = g->be + g->px < g->t1 ? g->be + g->px : g->t1;
+    int64_t lim = mprof__vq_add(g->be, g->px) < g->t1 ? mprof__vq_add(g->be, g->px) : g->t1;
     if (g->open && s < lim) {
         g->cnt += b - a;
         if (e > g->be)
@@ -161,9 +161,7 @@ static const vtier *tier_for(const mprof_vindex *x, const vlevel *l, int64_t px)
 
 int mprof__vidx_answer_zones(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
 {
-    int64_t px = (q->t1 - q->t0) / (int64_t)q->w;
-    if (px < 1)
-        px = 1;
+    int64_t px = mprof__vq_px_ns(q);
     uint64_t drawn = 0, merged = 0;
     fprintf(out, "{\"t0\":%" PRId64 ",\"t1\":%" PRId64 ",\"px_ns\":%" PRId64 ",\"levels\":[", q->t0, q->t1, px);
     int first_level = 1;

@@ -37,7 +37,8 @@ int mprof__view_live(const mprof_view_live_opts *o)
     struct stat st;
     if (!o->force && stat(o->capture, &st) == 0)
         return tool_error("view", EXIT_IO, "%s already exists; use -f to overwrite it", o->capture);
-    vserver s = {.mu = PTHREAD_MUTEX_INITIALIZER, .live = 1, .capturing = 1};
+    vserver s = {.mu = PTHREAD_MUTEX_INITIALIZER, .live = 1, .capturing = 1,
+                 .max_connections = o->max_connections};
     int rc = EXIT_OK;
     struct MHD_Daemon *d = mprof__vserver_start(&s, o->address, o->http_port, &rc);
     if (!d) {

@@ -197,6 +197,10 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
             tool_seterr(err, errlen, "t1 must be after t0");
             return -1;
         }
+        if ((uint64_t)out->t1 - (uint64_t)out->t0 > (uint64_t)MPROF_VQ_MAX_SPAN_NS) {
+            tool_seterr(err, errlen, "t1 - t0 must be at most %" PRId64 " ns", MPROF_VQ_MAX_SPAN_NS);
+            return -1;
+        }
     }
     if (seen[2])
         out->w = (uint32_t)vals[2];

@@ -50,4 +50,34 @@ typedef struct mprof_vquery {
 int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char *err,
                         size_t errlen);
 
+/* The range of a query is at most this long (2^62 ns, 146 years): t1 - t0 and a time plus a
+ * pixel then never leave int64, and a longer range is refused rather than wrapped. */
+#define MPROF_VQ_MAX_SPAN_NS (INT64_C(1) << 62)
+
+/* a + b, held at INT64_MIN or INT64_MAX instead of wrapping: the answers add a pixel to times
+ * that come from a capture, which may hold any value. */
+static inline int64_t mprof__vq_add(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b)
+        return INT64_MIN;
+    return a + b;
+}
+
+/* e - s for s <= e, held at INT64_MAX: the length of an interval from a capture. */
+static inline int64_t mprof__vq_len(int64_t s, int64_t e)
+{
+    uint64_t d = (uint64_t)e - (uint64_t)s;
+    return e < s ? 0 : d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d;
+}
+
+/* The nanoseconds of one pixel of q's range (t0, t1, w), at least 1. Every answer drawn per
+ * pixel takes its pixel from here, so its size follows w whatever the range. */
+static inline int64_t mprof__vq_px_ns(const mprof_vquery *q)
+{
+    int64_t px = mprof__vq_len(q->t0, q->t1) / (int64_t)(q->w ? q->w : 1);
+    return px < 1 ? 1 : px;
+}
+
 #endif

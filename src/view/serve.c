@@ -16,13 +16,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-int mprof__view_serve(const char *capture, const char *index_path, const char *address, unsigned port)
+int mprof__view_serve(const char *capture, const char *index_path, const char *address, unsigned port,
+                      unsigned max_connections)
 {
     char err[512];
     int built = 0, rc = EXIT_OK;
     sigset_t stop;
     mprof__vserver_block_signals(&stop);
-    vserver s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    vserver s = {.mu = PTHREAD_MUTEX_INITIALIZER, .max_connections = max_connections};
     /* The address is checked before a long index build. */
     struct addrinfo hints = {.ai_flags = AI_NUMERICHOST}, *ai = NULL;
     if (getaddrinfo(address, NULL, &hints, &ai) != 0)

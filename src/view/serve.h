@@ -6,9 +6,10 @@
 #define MPROF_VIEW_SERVE_H
 
 /* mprof view --serve: indexes capture (index_path NULL = beside it) and serves the viewer on
- * address:port (0 = any free port, printed on stdout) until SIGINT or SIGTERM. Returns an exit
- * code. */
-int mprof__view_serve(const char *capture, const char *index_path, const char *address, unsigned port);
+ * address:port (0 = any free port, printed on stdout) until SIGINT or SIGTERM, max_connections
+ * at once (0: the default, server_guard.h). Returns an exit code. */
+int mprof__view_serve(const char *capture, const char *index_path, const char *address, unsigned port,
+                      unsigned max_connections);
 /* mprof view --live: runs `mprof capture` into capture and serves the growing capture. */
 typedef struct mprof_view_live_opts {
     const char *capture, *index_path;   /* -o FILE; --index */
@@ -17,6 +18,7 @@ typedef struct mprof_view_live_opts {
     const char *address;                /* --address: the viewer's server */
     unsigned http_port;                 /* --port */
     int force;                          /* -f */
+    unsigned max_connections;           /* --max-connections; 0: the default */
 } mprof_view_live_opts;
 int mprof__view_live(const mprof_view_live_opts *o);
 

@@ -4,6 +4,11 @@
  * (compiled into mprof, view/page_files.h) and the /api/ queries, and nothing else: no request
  * names a file of the machine. A query is answered from the index the server holds at the time;
  * an index replaced meanwhile (a live capture) is closed by its last request.
+ *
+ * What one request may cost is bounded: its answer is written into a stream that refuses to grow
+ * past MPROF_VSERVER_ANSWER_MAX_BYTES (the one cap of every answer, whatever its range and width),
+ * and its connection lives under the guard (server_guard.h): deadlines a trickle cannot extend,
+ * and a 503 with Retry-After past the connections served at once.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* asprintf */
@@ -13,15 +18,20 @@
 #include "util/json_out.h"
 #include "util/tool.h"
 #include "view/page_files.h"
+#include "view/server_guard.h"
 
 #include <microhttpd.h>
 
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 /* An index and the requests using it; a replaced one is closed by its last user. */
 struct held {
@@ -81,11 +91,51 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *con)
 
 static void completed(void *cls, struct MHD_Connection *con, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)con;
+    vserver *s = cls;
     (void)toe;
+    if (s->guard)
+        mprof__vguard_request_done(s->guard, con);
     free(*con_cls);
     *con_cls = NULL;
+}
+
+/* ---- the answer's stream: a memory buffer that refuses to pass its cap ---------------------- */
+
+typedef struct capped {
+    char *b;
+    size_t n, alloc;
+    size_t limit; /* MPROF_VSERVER_ANSWER_MAX_BYTES, or SIZE_MAX for /api/meta */
+    int over;     /* a write would have passed the cap: the answer is refused */
+} capped;
+
+static ssize_t capped_write(void *cookie, const char *p, size_t n)
+{
+    capped *c = cookie;
+    if (n > c->limit - c->n) {
+        c->over = 1;
+        return -1;
+    }
+    if (c->n + n > c->alloc) {
+        size_t a = c->alloc ? c->alloc : 65536;
+        while (a < c->n + n)
+            a *= 2;
+        if (a > c->limit)
+            a = c->limit;
+        char *nb = realloc(c->b, a);
+        if (!nb)
+            return -1;
+        c->b = nb;
+        c->alloc = a;
+    }
+    memcpy(c->b + c->n, p, n);
+    c->n += n;
+    return (ssize_t)n;
+}
+
+static int capped_close(void *cookie)
+{
+    (void)cookie;
+    return 0;
 }
 
 static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status, const char *type, void *buf,
@@ -103,6 +153,26 @@ static enum MHD_Result send_buf(struct MHD_Connection *c, unsigned status, const
     MHD_add_response_header(r, "Content-Security-Policy",
                             "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:");
     enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *msg);
+
+/* The server is full: this connection came while the served number were open. */
+static enum MHD_Result send_full(struct MHD_Connection *c)
+{
+    static const char body[] = "{\"error\":\"the server is serving as many connections as it may; "
+                               "retry in a second\"}\n";
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "Retry-After", "1");
+    MHD_add_response_header(r, "Connection", "close");
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_SERVICE_UNAVAILABLE, r);
     MHD_destroy_response(r);
     return ret;
 }
@@ -141,6 +211,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     (void)version;
     (void)upload;
     vserver *s = cls;
+    if (s->guard && !mprof__vguard_request(s->guard, c))
+        return send_full(c);
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET");
     if (*upload_size)
@@ -160,7 +232,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return send_buf(c, MHD_HTTP_OK, mime_of(name), (void *)f->data, f->len, MHD_RESPMEM_PERSISTENT);
     }
     char *b = NULL;
-    size_t n = 0;
     if (q.kind == MPROF_VQ_LIVE) {
         pthread_mutex_lock(&s->mu);
         int k = asprintf(&b, "{\"live\":%s,\"capturing\":%s,\"generation\":%u,\"capture_bytes\":%llu}",
@@ -178,20 +249,46 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     pthread_mutex_unlock(&s->mu);
     if (!h)
         return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "waiting for the capture's first events");
-    FILE *m = open_memstream(&b, &n);
+    /* /api/meta is the capture's own document, the same whatever the request: it is not capped. */
+    capped cap = {.limit = q.kind == MPROF_VQ_META ? SIZE_MAX : MPROF_VSERVER_ANSWER_MAX_BYTES};
+    FILE *m = fopencookie(&cap, "w", (cookie_io_functions_t){.write = capped_write, .close = capped_close});
     if (!m) {
         held_release(s, h);
         return MHD_NO;
     }
     int rc = mprof__vindex_answer(h->x, &q, m, err, sizeof err);
     held_release(s, h);
-    if (fclose(m) != 0)
+    if (fclose(m) != 0 || cap.over)
         rc = -1;
+    if (cap.over)
+        tool_seterr(err, sizeof err, "the answer would pass %u MiB: ask for a shorter range or fewer pixels",
+                    (unsigned)(MPROF_VSERVER_ANSWER_MAX_BYTES >> 20));
     if (rc != 0) {
-        free(b);
+        free(cap.b);
         return send_error(c, MHD_HTTP_BAD_REQUEST, err);
     }
-    return send_buf(c, MHD_HTTP_OK, "application/json", b, n, MHD_RESPMEM_MUST_FREE);
+    return send_buf(c, MHD_HTTP_OK, "application/json", cap.b, cap.n, MHD_RESPMEM_MUST_FREE);
+}
+
+/* The daemon's messages: those of its start (a port it cannot bind) are printed; once it runs
+ * they are about single connections (one a client closed, one the guard ended), which the
+ * guard's counts already say, so they are counted and their number printed at the end. */
+static void http_log(void *cls, const char *fmt, va_list ap)
+{
+    vserver *s = cls;
+    pthread_mutex_lock(&s->mu);
+    int quiet = s->started;
+    if (quiet)
+        s->quiet_messages++;
+    pthread_mutex_unlock(&s->mu);
+    if (quiet)
+        return;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t l = strlen(line);
+    while (l && line[l - 1] == '\n')
+        line[--l] = 0;
+    fprintf(stderr, "mprof view: the HTTP server: %s\n", line);
 }
 
 static int is_loopback(const struct sockaddr *sa)
@@ -203,6 +300,31 @@ static int is_loopback(const struct sockaddr *sa)
         return IN6_IS_ADDR_LOOPBACK(a);
     }
     return 0;
+}
+
+/* The served number of connections that the open-file limit allows: the daemon holds twice that,
+ * plus the index, the capture and the process's own files. The soft limit is raised toward the
+ * hard one when it is short; what still does not fit lowers the number, said once. */
+static unsigned fit_descriptors(unsigned served)
+{
+    const rlim_t spare = 64;
+    rlim_t want = (rlim_t)served * 2 + spare;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return served;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        rlim_t raised = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+        struct rlimit nl = {raised, rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &nl) == 0)
+            rl.rlim_cur = raised;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        unsigned fit = rl.rlim_cur > spare + 2 ? (unsigned)((rl.rlim_cur - spare) / 2) : 1;
+        fprintf(stderr, "mprof view: warning: the open-file limit (%llu) allows %u connections served at "
+                        "once, not %u\n", (unsigned long long)rl.rlim_cur, fit, served);
+        return fit;
+    }
+    return served;
 }
 
 /* Starts the HTTP daemon on address:port for s; prints the URL. NULL after printing why. */
@@ -218,22 +340,42 @@ struct MHD_Daemon *mprof__vserver_start(vserver *s, const char *address, unsigne
                              gai ? gai_strerror(gai) : "no address");
         return NULL;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    unsigned served = s->max_connections ? s->max_connections : MPROF_VGUARD_DEFAULT_SERVED;
+    served = fit_descriptors(served);
+    s->guard = mprof__vguard_new(served);
+    if (!s->guard) {
+        freeaddrinfo(ai);
+        *out_rc = tool_error("view", EXIT_IO, "cannot start the connection guard (out of memory or threads)");
+        return NULL;
+    }
+    /* An event loop (epoll where there is one) per thread, so the threads serve any number of
+     * connections side by side; the daemon holds the served connections and as many again that
+     * are told 503, and past that stops accepting (the rest wait in the listen backlog). Its own
+     * idle timeout stays as a backstop behind the guard's deadlines. */
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, s,
+                                            MHD_OPTION_EXTERNAL_LOGGER, http_log, s,
                                             MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                             MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL,
-                                            MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+                                            MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+                                            MHD_OPTION_NOTIFY_CONNECTION, mprof__vguard_notify, s->guard,
                                             MHD_OPTION_THREAD_POOL_SIZE, 2u,
-                                            MHD_OPTION_CONNECTION_LIMIT, 64u,
-                                            MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
+                                            MHD_OPTION_CONNECTION_LIMIT, mprof__vguard_held_max(s->guard),
+                                            MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+                                            MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
     if (!d) {
+        mprof__vguard_free(s->guard);
+        s->guard = NULL;
         freeaddrinfo(ai);
         *out_rc = tool_error("view", EXIT_IO, "cannot listen on %s port %u (in use, or not an address of this machine)",
                              address, port);
         return NULL;
     }
+    pthread_mutex_lock(&s->mu);
+    s->started = 1;
+    pthread_mutex_unlock(&s->mu);
     if (!is_loopback(ai->ai_addr))
         fprintf(stderr, "mprof view: warning: %s is not a loopback address; whoever reaches it can read the "
                         "capture\n", address);
@@ -259,6 +401,19 @@ void mprof__vserver_end(vserver *s, struct MHD_Daemon *d)
 {
     if (d)
         MHD_stop_daemon(d);
+    if (s->guard) {
+        vguard_counts c = mprof__vguard_counts(s->guard);
+        if (c.refused_full || c.header_late || c.answer_late || s->quiet_messages)
+            fprintf(stderr, "mprof view: %llu connections; %llu answered 503 (more than %u open), %llu ended "
+                            "with 408 (no whole request within %u s), %llu ended with their answer not taken "
+                            "within %u s; %llu messages of the HTTP server about single connections\n",
+                    (unsigned long long)c.connections, (unsigned long long)c.refused_full,
+                    mprof__vguard_held_max(s->guard) / 2, (unsigned long long)c.header_late,
+                    MPROF_VGUARD_HEADER_MS / 1000, (unsigned long long)c.answer_late, MPROF_VGUARD_ANSWER_MS / 1000,
+                    (unsigned long long)s->quiet_messages);
+        mprof__vguard_free(s->guard);
+        s->guard = NULL;
+    }
     if (s->cur) {
         s->cur->retired = 1;
         held_release(s, s->cur);

@@ -17,6 +17,11 @@
 
 struct MHD_Daemon;
 typedef struct held held; /* an index and the requests using it (server.c) */
+typedef struct vguard vguard; /* the connections' deadlines and admission (server_guard.h) */
+
+/* The most bytes one answer may have, whatever its range and width: past it the request is
+ * refused (400) and asked to narrow, and the server's memory stays bounded per request. */
+#define MPROF_VSERVER_ANSWER_MAX_BYTES ((size_t)32 << 20)
 
 /* Zero-initialised but for mu (PTHREAD_MUTEX_INITIALIZER): no index yet. */
 typedef struct vserver {
@@ -25,6 +30,10 @@ typedef struct vserver {
     int live, capturing;
     unsigned generation;
     uint64_t capture_bytes;
+    unsigned max_connections; /* served at once; 0: MPROF_VGUARD_DEFAULT_SERVED */
+    vguard *guard;            /* set by mprof__vserver_start */
+    int started;              /* under mu: the daemon runs; its messages are counted, not printed */
+    uint64_t quiet_messages;  /* under mu */
 } vserver;
 
 /* Serves x, the index of capture_bytes bytes of the capture, to every later request (s takes

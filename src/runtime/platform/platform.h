@@ -27,6 +27,9 @@ void mprof__pages_free(void *p, size_t bytes);
 const char *mprof__program_name(void);
 /* Names the calling thread for debuggers and top (truncated to 15 bytes). */
 void mprof__set_os_thread_name(const char *name);
+/* The bytes written to the TCP socket fd that its peer has not acknowledged yet (TIOCOUTQ).
+ * 0, or -1 when the system cannot say. Any thread. */
+int mprof__socket_unacked(int fd, uint64_t *out_bytes);
 
 /* Logs a line on stderr: "mprof: ..." (used rarely, never on the hot path). Any thread. */
 void mprof__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -118,4 +119,21 @@ void mprof__pages_free(void *p, size_t bytes)
 {
     if (p)
         munmap(p, (bytes + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1));
+}
+
+int mprof__socket_unacked(int fd, uint64_t *out_bytes)
+{
+#ifdef TIOCOUTQ
+    /* On a TCP socket, Linux answers with the bytes sent but not acknowledged, plus those not
+     * sent yet (write_seq - snd_una). */
+    int n = 0;
+    if (ioctl(fd, TIOCOUTQ, &n) == 0 && n >= 0) {
+        *out_bytes = (uint64_t)n;
+        return 0;
+    }
+#else
+    (void)fd;
+#endif
+    *out_bytes = 0;
+    return -1;
 }

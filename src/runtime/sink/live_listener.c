@@ -1,12 +1,15 @@
 /*
  * live_listener.c - the listener of live capture: accepts `mprof capture` and does handshakes.
  *
- * One thread polls the listening socket and the connections whose hello is being read.
- * Handshakes are served side by side, at most MAX_HANDSHAKES at once, each within HANDSHAKE_MS;
- * connections are accepted at most ACCEPTS_PER_S a second (bursts of ACCEPT_BURST), so a flood of
- * connections costs the game a bounded, small share of a core. A hello that checks out gets the
- * INFO keys in its reply and becomes the session (live_session.c); one that does not is refused
- * with a message the tool prints.
+ * One thread polls the listening socket and the connections whose hello is being read. Every
+ * pending connection is accepted (at most ACCEPTS_PER_S a second, in bursts of ACCEPT_BURST, so
+ * that a flood costs the game a bounded, small share of a core) and its hello read at once: a
+ * real tool sends it with its connect, so it is answered on the spot, whatever idle or half-open
+ * connections came before it. Those wait in up to MAX_HANDSHAKES slots, each until HANDSHAKE_MS
+ * after its accept; when the slots are full, a new connection takes the place of the oldest,
+ * which has had the longest time to say something. A hello that checks out gets the INFO keys in
+ * its reply and becomes the session (live_session.c); one that does not is refused with a message
+ * the tool prints.
  */
 #include "live_listener.h"
 #include "config.h"
@@ -27,9 +30,12 @@
 #include <unistd.h>
 
 #define HANDSHAKE_MS 2000
-#define MAX_HANDSHAKES 8
-#define ACCEPTS_PER_S 50
-#define ACCEPT_BURST 16
+#define MAX_HANDSHAKES 64
+#define ACCEPTS_PER_S 1000
+#define ACCEPT_BURST 256
+/* The listen backlog: a burst of connections waits in it rather than having its SYNs dropped (a
+ * dropped SYN costs a real tool a one-second retry). */
+#define LISTEN_BACKLOG 1024
 
 static struct {
     int listen_fd;
@@ -121,6 +127,16 @@ static int hs_progress(hs_slot *h)
     return 1;
 }
 
+/* The slot of the connection accepted longest ago. */
+static int oldest_slot(const hs_slot *slots, int n)
+{
+    int o = 0;
+    for (int i = 1; i < n; i++)
+        if (slots[i].until_ns < slots[o].until_ns)
+            o = i;
+    return o;
+}
+
 static void *listener_main(void *arg)
 {
     (void)arg;
@@ -135,9 +151,9 @@ static void *listener_main(void *arg)
         if (tokens > ACCEPT_BURST)
             tokens = ACCEPT_BURST;
         refilled = now;
-        /* The listening socket is watched only while a slot and a token are free: a pending
-         * connection then waits in the backlog instead of waking this thread again and again. */
-        int can_accept = n_slots < MAX_HANDSHAKES && tokens >= 1.0;
+        /* The listening socket is watched only while a token is free: past the rate, a pending
+         * connection waits in the backlog instead of waking this thread again and again. */
+        int can_accept = tokens >= 1.0;
         struct pollfd pf[2 + MAX_HANDSHAKES];
         int np = 0;
         pf[np++] = (struct pollfd){.fd = LS.wake[0], .events = POLLIN};
@@ -154,7 +170,7 @@ static void *listener_main(void *arg)
             if (left < timeout)
                 timeout = left;
         }
-        if (!can_accept && n_slots < MAX_HANDSHAKES) {
+        if (!can_accept) {
             int wait_token = (int)((1.0 - tokens) * 1000.0 / ACCEPTS_PER_S) + 1;
             if (wait_token < timeout)
                 timeout = wait_token;
@@ -180,18 +196,30 @@ static void *listener_main(void *arg)
         }
         if (li < 0 || n <= 0 || !(pf[li].revents & POLLIN))
             continue;
-        int fd = accept4(LS.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) {
-            /* Out of descriptors: the connection stays pending and poll would return at once;
-             * back off instead of spinning a core. */
-            if (errno == EMFILE || errno == ENFILE)
-                poll(&pf[0], 1, 100);
-            continue;
+        /* Everything pending, as far as the tokens go. */
+        while (tokens >= 1.0) {
+            int fd = accept4(LS.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (fd < 0) {
+                /* Out of descriptors: the connection stays pending and poll would return at
+                 * once; back off instead of spinning a core. */
+                if (errno == EMFILE || errno == ENFILE)
+                    poll(&pf[0], 1, 100);
+                break;
+            }
+            tokens -= 1.0;
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            hs_slot h = {.fd = fd, .until_ns = now + (uint64_t)HANDSHAKE_MS * 1000000u};
+            /* A real tool's hello came with its connect: answer it now. */
+            if (hs_progress(&h))
+                continue;
+            if (n_slots == MAX_HANDSHAKES) {
+                int o = oldest_slot(slots, n_slots);
+                close(slots[o].fd);
+                slots[o] = slots[--n_slots];
+            }
+            slots[n_slots++] = h;
         }
-        tokens -= 1.0;
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        slots[n_slots++] = (hs_slot){.fd = fd, .until_ns = now + (uint64_t)HANDSHAKE_MS * 1000000u};
     }
     for (int i = 0; i < n_slots; i++)
         close(slots[i].fd);
@@ -213,16 +241,15 @@ static int open_listener(void)
     }
     int fd = -1, err = 0;
     for (struct addrinfo *a = res; a; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        /* Non-blocking: the listener takes every pending connection until accept says none. */
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
         if (fd < 0) {
             err = errno;
             continue;
         }
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        /* A backlog past MAX_HANDSHAKES: a burst of connections waits in it rather than having
-         * its SYNs dropped (a dropped SYN costs a real tool a one-second retry). */
-        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 32) == 0)
+        if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, LISTEN_BACKLOG) == 0)
             break;
         err = errno;
         close(fd);

@@ -10,6 +10,12 @@
  * closes its chunk before attaching the session. Everything a session shares is under S.m; the
  * session may end at any time on its sender thread, so the collector looks it up again by id
  * under the lock before applying anything to it.
+ *
+ * How far behind the tool is: the age of the oldest byte of the stream that its side has not
+ * acknowledged (the socket's unacknowledged bytes, TIOCOUTQ, against what was handed to it, and
+ * the time each chunk was queued; a chunk still in the queue counts from when it was queued). A
+ * tool that reads slowly but steadily falls behind as surely as one that reads nothing, and no
+ * trickle of reads resets the measure: only keeping up does.
  */
 #include "live_session.h"
 #include "config.h"
@@ -34,17 +40,32 @@
 #define DEFAULT_QUEUE_MIB 64
 /* Replies are small and go to a fresh socket's buffer, so REPLY_MS is plenty. */
 #define REPLY_MS 250
-/* A session whose tool has not taken a byte for SESSION_STALL_MS is dropped; one stalled for
- * PREEMPT_STALL_MS gives its place to a new tool that asks. */
-#define SESSION_STALL_MS 10000
-#define PREEMPT_STALL_MS 1000
+/* A session whose tool is more than SESSION_LAG_MS behind is ended; one more than
+ * PREEMPT_LAG_MS behind gives its place to a new tool that asks (docs/CAPTURE.md). */
+#define SESSION_LAG_MS 10000
+#define PREEMPT_LAG_MS 1000
+/* Chunks handed to the socket and not yet known to be acknowledged, with when each was queued. */
+#define LAG_SPANS 512
 
 typedef mprof__live_blob blob;
 
 typedef struct qitem {
     blob *b;
+    uint64_t enq_ns; /* when it was queued: its bytes are behind from then until acknowledged */
     struct qitem *next;
 } qitem;
+
+/* The sender's record of the stream it handed to the socket: span k covers the stream's bytes
+ * up to q[k].end and was queued at q[k].enq_ns. */
+typedef struct lag_meter {
+    uint64_t planned; /* the end of the last span */
+    uint64_t sent;    /* bytes the socket took */
+    struct {
+        uint64_t end, enq_ns;
+    } q[LAG_SPANS];
+    unsigned head, n;
+    int blind; /* the system cannot say what is unacknowledged: taken counts as acknowledged */
+} lag_meter;
 
 typedef struct mprof__live_session {
     int fd;
@@ -61,10 +82,12 @@ typedef struct mprof__live_session {
     uint64_t lost_at_attach; /* mprof__stats.events_lost when the stream began */
     int need_defs;            /* re-send definitions before the next delivered chunk */
     uint64_t unannounced_lost; /* dropped events not yet written as a LOST record */
-    /* Sender thread writes, listener reads: when the tool last refused bytes without taking
-     * any since (0 while it keeps up), and a request to drop the session. */
-    _Atomic uint64_t stalled_since_ns;
+    /* Sender thread writes, listener reads: when the oldest byte the tool has not acknowledged
+     * was queued (0 while nothing is pending), and a request to drop the session. */
+    _Atomic uint64_t behind_since_ns;
     _Atomic int evict;
+    lag_meter *lag; /* the sender's; NULL for a reply on a fresh connection */
+    int cut;        /* sender: ended behind or evicted, so what the socket still holds is dropped */
 } session;
 
 static struct {
@@ -96,6 +119,7 @@ static int enqueue_locked(session *s, blob *b)
         return -1;
     mprof__live_blob_ref(b);
     q->b = b;
+    q->enq_ns = mprof__mono_ns();
     q->next = NULL;
     if (s->tail)
         s->tail->next = q;
@@ -270,29 +294,85 @@ void mprof__live_deliver(const mprof_buf *raw, const mprof_buf *framed, int lazy
 
 /* ---- the sender ---------------------------------------------------------------------------- */
 
-/* Sends len bytes. Returns 0, or -1 when the peer is gone or (give_up_ns != 0) time ran out.
- * While waiting it reads what the tool sends: a STOP byte sets *stop; EOF means gone. */
-static int send_all(session *s, const unsigned char *p, size_t len, uint64_t give_up_ns,
-                    int *stop)
+/* A span of len bytes queued at enq_ns is handed to the socket. A full record merges it into
+ * the newest span, which keeps the older time: the lag is then over- rather than understated. */
+static void lag_push(lag_meter *m, size_t len, uint64_t enq_ns)
 {
+    m->planned += len;
+    if (m->n == LAG_SPANS) {
+        m->q[(m->head + m->n - 1) % LAG_SPANS].end = m->planned;
+        return;
+    }
+    unsigned k = (m->head + m->n++) % LAG_SPANS;
+    m->q[k].end = m->planned;
+    m->q[k].enq_ns = enq_ns;
+}
+
+/* When the oldest byte the tool has not acknowledged was queued: in a span handed to the
+ * socket, else the queue's head; 0 when nothing is pending. Sender thread. */
+static uint64_t lag_oldest(session *s)
+{
+    lag_meter *m = s->lag;
+    uint64_t unacked = 0;
+    if (!m->blind && mprof__socket_unacked(s->fd, &unacked) != 0)
+        m->blind = 1;
+    uint64_t acked = unacked < m->sent ? m->sent - unacked : 0;
+    while (m->n && m->q[m->head].end <= acked) {
+        m->head = (m->head + 1) % LAG_SPANS;
+        m->n--;
+    }
+    if (m->n)
+        return m->q[m->head].enq_ns;
+    pthread_mutex_lock(&S.m);
+    uint64_t t = s->head ? s->head->enq_ns : 0;
+    pthread_mutex_unlock(&S.m);
+    return t;
+}
+
+/* Publishes how far behind the tool is; -1 when it is more than SESSION_LAG_MS behind, or was
+ * asked to give its place to a new tool. */
+static int lag_check(session *s)
+{
+    if (atomic_load(&s->evict)) {
+        s->cut = 1;
+        return -1;
+    }
+    if (!s->lag)
+        return 0;
+    uint64_t oldest = lag_oldest(s), now = mprof__mono_ns();
+    atomic_store(&s->behind_since_ns, oldest);
+    if (oldest && now > oldest && now - oldest > (uint64_t)SESSION_LAG_MS * 1000000u) {
+        mprof__log("the capture tool fell %.1f s behind the stream; its session is ended",
+                   (double)(now - oldest) / 1e9);
+        s->cut = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Sends len bytes, queued at enq_ns. Returns 0, or -1 when the peer is gone, falls too far
+ * behind or is evicted, or (give_up_ns != 0) time ran out. While waiting it reads what the tool
+ * sends: a STOP byte sets *stop; EOF means gone. */
+static int send_all(session *s, const unsigned char *p, size_t len, uint64_t enq_ns,
+                    uint64_t give_up_ns, int *stop)
+{
+    if (s->lag)
+        lag_push(s->lag, len, enq_ns);
     while (len) {
         ssize_t n = send(s->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             p += n;
             len -= (size_t)n;
-            atomic_store(&s->stalled_since_ns, 0);
+            if (s->lag)
+                s->lag->sent += (uint64_t)n;
             continue;
         }
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             return -1;
-        /* A tool that takes nothing for SESSION_STALL_MS (or is evicted for a new one) is
-         * gone: otherwise a client that never reads would hold the only session forever. */
-        uint64_t now = mprof__mono_ns(), since = atomic_load(&s->stalled_since_ns);
-        if (!since)
-            atomic_store(&s->stalled_since_ns, now);
-        else if (now - since > (uint64_t)SESSION_STALL_MS * 1000000u)
-            return -1;
-        if (atomic_load(&s->evict))
+        /* The socket is full: a tool that falls behind by more than SESSION_LAG_MS is gone
+         * (or one evicted for a new tool), else a client that reads nothing, or a trickle,
+         * would hold the only session for as long as it likes. */
+        if (lag_check(s) != 0)
             return -1;
         if (!give_up_ns && atomic_load(&s->shutdown))
             give_up_ns = mprof__mono_ns() + (uint64_t)SHUTDOWN_FLUSH_MS * 1000000u;
@@ -381,6 +461,10 @@ static void *sender_main(void *arg)
 {
     session *s = arg;
     mprof__set_os_thread_name("mprof-sender");
+    lag_meter *lag = calloc(1, sizeof *lag);
+    pthread_mutex_lock(&S.m);
+    s->lag = lag; /* NULL when out of memory: the session then goes without the lag limit */
+    pthread_mutex_unlock(&S.m);
     int stop = 0, gone = 0;
     uint64_t deadline = 0;
     sent_counts sc = {0};
@@ -401,6 +485,12 @@ static void *sender_main(void *arg)
         if (!q) {
             if (closing)
                 break;
+            /* What was sent may still be unacknowledged: the lag keeps counting, and a new tool
+             * may ask for the place of one that is behind. */
+            if (lag_check(s) != 0) {
+                gone = 1;
+                break;
+            }
             /* Nothing to send: watch the socket for STOP or EOF for a little while. */
             struct pollfd pf = {.fd = s->fd, .events = POLLIN};
             if (poll(&pf, 1, 20) > 0) {
@@ -416,9 +506,11 @@ static void *sender_main(void *arg)
             }
             continue;
         }
-        int rc = send_all(s, q->b->data, q->b->len, deadline, &stop);
+        int rc = send_all(s, q->b->data, q->b->len, q->enq_ns, deadline, &stop);
         if (rc == 0)
             count_sent(&sc, q->b);
+        if (rc == 0 && lag_check(s) != 0)
+            rc = -1;
         pthread_mutex_lock(&S.m);
         s->queued_bytes -= q->b->len;
         pthread_mutex_unlock(&S.m);
@@ -435,7 +527,7 @@ static void *sender_main(void *arg)
     pthread_mutex_unlock(&S.m);
     if (!gone) {
         blob *e = end_blob(s, atomic_load(&s->shutdown) ? "process-exit" : "tool-stop", &sc);
-        if (e && send_all(s, e->data, e->len,
+        if (e && send_all(s, e->data, e->len, mprof__mono_ns(),
                           mprof__mono_ns() + (uint64_t)SHUTDOWN_FLUSH_MS * 1000000u, &stop) != 0)
             gone = 1;
         mprof__live_blob_unref(e);
@@ -459,6 +551,16 @@ static void *sender_main(void *arg)
     }
     mprof_buf_free(&sc.raw);
     ZSTD_freeDCtx(sc.dctx);
+    pthread_mutex_lock(&S.m);
+    s->lag = NULL;
+    pthread_mutex_unlock(&S.m);
+    free(lag);
+    if (s->cut) {
+        /* A reset, not an orderly end: the megabytes still in the socket would otherwise keep
+         * a slow reader busy, and the tool's next read says at once that the session ended. */
+        struct linger now = {1, 0};
+        setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &now, sizeof now);
+    }
     close(s->fd);
     s->fd = -1;
     pthread_mutex_lock(&S.m);
@@ -497,19 +599,19 @@ void mprof__live_reply(int fd, int status, const void *payload, size_t len)
     if (mprof_wire_encode_reply(&b, (uint16_t)status, payload, len) == 0) {
         session tmp = {.fd = fd};
         int stop = 0;
-        send_all(&tmp, b.data, b.len, mprof__mono_ns() + (uint64_t)REPLY_MS * 1000000u, &stop);
+        send_all(&tmp, b.data, b.len, 0, mprof__mono_ns() + (uint64_t)REPLY_MS * 1000000u, &stop);
     }
     mprof_buf_free(&b);
 }
 
-/* True when the active session's tool has taken nothing for PREEMPT_STALL_MS: it is asked to
- * go, and this waits (briefly) until it has. Listener thread. */
+/* True when the active session's tool is more than PREEMPT_LAG_MS behind: it is asked to go,
+ * and this waits (briefly) until it has. Listener thread. */
 int mprof__live_session_evict_stalled(void)
 {
     pthread_mutex_lock(&S.m);
     session *a = S.active;
-    uint64_t since = a ? atomic_load(&a->stalled_since_ns) : 0;
-    int stalled = a && since && mprof__mono_ns() - since > (uint64_t)PREEMPT_STALL_MS * 1000000u;
+    uint64_t since = a ? atomic_load(&a->behind_since_ns) : 0, now = mprof__mono_ns();
+    int stalled = a && since && now > since && now - since > (uint64_t)PREEMPT_LAG_MS * 1000000u;
     if (stalled)
         atomic_store(&a->evict, 1);
     pthread_mutex_unlock(&S.m);
@@ -544,7 +646,7 @@ mprof__live_session *mprof__live_session_new(int fd, const mprof_wire_hello *hel
     s->fd = fd;
     s->hello = *hello;
     atomic_init(&s->shutdown, 0);
-    atomic_init(&s->stalled_since_ns, 0);
+    atomic_init(&s->behind_since_ns, 0);
     atomic_init(&s->evict, 0);
     /* The tool's -m, but never more than this process's own memory cap. */
     s->limit_bytes = (size_t)(hello->queue_mib ? hello->queue_mib : DEFAULT_QUEUE_MIB) << 20;
