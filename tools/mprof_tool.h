@@ -22,5 +22,6 @@ int cmd_gate(int argc, char **argv);
 int cmd_ci(int argc, char **argv);
 int cmd_store(int argc, char **argv);
 int cmd_history(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 #endif
