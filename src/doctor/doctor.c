@@ -14,6 +14,8 @@
 
 int doctor_read(const mprof_doctor_sys *sys, const char *path, char *buf, size_t n)
 {
+    if (sys->read_file)
+        return n ? sys->read_file(path, buf, n) : -1;
     char full[1024];
     snprintf(full, sizeof full, "%s%s", sys->root ? sys->root : "", path);
     FILE *f = fopen(full, "r");

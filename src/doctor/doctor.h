@@ -44,6 +44,9 @@ typedef struct mprof_doctor_check {
 struct perf_event_attr;
 typedef struct mprof_doctor_sys {
     const char *root; /* prefix of every /proc and /sys path read; "" = this machine */
+    /* Reads path (with root before it) into buf, NUL-terminated, at most n - 1 bytes: the
+     * length, or -1. NULL: the file itself (fuzz/fuzz_doctor.c gives made-up contents). */
+    int (*read_file)(const char *path, char *buf, size_t n);
     /* perf_event_open(attr, pid, cpu): a file descriptor, or -errno. */
     int (*perf_open)(struct perf_event_attr *attr, int pid, int cpu);
     /* mmap of bytes of a perf event's ring buffer, unmapped at once: 0 or -errno. */

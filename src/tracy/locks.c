@@ -25,7 +25,8 @@ typedef struct tracy_lock {
     _Atomic uint32_t id;             /* mprof's lock id; 0 until the first use */
     _Atomic uintptr_t owner;         /* the exclusive holder's tag, 0 = none */
     atomic_int readers;              /* shared holders */
-    uint32_t depth;                  /* recursive exclusive holds by the owner */
+    atomic_uint depth;               /* recursive exclusive holds by the owner; atomic since
+                                        Tracy's unlock annotation runs after the unlock */
     mprof_lock_kind kind;
     const mprof_srcloc *site;        /* interned: captures refer to it by address */
     const char *name;                /* interned */
@@ -93,11 +94,11 @@ static void after(tracy_lock *l, int shared)
     if (shared) {
         atomic_fetch_add_explicit(&l->readers, 1, memory_order_relaxed);
     } else {
-        if (atomic_load_explicit(&l->owner, memory_order_relaxed) == self())
-            l->depth++;
-        else {
+        if (atomic_load_explicit(&l->owner, memory_order_relaxed) == self()) {
+            atomic_fetch_add_explicit(&l->depth, 1, memory_order_relaxed);
+        } else {
+            atomic_store_explicit(&l->depth, 1, memory_order_relaxed);
             atomic_store_explicit(&l->owner, self(), memory_order_relaxed);
-            l->depth = 1;
         }
     }
     if (id)
@@ -109,7 +110,8 @@ static void after_unlock(tracy_lock *l, int shared)
     uint32_t id = id_of(l);
     if (shared) {
         atomic_fetch_sub_explicit(&l->readers, 1, memory_order_relaxed);
-    } else if (atomic_load_explicit(&l->owner, memory_order_relaxed) == self() && --l->depth == 0) {
+    } else if (atomic_load_explicit(&l->owner, memory_order_relaxed) == self() &&
+               atomic_fetch_sub_explicit(&l->depth, 1, memory_order_relaxed) == 1) {
         uintptr_t me = self();
         atomic_compare_exchange_strong_explicit(&l->owner, &me, 0, memory_order_relaxed,
                                                 memory_order_relaxed);
