@@ -23,6 +23,10 @@ int tracy_compile_cpp(int frames)
     TracyCFreeN(p, "Cpp");
     std::free(p);
     TracyCMessageL("cpp done");
+    {
+        TracyCZone(unnamed, 1); // named after the function, as in C
+        TracyCZoneEnd(unnamed);
+    }
     TracyCZoneEnd(ctx);
     return sum;
 }

@@ -174,6 +174,15 @@ static void test_memory_locks_fibers_threads(void **state)
     assert_true(num(lock, "contended") <= acq);
     assert_int_equal((int)num(lock, "waits_abandoned"), 0);
 
+    /* The shared lock: named after the expression given to TracyCSharedLockAnnounce. */
+    cJSON *world = by_name(cJSON_GetObjectItem(report, "locks"), "world_lock_ctx");
+    assert_non_null(world);
+    assert_string_equal(cJSON_GetObjectItem(world, "kind")->valuestring, "rwlock");
+    assert_int_equal((int)num(world, "shared_acquisitions"), (int)num(expected, "world_reads"));
+    assert_int_equal((int)num(world, "acquisitions"),
+                     (int)num(expected, "world_reads") + (int)num(expected, "world_writes"));
+    assert_true(num(world, "contended") <= num(world, "acquisitions"));
+
     cJSON *fiber = by_name(cJSON_GetObjectItem(report, "fibers"), "Loader");
     assert_non_null(fiber);
     assert_int_equal((int)num(fiber, "runs"), 1);

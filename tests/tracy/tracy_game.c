@@ -3,7 +3,7 @@
  * engine instrumented for Tracy is: zones named and unnamed, colored, annotated, made at run
  * time and switched off; frames, secondary frame sets, a discontinuous frame and frame images;
  * plots and their configuration; messages; allocations, named pools, allocation stacks and a
- * pool discard; a lock shared by worker threads; a fiber; thread names; app info; and Tracy's
+ * pool discard; a lock shared by worker threads and a shared (reader/writer) lock; a fiber; thread names; app info; and Tracy's
  * manual lifetime. Built unchanged against mprof's tracy/TracyC.h (tests/tracy/CMakeLists.txt),
  * it records into an mprof capture, and it counts what it did: with an argument it writes those
  * counts as JSON, which tests/test_tracy.c holds the real `mprof report` of the capture to.
@@ -26,15 +26,17 @@
 
 #ifdef TRACY_ENABLE
 static TracyCLockCtx queue_lock_ctx;
+static TracyCSharedLockCtx world_lock_ctx;
 #endif
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
-static int queue_jobs;
+static pthread_rwlock_t world_lock = PTHREAD_RWLOCK_INITIALIZER;
+static int queue_jobs, world_version;
 
 /* What the program did, as the report should count it. */
 static struct {
     long frame, physics, ai, render, disabled, script, job, loader, load_step, worker_idle;
     long physics_ticks, loads, images, plots_entities, plots_draw, plots_ms, messages, allocs,
-        frees, asset_allocs, asset_frees, stack_allocs, lock_acquisitions;
+        frees, asset_allocs, asset_frees, stack_allocs, lock_acquisitions, world_reads, world_writes;
 } n;
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -108,11 +110,19 @@ static void *worker(void *arg)
         spin_us(20);
         pthread_mutex_unlock(&queue_lock);
         TracyCLockAfterUnlock(queue_lock_ctx);
-        spin_us(30);
+        /* The world is read under a shared lock that the main thread writes each frame. */
+        TracyCSharedLockBeforeSharedLock(world_lock_ctx);
+        pthread_rwlock_rdlock(&world_lock);
+        TracyCSharedLockAfterSharedLock(world_lock_ctx);
+        int seen = world_version;
+        pthread_rwlock_unlock(&world_lock);
+        TracyCSharedLockAfterSharedUnlock(world_lock_ctx);
+        spin_us(30 + seen % 2);
         TracyCZoneEnd(ctx);
         pthread_mutex_lock(&count_lock);
         n.job++;
         n.lock_acquisitions++;
+        n.world_reads++;
         pthread_mutex_unlock(&count_lock);
     }
     return NULL;
@@ -148,6 +158,7 @@ int main(int argc, char **argv)
     TracyCPlotConfig("heap", TracyPlotFormatMemory, 1, 1, 0x9b59d0);
     TracyCLockAnnounce(queue_lock_ctx);
     TracyCLockCustomName(queue_lock_ctx, "JobQueue", 8);
+    TracyCSharedLockAnnounce(world_lock_ctx); /* named after the expression: world_lock_ctx */
 
     pthread_t t[WORKERS];
     for (int i = 0; i < WORKERS; i++)
@@ -157,6 +168,13 @@ int main(int argc, char **argv)
     size_t heap = 0;
     for (int f = 0; f < FRAMES; f++) {
         TracyCZoneN(frame, "Frame", 1);
+        TracyCSharedLockBeforeLock(world_lock_ctx);
+        pthread_rwlock_wrlock(&world_lock);
+        TracyCSharedLockAfterLock(world_lock_ctx);
+        world_version++;
+        pthread_rwlock_unlock(&world_lock);
+        TracyCSharedLockAfterUnlock(world_lock_ctx);
+        n.world_writes++;
         physics_step();
         if (f % 2 == 1) {
             TracyCFrameMarkNamed("Physics tick");
@@ -218,6 +236,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < WORKERS; i++)
         pthread_join(t[i], NULL);
     TracyCLockTerminate(queue_lock_ctx);
+    TracyCSharedLockTerminate(world_lock_ctx);
     (void)heap;
 #ifdef TRACY_MANUAL_LIFETIME
     ___tracy_shutdown_profiler();
@@ -234,10 +253,12 @@ int main(int argc, char **argv)
                 " \"images\": %ld, \"plots\": {\"entities\": %ld, \"draw_calls\": %ld, "
                 "\"frame_ms\": %ld},\n"
                 " \"messages\": %ld, \"allocs\": %ld, \"asset_allocs\": %ld, "
-                "\"lock_acquisitions\": %ld, \"queue_jobs\": %d}\n",
+                "\"lock_acquisitions\": %ld, \"queue_jobs\": %d, \"world_reads\": %ld, "
+                "\"world_writes\": %ld}\n",
                 n.frame, n.physics, n.ai, n.render, n.script, n.job, n.load_step, n.frame,
                 n.physics_ticks, n.loads, n.images, n.plots_entities, n.plots_draw, n.plots_ms,
-                n.messages, n.allocs, n.asset_allocs, n.lock_acquisitions, queue_jobs);
+                n.messages, n.allocs, n.asset_allocs, n.lock_acquisitions, queue_jobs,
+                n.world_reads, n.world_writes);
         fclose(o);
     }
     return 0;
