@@ -158,16 +158,32 @@ static size_t len0(const char *s)
 }
 
 /* A static Tracy site as mprof reads it: itself, or, when it has no name (Tracy shows the
- * function then), an interned copy named after its function. */
+ * function then), an interned copy named after its function. The copy is remembered per thread
+ * by the site's address, so a zone begun through the function form takes the intern table's
+ * lock only the first time a thread meets the site. */
 static const mprof_srcloc *as_mprof(const struct ___tracy_source_location_data *s)
 {
+    enum { CACHE = 64 };
+    static _Thread_local struct {
+        const void *site;
+        const mprof_srcloc *loc;
+    } cache[CACHE];
     if (!s)
         return NULL;
     if (s->name)
         return (const mprof_srcloc *)(const void *)s;
+    size_t slot = ((uintptr_t)s >> 4) % CACHE;
+    if (cache[slot].site == s)
+        return cache[slot].loc;
     const char *fn = s->function ? s->function : "";
     const char *file = s->file ? s->file : "";
-    return mprof_tracy__intern(fn, strlen(fn), fn, strlen(fn), file, strlen(file), s->line, s->color);
+    const mprof_srcloc *l =
+        mprof_tracy__intern(fn, strlen(fn), fn, strlen(fn), file, strlen(file), s->line, s->color);
+    if (l) {
+        cache[slot].site = s;
+        cache[slot].loc = l;
+    }
+    return l;
 }
 
 /* ---- lifetime ------------------------------------------------------------------------------ */
