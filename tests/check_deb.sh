@@ -8,9 +8,9 @@
 # mprof; finally the package is purged and every file it installed must be gone. The machine is
 # left without mprof whatever happens (a trap purges it). Needs root, or sudo without a
 # password: installing a package is what the test is about, so it fails rather than skips.
-# usage: check_deb.sh BUILD_DIR SOURCE_DIR
+# usage: check_deb.sh BUILD_DIR SOURCE_DIR [CPACK]
 set -u
-build=$1 src=$2
+build=$1 src=$2 cpack=${3:-cpack}
 tmp=$(mktemp -d)
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -43,7 +43,7 @@ fail() {
 }
 
 # ---- build the package -----------------------------------------------------------------------
-(cd "$build" && cpack -G DEB -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1) ||
+(cd "$build" && "$cpack" -G DEB -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1) ||
     { cat "$tmp/cpack.log"; fail "cpack -G DEB"; }
 deb=$(ls "$tmp"/pkg/mprof_*.deb 2>/dev/null | head -n1)
 [ -n "$deb" ] || fail "cpack made no mprof_*.deb"
