@@ -10,6 +10,7 @@ static GLOBAL: tracy_client::ProfiledAllocator<std::alloc::System> =
     tracy_client::ProfiledAllocator::new(std::alloc::System, 0);
 
 static JOBS: AtomicU64 = AtomicU64::new(0);
+static WORK: AtomicU64 = AtomicU64::new(0);
 
 fn physics(step: u64) -> u64 {
     #[cfg(feature = "tracy")]
@@ -42,7 +43,7 @@ fn worker(id: u64) {
         #[cfg(feature = "tracy")]
         let _span = tracy_client::span!("Job");
         JOBS.fetch_add(1, Ordering::Relaxed);
-        std::hint::black_box((0..300u64).sum::<u64>());
+        WORK.fetch_add((0..300u64).sum::<u64>(), Ordering::Relaxed);
     }
 }
 
