@@ -19,4 +19,13 @@ for f in a b c; do
     "$tmp/prefix/bin/mprof" report --json "$tmp/$f.mprof" | grep -q '"count": 10' ||
         { echo "FAIL: capture $f has no 10 zones"; exit 1; }
 done
-echo "install ok: CMake package (shared, static) and pkg-config consumers recorded 10 zones"
+# A program written against Tracy's C API: with mprof::tracy, and with pkg-config mprof-tracy.
+LD_LIBRARY_PATH="$libdir" MPROF_LISTEN=0 MPROF_CAPTURE="$tmp/t1.mprof" "$tmp/consumer/tracy_game"
+cc -std=c11 -DTRACY_ENABLE -DTRACY_MANUAL_LIFETIME "$src/tests/tracy/tracy_game.c" -o "$tmp/tg" \
+    $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs mprof-tracy) -lpthread
+LD_LIBRARY_PATH="$libdir" MPROF_LISTEN=0 MPROF_CAPTURE="$tmp/t2.mprof" "$tmp/tg"
+for f in t1 t2; do
+    "$tmp/prefix/bin/mprof" report --json "$tmp/$f.mprof" | grep -q '"count": 120' ||
+        { echo "FAIL: capture $f has no 120 Frame zones"; exit 1; }
+done
+echo "install ok: CMake package (shared, static, mprof::tracy) and pkg-config (mprof, mprof-tracy) consumers recorded their zones"

@@ -30,22 +30,29 @@ CARGO_TARGET_DIR=$target MPROF_LIB_DIR=$lib MPROF_LINK=static MPROF_TOOL=$tool
 export CARGO_TARGET_DIR MPROF_LIB_DIR MPROF_LINK MPROF_TOOL
 cd "$src/bindings/rust" || exit 1
 had_target=
-for d in bindings/rust/target examples/rust_engine/target; do
+for d in bindings/rust/target examples/rust_engine/target bindings/rust/tests/tracy_engine/target; do
     [ -e "$src/$d" ] && had_target="$had_target $d"
 done
 echo "check_rust: $("$cargo" --version), $(rustc --version 2>/dev/null)"
 "$cargo" test --offline || { echo "check_rust: FAIL: cargo test (no features)"; exit 1; }
 "$cargo" test --offline --features enable ||
     { echo "check_rust: FAIL: cargo test --features enable"; exit 1; }
+# The tracy-client-shaped module: disabled (compiles, no-ops) and recording (tests/tracy.rs: an
+# engine written for tracy-client builds unchanged against this crate and is read back).
+"$cargo" test --offline --features tracy ||
+    { echo "check_rust: FAIL: cargo test --features tracy"; exit 1; }
+"$cargo" test --offline --features 'tracy enable' ||
+    { echo "check_rust: FAIL: cargo test --features 'tracy enable'"; exit 1; }
 # The source tree stays as it was: no target/ there, no lockfile rewritten (in a git checkout).
-for d in bindings/rust/target examples/rust_engine/target; do
+for d in bindings/rust/target examples/rust_engine/target bindings/rust/tests/tracy_engine/target; do
     case " $had_target " in *" $d "*) continue ;; esac
     if [ -e "$src/$d" ]; then
         echo "check_rust: FAIL: cargo wrote $d in the source tree"; exit 1
     fi
 done
 if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
-    for f in bindings/rust/Cargo.lock examples/rust_engine/Cargo.lock; do
+    for f in bindings/rust/Cargo.lock examples/rust_engine/Cargo.lock \
+        bindings/rust/tests/tracy_engine/Cargo.lock; do
         if ! git -C "$src" diff --quiet -- "$f"; then
             echo "check_rust: FAIL: cargo rewrote $f"; exit 1
         fi

@@ -18,6 +18,7 @@ static const mprof_cmd commands[] = {
     {"ci", cmd_ci, "run a test command under capture, export, gate and write a CI report"},
     {"store", cmd_store, "add CI reports or frame exports to a run store (SQLite or PostgreSQL)"},
     {"history", cmd_history, "list the runs of a run store, as text, JSON or an HTML trend page"},
+    {"doctor", cmd_doctor, "say what this machine allows a capture, and how to enable what it lacks"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

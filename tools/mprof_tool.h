@@ -23,5 +23,6 @@ int cmd_ci(int argc, char **argv);
 int cmd_store(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 int cmd_query(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 #endif

@@ -50,6 +50,19 @@ impl SrcLoc {
         }
     }
 
+    /// A call site from NUL-terminated strings that live for the rest of the process (the
+    /// `tracy` module's sites made at run time).
+    #[cfg(feature = "tracy")]
+    pub(crate) fn __raw(
+        name: *const c_char,
+        function: *const c_char,
+        file: *const c_char,
+        line: u32,
+        color: u32,
+    ) -> SrcLoc {
+        SrcLoc { name, function, file, line, color }
+    }
+
     /// The name (NUL-terminated).
     pub fn name_ptr(&self) -> *const c_char {
         self.name

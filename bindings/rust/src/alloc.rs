@@ -49,6 +49,13 @@ impl<A> Allocator<A> {
         Allocator { inner, pool: crate::__private::nul_terminated(pool), depth }
     }
 
+    /// The default heap with depth frames of callstack per allocation (the `tracy` module's
+    /// `ProfiledAllocator`).
+    #[cfg(feature = "tracy")]
+    pub(crate) const fn __with_depth(inner: A, depth: i32) -> Allocator<A> {
+        Allocator { inner, pool: std::ptr::null(), depth }
+    }
+
     /// The wrapped allocator.
     pub fn inner(&self) -> &A {
         &self.inner

@@ -66,6 +66,16 @@ mod sys;
 
 #[doc(hidden)]
 pub mod __private;
+#[cfg(feature = "tracy")]
+pub mod tracy;
+
+// With the `tracy` feature the crate root is also shaped like `tracy-client`'s, so that an engine
+// that renames this crate to `tracy-client` in its Cargo.toml compiles unchanged (tracy.rs).
+#[cfg(feature = "tracy")]
+pub use tracy::{
+    frame_mark, Client, Frame, FrameName, PlotConfiguration, PlotFormat, PlotLineStyle, PlotName,
+    ProfiledAllocator, Span, SpanLocation,
+};
 
 pub use alloc::Allocator;
 pub use async_span::AsyncSpan;

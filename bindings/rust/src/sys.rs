@@ -21,6 +21,9 @@ extern "C" {
     pub(crate) fn mprof__zone_text(text: *const c_char, len: usize);
     pub(crate) fn mprof__zone_value(value: u64);
     pub(crate) fn mprof__frame_mark(name: *const c_char);
+    pub(crate) fn mprof__frame_begin(name: *const c_char);
+    pub(crate) fn mprof__frame_end(name: *const c_char);
+    pub(crate) fn mprof_plot_config(name: *const c_char, format: c_int, style: c_int, color: u32);
     pub(crate) fn mprof__plot_f64(name: *const c_char, value: f64);
     pub(crate) fn mprof__plot_i64(name: *const c_char, value: i64);
     pub(crate) fn mprof__message(level: c_int, text: *const c_char, len: usize);
