@@ -33,8 +33,11 @@ check() { # page, help text file
         return
     fi
     missing=0
+    # A heading alone on its line ("Example:") becomes the page's section name (EXAMPLE).
+    headings=" $(grep -E '^[A-Z][A-Za-z]*:$' "$help" | tr '\n' ' ')"
     for w in $(tr -s ' \t' '\n\n' <"$help" | grep -v '^$' | sort -u); do
         case $w in usage:|Options:|Exit|status:|codes:|Commands:|Formats:) continue ;; esac
+        case $headings in *" $w "*) continue ;; esac
         if ! grep -qF -- "$w" "$tmp/page.txt"; then
             [ $missing -lt 5 ] && echo "FAIL: $page.1 lacks '$w' of its --help"
             missing=$((missing + 1))
