@@ -2,7 +2,7 @@
 # proof on noise and the shipping strip. Included from tests/CMakeLists.txt.
 pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
 
-foreach(t stats gate frames_export)
+foreach(t stats gate frames_export critpath gate_noise)
   add_executable(test_${t} ${CMAKE_CURRENT_SOURCE_DIR}/test_${t}.c)
   target_link_libraries(test_${t} PRIVATE mprof_gate PkgConfig::CMOCKA)
   target_compile_options(test_${t} PRIVATE ${MPROF_WARNINGS})
