@@ -1,6 +1,6 @@
 /*
  * timedemo.c - a single-threaded game loop of sub-millisecond frames, for the gate's proof on
- * a workload like an old software-rendered game's timedemo (`make proof`, bench/gate_subms.sh).
+ * a workload like an old software-rendered game's timedemo (`make proof`, bench/gate_proof.sh).
  *
  *   timedemo [--frames N] [--slow ZONE=PCT] [--capture PATH] [--quiet]
  *
@@ -14,8 +14,8 @@
  *
  * --slow ZONE=PCT makes one zone do PCT percent more of its own work (ZONE: walls, planes,
  * sprites, blit, tick, mix, or a zone name such as Render::walls): it repeats that share of its
- * items (columns, rows, sprites, pixels, things, samples) with the same code, so the extra time
- * is CPU work whatever the machine's load, and it lands in that zone's self time.
+ * items (columns, rows, sprites, things, samples), spread evenly over them, with the same code, so
+ * the extra time is CPU work whatever the machine's load, and it lands in that zone's self time.
  *
  * Profiling starts with mprof_startup and the environment (MPROF_CAPTURE, MPROF_LISTEN: what
  * `mprof ci` sets) or --capture. Exit status: 0 ok, 2 usage error, 3 the profiler did not start.
@@ -43,8 +43,8 @@ enum { Z_TICK, Z_WALLS, Z_PLANES, Z_SPRITES, Z_BLIT, Z_MIX, Z_COUNT };
 static const struct {
     const char *short_name, *zone;
 } zone_names[Z_COUNT] = {
-    {"tick", "Game::tick"},       {"walls", "Render::walls"}, {"planes", "Render::planes"},
-    {"sprites", "Render::sprites"}, {"blit", "Render::blit"},  {"mix", "Audio::mix"},
+    {"tick", "Game::tick"},         {"walls", "Render::walls"}, {"planes", "Render::planes"},
+    {"sprites", "Render::sprites"}, {"blit", "Render::blit"},   {"mix", "Audio::mix"},
 };
 
 static uint8_t level[MAP][MAP];   /* 0 empty, else a wall texture 1..4 */
@@ -52,7 +52,7 @@ static uint8_t tex[5][TEX * TEX]; /* wall and flat textures */
 static uint8_t frame[H][W];       /* the 8-bit view */
 static uint32_t screen[H][W];     /* the palette-converted screen */
 static uint32_t palette[256];
-static float depth[W];            /* each column's wall distance, for the sprites */
+static float depth[W]; /* each column's wall distance, for the sprites */
 static int16_t wall_top[W], wall_bottom[W];
 static int16_t sound[CHANNELS][4096];
 static int32_t mixbuf[MIX_SAMPLES * 2];
@@ -75,10 +75,13 @@ static uint32_t next_rand(void)
 /* The slowdown of each zone, as extra items per hundred. */
 static int slow_pct[Z_COUNT];
 
-/* How many items a zone of n items does, --slow included: the extra ones are repeats. */
-static int with_slow(int z, int n)
+/* How many times item k of zone z is done, --slow included: once, plus PCT / 100 repeats on
+ * average, spread evenly over the items (61 k mod 100 walks all residues), so that the extra
+ * work is PCT percent of the zone's work whichever items cost more. */
+static int times(int z, int k)
 {
-    return n + (int)((int64_t)n * slow_pct[z] / 100);
+    int pct = slow_pct[z];
+    return 1 + pct / 100 + ((k * 61) % 100 < pct % 100);
 }
 
 static void build_level(void)
@@ -112,18 +115,20 @@ static void build_level(void)
 static void tick(void)
 {
     MPROF_ZONE_C("Game::tick", MPROF_COLOR_AI);
-    int n = with_slow(Z_TICK, THINGS);
-    for (int k = 0; k < n; k++) {
-        thing *t = &things[k % THINGS];
-        float nx = t->x + t->dx, ny = t->y + t->dy;
-        if (level[(int)t->y][(int)nx])
-            t->dx = -t->dx;
-        else if (k < THINGS)
-            t->x = nx;
-        if (level[(int)ny][(int)t->x])
-            t->dy = -t->dy;
-        else if (k < THINGS)
-            t->y = ny;
+    for (int k = 0; k < THINGS; k++) {
+        thing *t = &things[k];
+        /* Repeats redo the collision checks; only the last pass moves the thing. */
+        for (int r = times(Z_TICK, k); r > 0; r--) {
+            float nx = t->x + t->dx, ny = t->y + t->dy;
+            if (level[(int)t->y][(int)nx])
+                t->dx = -t->dx;
+            else if (r == 1)
+                t->x = nx;
+            if (level[(int)ny][(int)t->x])
+                t->dy = -t->dy;
+            else if (r == 1)
+                t->y = ny;
+        }
     }
 }
 
@@ -175,9 +180,9 @@ static void walls(float px, float py, float angle)
     MPROF_ZONE_C("Render::walls", MPROF_COLOR_RENDERER);
     float dirx = cosf(angle), diry = sinf(angle);
     float planex = -diry * 0.66f, planey = dirx * 0.66f;
-    int n = with_slow(Z_WALLS, W);
-    for (int k = 0; k < n; k++)
-        wall_column(k % W, px, py, dirx, diry, planex, planey);
+    for (int k = 0; k < W; k++)
+        for (int r = times(Z_WALLS, k); r > 0; r--)
+            wall_column(k, px, py, dirx, diry, planex, planey);
 }
 
 /* Floor and ceiling: a perspective texture lookup for every pixel outside the walls. */
@@ -186,21 +191,21 @@ static void planes(float px, float py, float angle)
     MPROF_ZONE_C("Render::planes", MPROF_COLOR_RENDERER);
     float dirx = cosf(angle), diry = sinf(angle);
     float planex = -diry * 0.66f, planey = dirx * 0.66f;
-    int n = with_slow(Z_PLANES, H / 2);
-    for (int k = 0; k < n; k++) {
-        int y = H / 2 + 1 + k % (H / 2 - 1);
-        float rowdist = (float)(H / 2) / (float)(y - H / 2);
-        float fx = px + rowdist * (dirx - planex), fy = py + rowdist * (diry - planey);
-        float stepx = rowdist * 2.0f * planex / W, stepy = rowdist * 2.0f * planey / W;
-        int mirror = H - 1 - y;
-        for (int x = 0; x < W; x++, fx += stepx, fy += stepy) {
-            int tu = (int)(fx * TEX) & (TEX - 1), tv = (int)(fy * TEX) & (TEX - 1);
-            if (y > wall_bottom[x])
-                frame[y][x] = tex[3][tv * TEX + tu];
-            if (mirror < wall_top[x])
-                frame[mirror][x] = tex[4][tv * TEX + tu];
+    for (int k = 0; k < H / 2 - 1; k++)
+        for (int r = times(Z_PLANES, k); r > 0; r--) {
+            int y = H / 2 + 1 + k;
+            float rowdist = (float)(H / 2) / (float)(y - H / 2);
+            float fx = px + rowdist * (dirx - planex), fy = py + rowdist * (diry - planey);
+            float stepx = rowdist * 2.0f * planex / W, stepy = rowdist * 2.0f * planey / W;
+            int mirror = H - 1 - y;
+            for (int x = 0; x < W; x++, fx += stepx, fy += stepy) {
+                int tu = (int)(fx * TEX) & (TEX - 1), tv = (int)(fy * TEX) & (TEX - 1);
+                if (y > wall_bottom[x])
+                    frame[y][x] = tex[3][tv * TEX + tu];
+                if (mirror < wall_top[x])
+                    frame[mirror][x] = tex[4][tv * TEX + tu];
+            }
         }
-    }
 }
 
 /* Things in view, nearest last, each a scaled sprite clipped by the walls' depth. */
@@ -210,57 +215,54 @@ static void sprites(float px, float py, float angle)
     float dirx = cosf(angle), diry = sinf(angle);
     float planex = -diry * 0.66f, planey = dirx * 0.66f;
     float inv = 1.0f / (planex * diry - dirx * planey);
-    int n = with_slow(Z_SPRITES, THINGS);
-    for (int k = 0; k < n; k++) {
-        const thing *t = &things[k % THINGS];
-        float sx = t->x - px, sy = t->y - py;
-        float tx = inv * (diry * sx - dirx * sy), ty = inv * (-planey * sx + planex * sy);
-        if (ty < 0.2f)
-            continue;
-        int cx = (int)((W / 2) * (1.0f + tx / ty));
-        int size = (int)((float)H / ty);
-        if (size > H)
-            size = H;
-        int x0 = cx - size / 2, y0 = H / 2 - size / 2;
-        for (int x = x0 < 0 ? 0 : x0; x < x0 + size && x < W; x++) {
-            if (ty >= depth[x])
+    for (int k = 0; k < THINGS; k++)
+        for (int r = times(Z_SPRITES, k); r > 0; r--) {
+            const thing *t = &things[k];
+            float sx = t->x - px, sy = t->y - py;
+            float tx = inv * (diry * sx - dirx * sy), ty = inv * (-planey * sx + planex * sy);
+            if (ty < 0.2f)
                 continue;
-            int u = (x - x0) * TEX / size;
-            for (int y = y0 < 0 ? 0 : y0; y < y0 + size && y < H; y++) {
-                uint8_t c = tex[t->kind][((y - y0) * TEX / size) * TEX + u];
-                if (c & 1)
-                    frame[y][x] = c;
+            int cx = (int)((W / 2) * (1.0f + tx / ty));
+            int size = (int)((float)H / ty);
+            if (size > H)
+                size = H;
+            int x0 = cx - size / 2, y0 = H / 2 - size / 2;
+            for (int x = x0 < 0 ? 0 : x0; x < x0 + size && x < W; x++) {
+                if (ty >= depth[x])
+                    continue;
+                int u = (x - x0) * TEX / size;
+                for (int y = y0 < 0 ? 0 : y0; y < y0 + size && y < H; y++) {
+                    uint8_t c = tex[t->kind][((y - y0) * TEX / size) * TEX + u];
+                    if (c & 1)
+                        frame[y][x] = c;
+                }
             }
         }
-    }
 }
 
 static void blit(void)
 {
     MPROF_ZONE_C("Render::blit", MPROF_COLOR_RENDERER);
-    int n = with_slow(Z_BLIT, H);
-    for (int k = 0; k < n; k++) {
-        int y = k % H;
-        for (int x = 0; x < W; x++)
-            screen[y][x] = palette[frame[y][x]];
-    }
+    for (int y = 0; y < H; y++)
+        for (int r = times(Z_BLIT, y); r > 0; r--)
+            for (int x = 0; x < W; x++)
+                screen[y][x] = palette[frame[y][x]];
 }
 
 static void mix(long f)
 {
     MPROF_ZONE_C("Audio::mix", MPROF_COLOR_AUDIO);
-    int n = with_slow(Z_MIX, MIX_SAMPLES);
-    for (int k = 0; k < n; k++) {
-        int s = k % MIX_SAMPLES;
-        int32_t l = 0, r = 0;
-        for (int c = 0; c < CHANNELS; c++) {
-            int16_t v = sound[c][(f * MIX_SAMPLES + s + c * 97) & 4095];
-            l += v * (c + 1);
-            r += v * (CHANNELS - c);
+    for (int s = 0; s < MIX_SAMPLES; s++)
+        for (int rep = times(Z_MIX, s); rep > 0; rep--) {
+            int32_t l = 0, r = 0;
+            for (int c = 0; c < CHANNELS; c++) {
+                int16_t v = sound[c][(f * MIX_SAMPLES + s + c * 97) & 4095];
+                l += v * (c + 1);
+                r += v * (CHANNELS - c);
+            }
+            mixbuf[s * 2] = l;
+            mixbuf[s * 2 + 1] = r;
         }
-        mixbuf[s * 2] = l;
-        mixbuf[s * 2 + 1] = r;
-    }
 }
 
 static int parse_slow(const char *v)
@@ -325,9 +327,11 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--slow") && v) {
             if (parse_slow(v)) {
-                fprintf(stderr, "timedemo: --slow '%s': expected ZONE=PCT with ZONE one of walls, "
-                                "planes, sprites, blit, tick, mix (or its zone name) and PCT "
-                                "from 1 to 10000\n", v);
+                fprintf(stderr,
+                        "timedemo: --slow '%s': expected ZONE=PCT with ZONE one of walls, "
+                        "planes, sprites, blit, tick, mix (or its zone name) and PCT "
+                        "from 1 to 10000\n",
+                        v);
                 return 2;
             }
             i++;
@@ -376,8 +380,8 @@ int main(int argc, char **argv)
         for (int x = 0; x < W; x++)
             sum = sum * 31u + screen[y][x];
     if (!quiet)
-        printf("timedemo: %ld frames in %.3f s, %.0f fps, %.3f ms a frame (screen %08x)\n",
-               frames, secs, (double)frames / secs, 1000.0 * secs / (double)frames,
+        printf("timedemo: %ld frames in %.3f s, %.0f fps, %.3f ms a frame (screen %08x)\n", frames,
+               secs, (double)frames / secs, 1000.0 * secs / (double)frames,
                (unsigned)(sum ^ (uint32_t)mixbuf[0]));
     if (fflush(stdout) != 0 || ferror(stdout))
         return 3;
