@@ -5,7 +5,8 @@
 #                 asan build also compiles bench/, so every target is built -Werror with clang too)
 #   make bench  - the benchmarks (figures on stdout, one JSON object per line)
 #   make proof  - the checks whose outcome depends on timing and load (the gate's proof on noise
-#                 with the sample engine under a CPU hog, mprof ci --self-test): bench/proof.sh
+#                 with the sample engine and the sub-millisecond timedemo under a CPU hog,
+#                 mprof ci --self-test): bench/proof.sh
 #   make fuzz   - every libFuzzer target for FUZZ_SECONDS (30) on its corpus in fuzz/corpus/
 #                 (new inputs go to build-fuzz/corpus/, so the checkout is left as it was)
 # No test in `make test` asserts a timing outcome (those are in `make proof`). A failed test is
