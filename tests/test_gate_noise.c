@@ -487,7 +487,8 @@ static void test_bad_path_input(void **state)
     snprintf(buf, sizeof buf, "%s\"system\": {\"contextSwitches\": true, \"criticalPath\": "
                               "\"wakers\"}}", pre);
     expect_load_error("p_noreasons.json", buf, "\"switchReasons\" is false");
-    snprintf(buf, sizeof buf, "%s%s, \"switchReasons\": 1}}", pre, "\"system\": {\"contextSwitches\": true");
+    snprintf(buf, sizeof buf, "%s\"system\": {\"contextSwitches\": true, \"switchReasons\": 1}}",
+             pre);
     expect_load_error("p_bool.json", buf, "\"switchReasons\" is not true or false");
     snprintf(buf, sizeof buf, "%s%s, \"pathTruncatedFrames\": -1}}", pre, sys);
     expect_load_error("p_count.json", buf, "\"pathTruncatedFrames\" is not a count");
@@ -500,8 +501,9 @@ static void test_bad_path_input(void **state)
                                          "frameOffCpuMs");
     snprintf(buf, sizeof buf, "{\"schema\": \"mprof.frames.v1\", \"frameTimesMs\": [1, 2, 3], "
                               "\"frameOffCpuMs\": [2, 1, 1], \"framePreemptedMs\": [1, 0, 0], "
-                              "\"frameBlockedMs\": [1, 1, 1], \"frameWaitRunnableMs\": [0.5, 0, 0], "
-                              "%s}}", sys);
+                              "\"frameBlockedMs\": [1, 1, 1], "
+                              "\"frameWaitRunnableMs\": [0.5, 0, 0], %s}}",
+             sys);
     expect_load_error("p_frame.json", buf, "frame 0: framePreemptedMs + frameWaitRunnableMs "
                                            "exceeds the frame time");
     snprintf(buf, sizeof buf, "%s%s\"frameWaitRunnableMs\": [0, 1], %s}}", pre, arr, sys);

@@ -440,7 +440,8 @@ static void decide_shifted(decision *d)
              "baseline %+g %%: p %s), while the p95 changed %+.1f %%%s%s",
              o->threshold_pct, r->noise_model ? "decision frame time" : "frame time",
              100.0 * (r->run_median_ratio - 1.0), 100.0 * (r->run_median_lo - 1.0),
-             100.0 * (1.0 - o->alpha), o->threshold_pct, mprof__gate_pstr(r->shift_p, pb, sizeof pb),
+             100.0 * (1.0 - o->alpha), o->threshold_pct,
+             mprof__gate_pstr(r->shift_p, pb, sizeof pb),
              100.0 * (r->p95_ratio - 1.0),
              r->magnitude ? " (not significant on its own: the slowest frames are where the "
                             "machine's noise is)"

@@ -22,7 +22,8 @@ const char *mprof__gate_noise_text(const mprof_gate_result *r);
 
 /* noise.c */
 /* Pooled frame times of a side with run boundaries (run_start has n_runs + 1 entries): the
- * decision frame times under model (MPROF_GATE_NOISE_NONE: the raw ones). Runs without frames are left out.
+ * decision frame times under model (MPROF_GATE_NOISE_NONE: the raw ones). Runs without frames
+ * are left out.
  * Returns 0, or -1 out of memory. */
 int mprof__gate_pool(const mprof_frames_runs *s, int model, double **out_v, size_t **out_starts,
                      size_t *out_runs);

@@ -45,13 +45,19 @@ int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out)
         if (r->run_test)
             fprintf(out, "; per-run p95 test p %s", mprof__gate_pstr(r->run_p, pb, sizeof pb));
         fprintf(out, ".\n");
+        if (r->shift_tested)
+            fprintf(out, "\nEvery frame: rank test against the baseline %+g %% p %s; runs' median "
+                         "ratio %.3f, at least %.3f (%s).\n",
+                    o->threshold_pct, mprof__gate_pstr(r->shift_p, pb, sizeof pb),
+                    r->run_median_ratio, r->run_median_lo,
+                    r->shift ? "every frame slower by more than the threshold" : "not shown");
     }
     if (r->verdict != MPROF_GATE_BAD_INPUT) {
         fputs("\nNoise: ", out);
         md_cell(out, mprof__gate_noise_text(r));
         if (r->noise_model)
-            fprintf(out, " (model %s); decided p95 %.5g ms -> %.5g ms; removed %.1f %% / %.1f %% of "
-                         "the p95 frames", mprof__gate_noise_model_name(r->noise_model),
+            fprintf(out, " (model %s); decided p95 %.5g ms -> %.5g ms; removed %.1f %% / %.1f %% "
+                         "of the p95 frames", mprof__gate_noise_model_name(r->noise_model),
                     r->base_dec.p95_ms, r->cur_dec.p95_ms, 100.0 * r->base_noise.p95_removed_share,
                     100.0 * r->cur_noise.p95_removed_share);
         if (r->base_p95_off_share >= 0 && r->cur_p95_off_share >= 0)

@@ -45,7 +45,8 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
         fprintf(out, "  %-16s %11.1f%% %11.1f%%\n", "p95 removed",
                 100.0 * r->base_noise.p95_removed_share, 100.0 * r->cur_noise.p95_removed_share);
     if (r->verdict != MPROF_GATE_BAD_INPUT)
-        fprintf(out, "\n  noise       %s%s%s\n", r->noise_model ? mprof__gate_noise_model_name(r->noise_model) : "",
+        fprintf(out, "\n  noise       %s%s%s\n",
+                r->noise_model ? mprof__gate_noise_model_name(r->noise_model) : "",
                 r->noise_model ? ": " : "", mprof__gate_noise_text(r));
     if (mprof__gate_tested(r)) {
         fprintf(out, "  magnitude   p95 ratio %.3f vs limit %.3f: %s\n", r->p95_ratio,
@@ -68,8 +69,8 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
             fprintf(out, "  runs        per-run p95 rank test p %s\n",
                     mprof__gate_pstr(r->run_p, pb, sizeof pb));
         if (r->shift_tested)
-            fprintf(out, "  every frame rank test against the baseline %+g %%: p %s; runs' median ratio "
-                         "%.3f, at least %.3f (one-sided %g %%): %s\n",
+            fprintf(out, "  every frame rank test against the baseline %+g %%: p %s; runs' median "
+                         "ratio %.3f, at least %.3f (one-sided %g %%): %s\n",
                     o->threshold_pct, mprof__gate_pstr(r->shift_p, pb, sizeof pb),
                     r->run_median_ratio, r->run_median_lo, 100.0 * (1.0 - o->alpha),
                     r->shift ? "every frame slower by more than the threshold"
