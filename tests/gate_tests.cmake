@@ -9,6 +9,8 @@ foreach(t stats gate frames_export critpath gate_noise)
   add_test(NAME test_${t} COMMAND test_${t})
   set_tests_properties(test_${t} PROPERTIES LABELS "unit;gate" TIMEOUT 60)
 endforeach()
+# Thousands of frames a run, many runs: minutes under the sanitizers on a busy machine.
+set_tests_properties(test_gate_noise PROPERTIES TIMEOUT 240)
 
 # The gate command line: exit codes, outputs and messages of the real binary.
 add_test(NAME gate_cli
