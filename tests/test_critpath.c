@@ -281,6 +281,9 @@ static void test_recorded_wakers(void **state)
     expect_ms(j, "frameOffCpuMs", offcpu, 5);
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "system"),
                                          "pathTruncatedFrames")->valueint, 0);
+    /* Frame 3's wait is the one whose wake-up the tracepoints missed. */
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "system"),
+                                         "unrecordedWakeups")->valueint, 1);
     cJSON_Delete(j);
 }
 
@@ -300,6 +303,8 @@ static void test_inferred_wakers(void **state)
     const double wait[5] = {0, 2.7, 0, 0.8, 0};
     expect_ms(j, "framePreemptedMs", pre, 5);
     expect_ms(j, "frameWaitRunnableMs", wait, 5);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "system"),
+                                         "unrecordedWakeups")->valueint, 0);
     cJSON_Delete(j);
 }
 

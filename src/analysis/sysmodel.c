@@ -718,6 +718,7 @@ typedef struct path_walk {
     int model;
     int budget;
     int truncated;
+    size_t unrecorded; /* waits of the wakers model whose wake-up was not recorded */
 } path_walk;
 
 static int64_t clip_len(int64_t s, int64_t e, int64_t a, int64_t b)
@@ -750,6 +751,8 @@ static int64_t path_wait(path_walk *w, uint32_t ti, uint32_t k, int64_t a, int64
     const otid *t = &m->t[ti];
     int64_t s = t->os[k], x = t->oe[k];
     int64_t woken = t->owts[k];
+    if (w->model == MPROF_SYS_PATH_WAKERS && woken == INT64_MIN)
+        w->unrecorded++;
     if (w->model == MPROF_SYS_PATH_WAKERS && woken != INT64_MIN) {
         int64_t sum = clip_len(woken, x, a, b);
         uint32_t wi = t->owk[k] < m->n_wakers ? m->wakers[t->owk[k]].tidx : UINT32_MAX;
@@ -832,9 +835,9 @@ static int64_t path_thread(path_walk *w, uint32_t ti, int64_t a, int64_t b, int 
 
 size_t mprof__sys_frames_path(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
                               const int64_t *fe, size_t nf, double *out_preempted_ms,
-                              double *out_wait_ms)
+                              double *out_wait_ms, size_t *out_unrecorded)
 {
-    path_walk w = {m, mprof__sys_path_model(m), 0, 0};
+    path_walk w = {m, mprof__sys_path_model(m), 0, 0, 0};
     int64_t ti = mprof__sys_thread_tidx(m, idx);
     size_t truncated = 0;
     for (size_t i = 0; i < nf; i++) {
@@ -857,6 +860,8 @@ size_t mprof__sys_frames_path(const mprof_sysmodel *m, uint32_t idx, const int64
         if (out_wait_ms)
             out_wait_ms[i] = (double)wait / 1e6;
     }
+    if (out_unrecorded)
+        *out_unrecorded = w.unrecorded;
     return truncated;
 }
 

@@ -88,10 +88,12 @@ int mprof__sys_path_model(const mprof_sysmodel *m);
  * milliseconds inside its waits (blocked intervals) that the critical path was runnable but not
  * running: the wake-up latency, and the waker's preempted time and its own waits' share,
  * followed back. Both 0 with MPROF_SYS_PATH_NONE. Returns the frames whose walk stopped at its
- * budget of visits (their wait figures are then lower bounds). Any output may be NULL. */
+ * budget of visits (their wait figures are then lower bounds); *out_unrecorded gets the waits
+ * followed whose wake-up the tracepoints did not record (their waker was inferred). Any output
+ * may be NULL. */
 size_t mprof__sys_frames_path(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
                               const int64_t *fe, size_t nf, double *out_preempted_ms,
-                              double *out_wait_ms);
+                              double *out_wait_ms, size_t *out_unrecorded);
 
 /* Raw timelines, for the viewer: traced OS threads (index i < count) with their traced range and
  * off-CPU intervals (sorted, with reasons), and the CPU-usage samples. */

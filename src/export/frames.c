@@ -698,7 +698,7 @@ static int write_system(exporter *x, FILE *out)
     const fset *m = x->main;
     size_t n = m && m->nf ? m->nf : 1;
     double *on = NULL, *off = NULL, *all = NULL, *busy = NULL, *pre = NULL, *wait = NULL;
-    size_t truncated = 0;
+    size_t truncated = 0, unrecorded = 0;
     int rc = -1;
     if (x->sys_switches) {
         on = calloc(n, sizeof *on);
@@ -711,20 +711,21 @@ static int write_system(exporter *x, FILE *out)
             goto out;
         mprof__sys_frames(x->sys, m->thread, m->fs, m->fe, m->nf, on, off, all, busy);
         if (path != MPROF_SYS_PATH_NONE)
-            truncated = mprof__sys_frames_path(x->sys, m->thread, m->fs, m->fe, m->nf, pre, wait);
+            truncated = mprof__sys_frames_path(x->sys, m->thread, m->fs, m->fe, m->nf, pre, wait,
+                                               &unrecorded);
         if (truncated)
             warn(x, "the critical path of %zu frames was followed only part of the way (too many "
                     "waits inside them): their frameWaitRunnableMs are lower bounds", truncated);
     }
     fprintf(out, ",\n  \"system\": {\"contextSwitches\": %s, \"cpuUsage\": %s, \"sampling\": %s, "
                  "\"switchReasons\": %s, \"criticalPath\": %s, \"pathTruncatedFrames\": %zu, "
-                 "\"whyNot\": ",
+                 "\"unrecordedWakeups\": %zu, \"whyNot\": ",
             x->sys_switches ? "true" : "false", cpu ? "true" : "false",
             x->sys_st.sampling ? "true" : "false", path != MPROF_SYS_PATH_NONE ? "true" : "false",
             path == MPROF_SYS_PATH_WAKERS    ? "\"wakers\""
             : path == MPROF_SYS_PATH_INFERRED ? "\"inferred\""
                                               : "null",
-            truncated);
+            truncated, unrecorded);
     put_str(out, why);
     fputc('}', out);
     rc = 0;
