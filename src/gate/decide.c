@@ -10,9 +10,14 @@
  * each side has enough runs). When the magnitude rule holds but the evidence does not, the
  * verdict is "inconclusive" and says how much more data would settle it, instead of guessing.
  *
+ * A slowdown of every frame by more than the threshold is a regression too, when the frames and
+ * the runs agree on it, whatever the p95 did (shift.c): the p95 rests on the frames where a busy
+ * machine's noise is largest. When neither rule is made out, an inconclusive verdict names the
+ * `--runs` that the runs' spread says would settle it.
+ *
  * mprof__gate_compare takes the steps in order, each of which may settle the verdict: the
  * figures of both sides, the machine guard, the frames each side has, the significance tests,
- * then the verdict.
+ * every frame slower, then the verdict.
  */
 #include "gate/internal.h"
 #include "gate/stats.h"
@@ -435,14 +440,13 @@ static void decide_shifted(decision *d)
         snprintf(zone, sizeof zone, "; most of the growth is in zone \"%s\" (%+.3g ms %sper frame)",
                  top->name, top->delta_ms, top->on_cpu ? "on-CPU " : "");
     snprintf(r->reason, sizeof r->reason,
-             "every frame got slower by more than the +%g %% threshold: the runs' median %s "
-             "rose %+.1f %% (at least %+.1f %%, one-sided %g %%; rank test against the "
-             "baseline %+g %%: p %s), while the p95 changed %+.1f %%%s%s",
+             "every frame got slower by more than the +%g %% threshold: the median %s rose "
+             "%+.1f %% over the frames (rank test p %s) and %+.1f %% over the runs (at least "
+             "%+.1f %%, one-sided %g %%), while the p95 changed %+.1f %%%s%s",
              o->threshold_pct, r->noise_model ? "decision frame time" : "frame time",
+             100.0 * (r->frame_median_ratio - 1.0), mprof__gate_pstr(r->rank_p, pb, sizeof pb),
              100.0 * (r->run_median_ratio - 1.0), 100.0 * (r->run_median_lo - 1.0),
-             100.0 * (1.0 - o->alpha), o->threshold_pct,
-             mprof__gate_pstr(r->shift_p, pb, sizeof pb),
-             100.0 * (r->p95_ratio - 1.0),
+             100.0 * (1.0 - o->alpha), 100.0 * (r->p95_ratio - 1.0),
              r->magnitude ? " (not significant on its own: the slowest frames are where the "
                             "machine's noise is)"
                           : "",

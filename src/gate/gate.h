@@ -5,12 +5,14 @@
  * and Markdown.
  *
  * A side is one frame export or a directory of them (mprof__frames_load); each export is one run.
- * docs/GATE.md describes the rule; in short, a regression needs both
+ * docs/GATE.md describes the rule; in short, a regression needs either the p95 rule,
  *   magnitude:    current p95 > baseline p95 * (1 + threshold / 100), and
  *   significance: two or more runs on each side, the one-sided rank test on frame times gives
  *                 p < alpha, the bootstrap interval of the p95 ratio (runs, then blocks of frames
  *                 resampled) and the run-level t interval of the runs' p95s lie wholly above
- *                 1.0, and, with enough runs, the rank test on the per-run p95s gives p < alpha.
+ *                 1.0, and, with enough runs, the rank test on the per-run p95s gives p < alpha,
+ * or every frame slower: the frames (their median past 1 + threshold, the rank test significant)
+ * and the runs (their medians past 1 + threshold, significantly above 1) agree (shift.c).
  * The frame times are the decision frame times: with system tracing, the part of each frame that
  * its critical path spent runnable but not running is left out (mprof__gate_decision_ms).
  *
@@ -150,11 +152,15 @@ typedef struct mprof_gate_result {
     double run_p;             /* its one-sided p */
     long need_frames;         /* more frames per side suggested by an inconclusive verdict, 0 */
     long need_runs;           /* more runs per side suggested, 0 */
-    /* Every frame slower (shift.c): the rank test of the current decision frame times against
-     * the baseline's times (1 + threshold), and the runs' medians past the same ratio and
-     * significantly above 1; a regression when both hold, whatever the p95 did. */
+    /* Every frame slower (shift.c): the frames (their pooled median decision frame time past
+     * 1 + threshold, and the rank test) and the runs (their medians past the same ratio and
+     * significantly above 1) agree; a regression when both hold, whatever the p95 did. */
     int shift_tested;         /* two or more runs a side */
-    double shift_p, shift_effect, shift_design_effect;
+    double frame_median_ratio; /* pooled median decision frame time, current / baseline */
+    int shift_frames_ok;      /* frame_median_ratio > 1 + threshold and rank_p < alpha */
+    double shift_p, shift_effect, shift_design_effect; /* the rank test of the current frames
+                                                          against the baseline's times 1 +
+                                                          threshold: reported, not required */
     double run_median_ratio;  /* geometric mean of the current runs' medians / the baseline's */
     double run_median_lo;     /* its one-sided lower bound at 1 - alpha */
     double run_median_sd;     /* the runs' medians' spread (pooled sd of their logs) */

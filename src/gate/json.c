@@ -130,9 +130,11 @@ static void shift_json(mprof_json *j, const mprof_gate_result *r)
     }
     mprof_json_obj_begin(j, "shift");
     mprof_json_num(j, "thresholdRatio", r6(1.0 + r->opts.threshold_pct / 100.0));
-    mprof_json_num(j, "pGreater", r->shift_p);
-    mprof_json_num(j, "effect", r6(r->shift_effect));
-    mprof_json_num(j, "designEffect", r6(r->shift_design_effect));
+    mprof_json_num(j, "frameMedianRatio", r6(r->frame_median_ratio));
+    mprof_json_bool(j, "framesAgree", r->shift_frames_ok != 0);
+    mprof_json_num(j, "pAboveThreshold", r->shift_p);
+    mprof_json_num(j, "aboveThresholdEffect", r6(r->shift_effect));
+    mprof_json_num(j, "aboveThresholdDesignEffect", r6(r->shift_design_effect));
     num_or_null(j, "runMedianRatio", r->run_median_ratio > 0, r6(r->run_median_ratio));
     num_or_null(j, "runMedianLow", r->run_median_lo > 0, r6(r->run_median_lo));
     mprof_json_num(j, "runMedianSpreadPct", r6(100.0 * r->run_median_sd));

@@ -69,14 +69,15 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
             fprintf(out, "  runs        per-run p95 rank test p %s\n",
                     mprof__gate_pstr(r->run_p, pb, sizeof pb));
         if (r->shift_tested)
-            fprintf(out, "  every frame rank test against the baseline %+g %%: p %s; runs' median "
-                         "ratio %.3f, at least %.3f (one-sided %g %%): %s\n",
-                    o->threshold_pct, mprof__gate_pstr(r->shift_p, pb, sizeof pb),
-                    r->run_median_ratio, r->run_median_lo, 100.0 * (1.0 - o->alpha),
+            fprintf(out, "  every frame median ratio: frames %.3f, runs %.3f (at least %.3f, "
+                         "one-sided %g %%); frames against the baseline %+g %%: p %s: %s\n",
+                    r->frame_median_ratio, r->run_median_ratio, r->run_median_lo,
+                    100.0 * (1.0 - o->alpha), o->threshold_pct,
+                    mprof__gate_pstr(r->shift_p, pb, sizeof pb),
                     r->shift ? "every frame slower by more than the threshold"
-                             : r->shift_runs_ok || r->shift_p < o->alpha
-                                   ? "the frames and the runs disagree"
-                                   : "no");
+                    : r->shift_runs_ok || r->shift_frames_ok
+                        ? "the frames and the runs disagree"
+                        : "no");
     }
     if (r->n_zones > 0 && r->verdict != MPROF_GATE_BAD_INPUT) {
         fprintf(out, "\n  where the time went (%s self time per frame, significant growth first)\n",
