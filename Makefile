@@ -7,7 +7,8 @@
 #                 asan build also compiles bench/, so every target is built -Werror with clang too)
 #   make bench  - the benchmarks (figures on stdout, one JSON object per line)
 #   make proof  - the checks whose outcome depends on timing and load (the gate's proof on noise
-#                 with the sample engine under a CPU hog, mprof ci --self-test): bench/proof.sh
+#                 with the sample engine and the sub-millisecond timedemo under a CPU hog,
+#                 mprof ci --self-test): bench/proof.sh
 #   make matrix - build every standard configuration (Debug, Release, RelWithDebInfo, MinSizeRel
 #                 with gcc and clang, and a packager's build), warnings as errors
 #   make package - the Debian package (CPack DEB) in $(BUILD)/: mprof_<version>_<arch>.deb

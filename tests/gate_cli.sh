@@ -68,7 +68,7 @@ has same.out "mprof gate: PASS (exit 0)"
 # One run per side: the tests agree, but one run cannot tell a busier machine from slower code.
 run 2 slow1 --baseline "$W/base.json" --current "$W/slow.json"
 has slow1.out "mprof gate: INCONCLUSIVE (exit 2)"
-has slow1.out "record about 1 more runs per side"
+has slow1.out "rerun with --runs 3"
 has slow1.out "warning: no system tracing"
 
 run 1 slow --baseline "$W/base2" --current "$W/slow2" --json "$W/slow.report.json" --markdown "$W/slow.md"

@@ -296,6 +296,30 @@ static void test_t_and_run_interval(void **state)
     assert_int_equal(mprof__runs_log_ratio_ci(z, 2, c2, 3, 0.95, &ci, &df), -1);
 }
 
+/* The run-to-run spread on logs and the runs a side a t test needs, against hand-worked values:
+ * base logs {0, 0.1} and current logs {0.2, 0.3} differ by 0.2 with a pooled sd of
+ * sqrt((4 x 0.05^2) / 2) = 0.0707; at two runs a side the one-sided 5 % t test needs
+ * t(0.05, 2) = 2.920 x 0.0707 x 1 = 0.206 > 0.2, at three 2.132 x 0.0707 x 0.816 = 0.123. */
+static void test_runs_needed(void **state)
+{
+    (void)state;
+    const double b[2] = {1.0, exp(0.1)}, c[2] = {exp(0.2), exp(0.3)};
+    double diff, sd;
+    assert_int_equal(mprof__runs_log_spread(b, 2, c, 2, &diff, &sd), 0);
+    assert_float_equal(diff, 0.2, 1e-12);
+    assert_float_equal(sd, sqrt(0.005), 1e-12);
+    assert_int_equal(mprof__runs_needed(diff, sd, 0.05, 32), 3);
+    assert_int_equal(mprof__runs_needed(diff, 0.0, 0.05, 32), 2);
+    assert_int_equal(mprof__runs_needed(0.0, sd, 0.05, 32), 0);
+    assert_int_equal(mprof__runs_needed(-0.1, sd, 0.05, 32), 0);
+    assert_int_equal(mprof__runs_needed(0.01, 0.2, 0.05, 32), -1);
+    /* Needs two positive values a side. */
+    assert_int_equal(mprof__runs_log_spread(b, 1, c, 2, &diff, &sd), -1);
+    const double z[2] = {1.0, 0.0};
+    assert_int_equal(mprof__runs_log_spread(z, 2, c, 2, &diff, &sd), -1);
+    assert_float_equal(diff, 0.0, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_bootstrap),
         cmocka_unit_test(test_correlated),
         cmocka_unit_test(test_t_and_run_interval),
+        cmocka_unit_test(test_runs_needed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

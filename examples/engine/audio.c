@@ -96,7 +96,7 @@ static void mix_voice(voice *v)
 void audio_frame(uint32_t impacts, float impact_energy, uint32_t soul_events)
 {
     MPROF_ZONE_C("Audio::frame", MPROF_COLOR_AUDIO);
-    uint64_t t0 = eng_now_ns();
+    uint64_t t0 = eng_slow_begin();
     {
         MPROF_ZONE_C("Audio::events", MPROF_COLOR_AUDIO);
         uint32_t n_impacts = impacts < 6 ? impacts : 6;

@@ -39,8 +39,9 @@ typedef struct engine_options {
     double seconds;           /* --seconds; 0 = no time limit */
     const char *capture_path; /* --capture */
     int listen;               /* --listen */
-    eng_sys slow_sys;         /* --slow SYS=PCT */
+    eng_sys slow_sys;         /* --slow SYS=PCT, --slow-cpu SYS=PCT */
     int slow_pct;
+    int slow_cpu;             /* --slow-cpu: PCT of the subsystem's CPU time, not its wall time */
     int threads;              /* --threads: worker threads */
     uint64_t seed;            /* --seed */
     const char *png_path;     /* --png */
@@ -68,7 +69,10 @@ uint64_t eng_now_ns(void);
 /* The named subsystem, for --slow ("physics", "Physics::step", "renderer"...), or ENG_SYS_NONE. */
 eng_sys eng_sys_from_name(const char *name);
 const char *eng_sys_name(eng_sys s);
-/* --slow: when sys is the slowed subsystem, burns (now - t0) * pct / 100 of real CPU work. */
+/* --slow: when sys is the slowed subsystem, burns (now - t0) * pct / 100 of real CPU work, where
+ * t0 comes from eng_slow_begin() at the subsystem's start: wall time with --slow, the calling
+ * thread's CPU time with --slow-cpu (which a busy machine does not stretch). */
+uint64_t eng_slow_begin(void);
 void eng_slowdown(eng_sys sys, uint64_t t0_ns);
 /* The frame arena ("Kernel::frame_arena", mprof's allocator kit): everything allocated from it
  * dies at the end of the frame. Main thread only. */

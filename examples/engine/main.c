@@ -31,6 +31,9 @@ static void usage(FILE *out)
           "  --slow SYS=PCT    make one subsystem PCT percent slower with real work;\n"
           "                    SYS: renderer, physics, souls (ai), nexus (network), audio,\n"
           "                    or a zone name such as Physics::step\n"
+          "  --slow-cpu SYS=PCT  the same, PCT percent of the subsystem's CPU time on its\n"
+          "                    thread rather than its wall time (which a busy machine\n"
+          "                    stretches): the same extra work at any load\n"
           "  --threads N       worker threads for the job system (default 2)\n"
           "  --seed N          world seed (default 1); same seed, same frames: same world\n"
           "  --png PATH        write the last rendered frame as a PNG\n"
@@ -80,7 +83,8 @@ static int bad(const char *flag, const char *value, const char *why)
 static int takes_value(const char *flag)
 {
     static const char *const flags[] = {"--frames", "--seconds", "--capture", "--png",
-                                        "--slow",   "--threads", "--seed",    "--renderer",
+                                        "--slow",   "--slow-cpu", "--threads", "--seed",
+                                        "--renderer",
                                         "--size",   "--bodies",  "--souls",
                                         "--auto-capture", "--auto-capture-seconds",
                                         "--auto-capture-output"};
@@ -128,7 +132,8 @@ static int parse_args(int argc, char **argv, engine_options *o)
         } else if (!strcmp(a, "--png")) {
             o->png_path = v;
             i++;
-        } else if (!strcmp(a, "--slow")) {
+        } else if (!strcmp(a, "--slow") || !strcmp(a, "--slow-cpu")) {
+            o->slow_cpu = !strcmp(a, "--slow-cpu");
             const char *eq = strchr(v, '=');
             char name[64];
             if (!eq || (size_t)(eq - v) >= sizeof name)

@@ -207,7 +207,7 @@ void nexus_frame(uint64_t frame)
     if (nx.client_fd < 0)
         return;
     MPROF_ZONE_C("Nexus::frame", MPROF_COLOR_NETWORK);
-    uint64_t t0 = eng_now_ns();
+    uint64_t t0 = eng_slow_begin();
     client_send(frame);
     server_update();
     client_receive();

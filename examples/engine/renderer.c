@@ -169,7 +169,7 @@ const char *renderer_backend_name(void)
 void renderer_frame(uint64_t frame)
 {
     MPROF_ZONE_C("Renderer::frame", MPROF_COLOR_RENDERER);
-    uint64_t t0 = eng_now_ns();
+    uint64_t t0 = eng_slow_begin();
     render_scene sc;
     memset(&sc, 0, sizeof sc);
     sc.frame = frame;

@@ -443,7 +443,7 @@ void souls_shutdown(void)
 void souls_step(float dt)
 {
     MPROF_ZONE_C("Souls::step", MPROF_COLOR_AI);
-    uint64_t t0 = eng_now_ns();
+    uint64_t t0 = eng_slow_begin();
     so.dt = dt;
     so.steps++;
     so.events = 0;

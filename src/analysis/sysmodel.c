@@ -30,6 +30,7 @@ typedef struct wake {
 typedef struct waker {
     uint64_t tid, pid; /* 0, 0 for an interrupt */
     int ctx;
+    uint32_t tidx; /* the traced thread of this process it is, UINT32_MAX when none */
 } waker;
 
 typedef struct otid {
@@ -41,7 +42,9 @@ typedef struct otid {
     int64_t *os, *oe, *pre; /* off intervals [os, oe) and the off time before each */
     uint8_t *orsn;          /* why each interval is off (MPROF_SYS_REASON_*) */
     uint32_t *owk;          /* who woke it (index into wakers), UINT32_MAX when unknown */
+    int64_t *owts;          /* when it was woken, INT64_MIN when unknown */
     uint32_t n_off;
+    int program;            /* a capture thread: it recorded events, so it is the program's */
     wake *wk;
     uint32_t n_wk, cap_wk;
     int64_t by_reason[MPROF_SYS_REASON_MAX + 1]; /* off-CPU ns */
@@ -65,6 +68,9 @@ struct mprof_sysmodel {
     struct core { uint32_t cpu, n; double other, self; } *core;
     uint32_t n_core, cap_core;
     int any_wake;
+    int any_reason;   /* a switch said preempted or yielded, so reasons are recorded */
+    int reasons;      /* switch reasons are known (path_model) */
+    uint64_t pid;     /* INFO pid: which wakers are threads of the program */
     int64_t last_ts;
     int incomplete, any_switch, finished;
 };
@@ -85,6 +91,7 @@ void mprof__sys_free(mprof_sysmodel *m)
         free(m->t[i].pre);
         free(m->t[i].orsn);
         free(m->t[i].owk);
+        free(m->t[i].owts);
         free(m->t[i].wk);
     }
     free(m->wakers);
@@ -154,6 +161,9 @@ int mprof__sys_event(mprof_sysmodel *m, const mprof_reader *r, const mprof_event
             break;
         t->sw[t->n_sw++] = (sw){ev->ts_ns, (uint8_t)(ev->u[1] != 0), (uint8_t)ev->u[2]};
         m->any_switch = 1;
+        if (ev->u[1] == MPROF_SYS_OUT &&
+            (ev->u[2] == MPROF_SYS_REASON_PREEMPTED || ev->u[2] == MPROF_SYS_REASON_YIELDED))
+            m->any_reason = 1;
         return 0;
     }
     case MPROF_EV_SYS_WAKE: {
@@ -173,7 +183,7 @@ int mprof__sys_event(mprof_sysmodel *m, const mprof_reader *r, const mprof_event
                 mprof_umap_put(&m->waker_by_key, key, m->n_wakers) != 0)
                 break; /* a key collision (corrupt ids) counts as incomplete */
             w = m->n_wakers++;
-            m->wakers[w] = (waker){wt, wp, ctx};
+            m->wakers[w] = (waker){wt, wp, ctx, UINT32_MAX};
         }
         if (!t || mprof_array_reserve((void **)&t->wk, &t->cap_wk, t->n_wk + 1, sizeof *t->wk))
             break;
@@ -276,10 +286,15 @@ static int push_off(otid *t, uint32_t *cap, int64_t s, int64_t e, int reason)
         if (!w)
             return -1;
         t->owk = w;
+        a = realloc(t->owts, nc * sizeof *a);
+        if (!a)
+            return -1;
+        t->owts = a;
         *cap = nc;
     }
     t->orsn[t->n_off] = (uint8_t)reason;
     t->owk[t->n_off] = UINT32_MAX;
+    t->owts[t->n_off] = INT64_MIN;
     t->by_reason[reason <= MPROF_SYS_REASON_MAX ? reason : 0] += e - s;
     t->pre[t->n_off] = t->n_off ? t->pre[t->n_off - 1] + (t->oe[t->n_off - 1] - t->os[t->n_off - 1]) : 0;
     t->os[t->n_off] = s;
@@ -337,11 +352,17 @@ static void build(mprof_sysmodel *m, otid *t)
         while (w < t->n_wk && t->wk[w].ts < t->os[k])
             w++;
         uint32_t last = UINT32_MAX;
-        while (w < t->n_wk && t->wk[w].ts <= t->oe[k])
+        int64_t when = INT64_MIN;
+        while (w < t->n_wk && t->wk[w].ts <= t->oe[k]) {
+            when = t->wk[w].ts;
             last = t->wk[w++].waker;
+        }
         t->owk[k] = last;
+        t->owts[k] = when;
     }
 }
+
+static void path_prepare(mprof_sysmodel *m, const mprof_reader *r);
 
 void mprof__sys_finish(mprof_sysmodel *m, const mprof_reader *r)
 {
@@ -362,9 +383,12 @@ void mprof__sys_finish(mprof_sysmodel *m, const mprof_reader *r)
     for (uint32_t i = 1; i < n; i++) {
         const mprof_thread_def *d = mprof_reader_thread(r, i);
         uint32_t *v = d ? mprof_umap_get(&m->by_tid, d->os_tid + 1) : NULL;
-        if (v)
+        if (v) {
             m->idx_t[i] = *v + 1;
+            m->t[*v].program = 1;
+        }
     }
+    path_prepare(m, r);
     /* The busy samples are normally in time order; a corrupt file may not be. */
     for (uint32_t i = 1; i < m->nb; i++) {
         for (uint32_t k = i; k > 0 && m->bts[k - 1] > m->bts[k]; k--) {
@@ -627,6 +651,218 @@ void mprof__sys_core(const mprof_sysmodel *m, uint32_t i, uint32_t *out_cpu, uin
     *out_n = m->core[i].n;
     *out_other_mean = m->core[i].n ? m->core[i].other / m->core[i].n : 0;
     *out_self_mean = m->core[i].n ? m->core[i].self / m->core[i].n : 0;
+}
+
+/* ---- the critical path of a frame ----------------------------------------------------------- */
+
+/*
+ * A frame is slow for the code's sake when its main thread ran longer or waited longer for the
+ * program's own work, and for the machine's sake when something on its critical path was
+ * runnable but not running: the main thread preempted, the main thread woken but not yet on a
+ * CPU, or the thread it waited for preempted while the main thread waited. The walk goes back
+ * along that path: each off-CPU interval of a thread in a window is either preempted (counted),
+ * or a wait whose waker is followed into its own window, [start of the wait, wake-up), with its
+ * wake-up latency (wake-up to switch-in) counted. The windows of one walk never overlap (a
+ * thread's intervals are disjoint, and a wait's window lies inside the wait), so nothing is
+ * counted twice and the total never exceeds the frame.
+ *
+ * Who woke a wait is recorded with the sched tracepoints (SYS_WAKE). Without them (and for a
+ * wait whose wake-up they missed) it is inferred: the waker ran at the wake-up, so it is a
+ * program thread still running when the wait ended, or the one that stopped last before (a job
+ * worker that signals and then waits for more work, handing its CPU to the woken thread); the
+ * candidate that removes least is taken, and a wait during which no program thread ran (a
+ * sleep, I/O) removes nothing. On the sample engine under a CPU hog the inference removed 95-99 %
+ * of what the recorded wakers did, waits differing by more than 0.3 ms in fewer than 1 in 200
+ * (docs/GATE.md). Yields and waits for anything else stay in the frame: they are the program's.
+ */
+
+#define PATH_DEPTH 6     /* waits followed into wakers' waits, at most */
+#define PATH_TIES 4      /* inferred wakers tied for "ran last" that are each walked */
+#define PATH_BUDGET 4096 /* intervals and candidates visited per frame */
+
+/* Kernels from 4.17 mark a preempted PERF_RECORD_SWITCH (PERF_RECORD_MISC_SWITCH_OUT_PREEMPT);
+ * before, every switch-out reads as blocked. */
+static int kernel_marks_preemption(const char *os)
+{
+    unsigned major = 0, minor = 0;
+    if (!os || sscanf(os, "Linux %u.%u", &major, &minor) != 2)
+        return 0;
+    return major > 4 || (major == 4 && minor >= 17);
+}
+
+static void path_prepare(mprof_sysmodel *m, const mprof_reader *r)
+{
+    const char *v = mprof_reader_info(r, "pid");
+    m->pid = v ? strtoull(v, NULL, 10) : 0;
+    v = mprof_reader_info(r, "system.sched_switch");
+    int sched = v && strncmp(v, "on", 2) == 0;
+    m->reasons = sched || m->any_reason || kernel_marks_preemption(mprof_reader_info(r, "os"));
+    for (uint32_t w = 0; w < m->n_wakers; w++) {
+        waker *k = &m->wakers[w];
+        uint32_t *t = k->ctx == MPROF_SYS_WAKE_TASK && m->pid && k->pid == m->pid
+                          ? mprof_umap_get(&m->by_tid, k->tid + 1)
+                          : NULL;
+        k->tidx = t ? *t : UINT32_MAX;
+    }
+}
+
+int mprof__sys_path_model(const mprof_sysmodel *m)
+{
+    if (!m->finished || !m->any_switch || !m->reasons)
+        return MPROF_SYS_PATH_NONE;
+    return m->any_wake ? MPROF_SYS_PATH_WAKERS : MPROF_SYS_PATH_INFERRED;
+}
+
+typedef struct path_walk {
+    const mprof_sysmodel *m;
+    int model;
+    int budget;
+    int truncated;
+    size_t unrecorded; /* waits of the wakers model whose wake-up was not recorded */
+} path_walk;
+
+static int64_t clip_len(int64_t s, int64_t e, int64_t a, int64_t b)
+{
+    s = s > a ? s : a;
+    e = e < b ? e : b;
+    return e > s ? e - s : 0;
+}
+
+/* The last instant in (s, x] at which t was on the CPU; INT64_MIN when it was off, or not
+ * traced, throughout. */
+static int64_t last_on(const otid *t, int64_t s, int64_t x)
+{
+    int64_t y = x < t->end ? x : t->end;
+    if (y <= s || y <= t->start)
+        return INT64_MIN;
+    size_t j = mprof_first_after(t->os, t->n_off, y - 1); /* the first that starts at y or later */
+    if (j == 0 || t->oe[j - 1] <= y)
+        return y;
+    return t->os[j - 1] > s ? t->os[j - 1] : INT64_MIN;
+}
+
+static int64_t path_thread(path_walk *w, uint32_t ti, int64_t a, int64_t b, int depth);
+
+/* The runnable time on the critical path of wait k of thread ti, within [a, b): the wake-up
+ * latency, and the waker's own path up to the wake-up. */
+static int64_t path_wait(path_walk *w, uint32_t ti, uint32_t k, int64_t a, int64_t b, int depth)
+{
+    const mprof_sysmodel *m = w->m;
+    const otid *t = &m->t[ti];
+    int64_t s = t->os[k], x = t->oe[k];
+    int64_t woken = t->owts[k];
+    if (w->model == MPROF_SYS_PATH_WAKERS && woken == INT64_MIN)
+        w->unrecorded++;
+    if (w->model == MPROF_SYS_PATH_WAKERS && woken != INT64_MIN) {
+        int64_t sum = clip_len(woken, x, a, b);
+        uint32_t wi = t->owk[k] < m->n_wakers ? m->wakers[t->owk[k]].tidx : UINT32_MAX;
+        if (wi != UINT32_MAX && wi != ti && depth < PATH_DEPTH)
+            sum += path_thread(w, wi, s > a ? s : a, woken < b ? woken : b, depth + 1);
+        return sum;
+    }
+    /* Inferred (also for a wait whose wake-up the tracepoints did not record). The waker ran at
+     * the wake-up, which came before x: either it still runs at x
+     * (and the wait ended on another CPU), or it is the program thread that stopped last before
+     * x (a worker that signals and then waits for more work, handing its CPU to the woken
+     * thread). Each of those is a candidate, and the one that removes least is taken. */
+    uint32_t run[PATH_TIES], stop[PATH_TIES], cand[2 * PATH_TIES];
+    int64_t at[2 * PATH_TIES];
+    int n_run = 0, n_stop = 0, n = 0;
+    int64_t last = INT64_MIN;
+    for (uint32_t c = 0; c < m->n_t; c++) {
+        if (c == ti || !m->t[c].program)
+            continue;
+        if (--w->budget < 0) {
+            w->truncated = 1;
+            return 0;
+        }
+        int64_t l = last_on(&m->t[c], s, x);
+        if (l == INT64_MIN)
+            continue;
+        if (l == x) {
+            if (n_run < PATH_TIES)
+                run[n_run++] = c;
+        } else if (l >= last) {
+            if (l > last)
+                n_stop = 0;
+            last = l;
+            if (n_stop < PATH_TIES)
+                stop[n_stop++] = c;
+        }
+    }
+    for (int i = 0; i < n_run; i++) {
+        cand[n] = run[i];
+        at[n++] = x;
+    }
+    for (int i = 0; i < n_stop; i++) {
+        cand[n] = stop[i];
+        at[n++] = last;
+    }
+    if (n == 0)
+        return 0;
+    int64_t least = INT64_MAX;
+    for (int i = 0; i < n; i++) {
+        int64_t v = clip_len(at[i], x, a, b);
+        if (depth < PATH_DEPTH)
+            v += path_thread(w, cand[i], s > a ? s : a, at[i] < b ? at[i] : b, depth + 1);
+        if (v < least)
+            least = v;
+    }
+    return least;
+}
+
+/* The runnable time on thread ti's part of the critical path within [a, b): its preempted
+ * intervals and what its waits' wakers contributed. */
+static int64_t path_thread(path_walk *w, uint32_t ti, int64_t a, int64_t b, int depth)
+{
+    const otid *t = &w->m->t[ti];
+    int64_t sum = 0;
+    if (b <= a)
+        return 0;
+    /* Intervals are disjoint and sorted, so their ends are sorted too. */
+    for (size_t k = mprof_first_after(t->oe, t->n_off, a); k < t->n_off && t->os[k] < b; k++) {
+        if (--w->budget < 0) {
+            w->truncated = 1;
+            break;
+        }
+        if (t->orsn[k] == MPROF_SYS_REASON_PREEMPTED)
+            sum += clip_len(t->os[k], t->oe[k], a, b);
+        else if (t->orsn[k] == MPROF_SYS_REASON_BLOCKED)
+            sum += path_wait(w, ti, (uint32_t)k, a, b, depth);
+    }
+    return sum;
+}
+
+size_t mprof__sys_frames_path(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
+                              const int64_t *fe, size_t nf, double *out_preempted_ms,
+                              double *out_wait_ms, size_t *out_unrecorded)
+{
+    path_walk w = {m, mprof__sys_path_model(m), 0, 0, 0};
+    int64_t ti = mprof__sys_thread_tidx(m, idx);
+    size_t truncated = 0;
+    for (size_t i = 0; i < nf; i++) {
+        int64_t pre = 0, wait = 0;
+        if (ti >= 0 && w.model != MPROF_SYS_PATH_NONE) {
+            const otid *t = &m->t[ti];
+            w.budget = PATH_BUDGET;
+            w.truncated = 0;
+            for (size_t k = mprof_first_after(t->oe, t->n_off, fs[i]);
+                 k < t->n_off && t->os[k] < fe[i]; k++) {
+                if (t->orsn[k] == MPROF_SYS_REASON_PREEMPTED)
+                    pre += clip_len(t->os[k], t->oe[k], fs[i], fe[i]);
+                else if (t->orsn[k] == MPROF_SYS_REASON_BLOCKED)
+                    wait += path_wait(&w, (uint32_t)ti, (uint32_t)k, fs[i], fe[i], 0);
+            }
+            truncated += w.truncated != 0;
+        }
+        if (out_preempted_ms)
+            out_preempted_ms[i] = (double)pre / 1e6;
+        if (out_wait_ms)
+            out_wait_ms[i] = (double)wait / 1e6;
+    }
+    if (out_unrecorded)
+        *out_unrecorded = w.unrecorded;
+    return truncated;
 }
 
 /* ---- thread names --------------------------------------------------------------------------- */

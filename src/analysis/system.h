@@ -73,6 +73,28 @@ void mprof__sys_frames(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
 void mprof__sys_spread_off(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
                            const int64_t *fe, size_t nf, int64_t a, int64_t b, double *acc);
 
+/* The critical path of a frame (docs/GATE.md, "Decision time"): how much of it was runnable but
+ * not running. The model says how the waits are followed: not at all when the switches carry no
+ * reasons (a kernel before 4.17 without the sched tracepoints marks every switch-out blocked, so
+ * preemption cannot be told from waiting), by the wakers the sched tracepoints recorded, or by
+ * wakers inferred from which program thread ran last before a wait ended. */
+enum {
+    MPROF_SYS_PATH_NONE = 0,
+    MPROF_SYS_PATH_INFERRED = 1,
+    MPROF_SYS_PATH_WAKERS = 2
+};
+int mprof__sys_path_model(const mprof_sysmodel *m);
+/* Per frame [fs[i], fe[i]) of capture thread idx: the milliseconds it was preempted, and the
+ * milliseconds inside its waits (blocked intervals) that the critical path was runnable but not
+ * running: the wake-up latency, and the waker's preempted time and its own waits' share,
+ * followed back. Both 0 with MPROF_SYS_PATH_NONE. Returns the frames whose walk stopped at its
+ * budget of visits (their wait figures are then lower bounds); *out_unrecorded gets the waits
+ * followed whose wake-up the tracepoints did not record (their waker was inferred). Any output
+ * may be NULL. */
+size_t mprof__sys_frames_path(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
+                              const int64_t *fe, size_t nf, double *out_preempted_ms,
+                              double *out_wait_ms, size_t *out_unrecorded);
+
 /* Raw timelines, for the viewer: traced OS threads (index i < count) with their traced range and
  * off-CPU intervals (sorted, with reasons), and the CPU-usage samples. */
 uint32_t mprof__sys_tid_count(const mprof_sysmodel *m);

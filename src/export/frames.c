@@ -684,46 +684,84 @@ static const char *set_name(const mprof_reader *r, const fset *f)
     return s ? s : "(unnamed)";
 }
 
-/* The "system" object and the per-frame CPU arrays (docs/GATE.md, docs/SYSTEM.md). */
-static int write_system(const exporter *x, FILE *out)
+/* The "system" object and the per-frame CPU arrays (docs/GATE.md, docs/SYSTEM.md). With switch
+ * reasons, the main thread's off-CPU time is split into preempted and blocked, and the part of
+ * its waits that the critical path spent runnable (analysis/system.h) is given, so that the gate
+ * computes each frame's decision time without the capture. */
+static int write_system(exporter *x, FILE *out)
 {
     int cpu = x->sys_st.cpu_usage && mprof__sys_has_busy(x->sys);
     const char *why = x->sys_st.why_not;
     if (x->sys_st.context_switches && !x->sys_switches)
         why = "the main frame set's thread has no context-switch records";
+    int path = x->sys_switches ? mprof__sys_path_model(x->sys) : MPROF_SYS_PATH_NONE;
+    const fset *m = x->main;
+    size_t n = m && m->nf ? m->nf : 1;
+    double *on = NULL, *off = NULL, *all = NULL, *busy = NULL, *pre = NULL, *wait = NULL;
+    size_t truncated = 0, unrecorded = 0;
+    int rc = -1;
+    if (x->sys_switches) {
+        on = calloc(n, sizeof *on);
+        off = calloc(n, sizeof *off);
+        all = calloc(n, sizeof *all);
+        busy = calloc(n, sizeof *busy);
+        pre = calloc(n, sizeof *pre);
+        wait = calloc(n, sizeof *wait);
+        if (!on || !off || !all || !busy || !pre || !wait)
+            goto out;
+        mprof__sys_frames(x->sys, m->thread, m->fs, m->fe, m->nf, on, off, all, busy);
+        if (path != MPROF_SYS_PATH_NONE)
+            truncated = mprof__sys_frames_path(x->sys, m->thread, m->fs, m->fe, m->nf, pre, wait,
+                                               &unrecorded);
+        if (truncated)
+            warn(x, "the critical path of %zu frames was followed only part of the way (too many "
+                    "waits inside them): their frameWaitRunnableMs are lower bounds", truncated);
+    }
     fprintf(out, ",\n  \"system\": {\"contextSwitches\": %s, \"cpuUsage\": %s, \"sampling\": %s, "
-                 "\"whyNot\": ",
+                 "\"switchReasons\": %s, \"criticalPath\": %s, \"pathTruncatedFrames\": %zu, "
+                 "\"unrecordedWakeups\": %zu, \"whyNot\": ",
             x->sys_switches ? "true" : "false", cpu ? "true" : "false",
-            x->sys_st.sampling ? "true" : "false");
+            x->sys_st.sampling ? "true" : "false", path != MPROF_SYS_PATH_NONE ? "true" : "false",
+            path == MPROF_SYS_PATH_WAKERS    ? "\"wakers\""
+            : path == MPROF_SYS_PATH_INFERRED ? "\"inferred\""
+                                              : "null",
+            truncated, unrecorded);
     put_str(out, why);
     fputc('}', out);
+    rc = 0;
     if (!x->sys_switches)
-        return 0;
-    const fset *m = x->main;
-    size_t n = m->nf ? m->nf : 1;
-    double *on = calloc(n, sizeof *on), *off = calloc(n, sizeof *off);
-    double *all = calloc(n, sizeof *all), *busy = calloc(n, sizeof *busy);
-    int rc = -1;
-    if (on && off && all && busy) {
-        mprof__sys_frames(x->sys, m->thread, m->fs, m->fe, m->nf, on, off, all, busy);
-        fputs(",\n  \"frameOnCpuMs\": ", out);
-        put_ms_array(out, on, m->nf);
-        fputs(",\n  \"frameOffCpuMs\": ", out);
-        put_ms_array(out, off, m->nf);
-        fputs(",\n  \"frameCpuMs\": ", out);
-        put_ms_array(out, all, m->nf);
-        if (cpu) {
-            fputs(",\n  \"frameMachineBusy\": [", out);
-            for (size_t i = 0; i < m->nf; i++)
-                fprintf(out, "%s%.4f", i ? ", " : "", busy[i]);
-            fputc(']', out);
-        }
-        rc = 0;
+        goto out;
+    fputs(",\n  \"frameOnCpuMs\": ", out);
+    put_ms_array(out, on, m->nf);
+    fputs(",\n  \"frameOffCpuMs\": ", out);
+    put_ms_array(out, off, m->nf);
+    fputs(",\n  \"frameCpuMs\": ", out);
+    put_ms_array(out, all, m->nf);
+    if (cpu) {
+        fputs(",\n  \"frameMachineBusy\": [", out);
+        for (size_t i = 0; i < m->nf; i++)
+            fprintf(out, "%s%.4f", i ? ", " : "", busy[i]);
+        fputc(']', out);
     }
+    if (path != MPROF_SYS_PATH_NONE) {
+        /* Blocked is the rest of the off-CPU time: waits, yields, and intervals of unknown
+         * reason (before the thread's first switch). */
+        for (size_t i = 0; i < m->nf; i++)
+            off[i] = off[i] > pre[i] ? off[i] - pre[i] : 0.0;
+        fputs(",\n  \"framePreemptedMs\": ", out);
+        put_ms_array(out, pre, m->nf);
+        fputs(",\n  \"frameBlockedMs\": ", out);
+        put_ms_array(out, off, m->nf);
+        fputs(",\n  \"frameWaitRunnableMs\": ", out);
+        put_ms_array(out, wait, m->nf);
+    }
+out:
     free(on);
     free(off);
     free(all);
     free(busy);
+    free(pre);
+    free(wait);
     return rc;
 }
 

@@ -108,6 +108,85 @@ static int aligned_arrays(const cJSON *obj, const char *const *keys, double **co
     return 0;
 }
 
+/* The critical path (with switch reasons): "switchReasons", "criticalPath",
+ * "pathTruncatedFrames", and framePreemptedMs, frameBlockedMs and frameWaitRunnableMs, which
+ * must all be there when switchReasons is true, and must add up: preempted + blocked is the
+ * off-CPU time, the waits' runnable part lies inside the blocked time, and what the decision
+ * removes never exceeds the frame. Returns 0, or -1 with err set. */
+static int parse_path(const cJSON *root, const cJSON *sys, const char *name, size_t total_frames,
+                      size_t skip, mprof_frames_run *run, char *err, size_t errlen)
+{
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(sys, "switchReasons");
+    if (b && !cJSON_IsBool(b)) {
+        tool_seterr(err, errlen, "%s: \"system\": \"switchReasons\" is not true or false", name);
+        return -1;
+    }
+    run->switch_reasons = b && cJSON_IsTrue(b);
+    const cJSON *cp = cJSON_GetObjectItemCaseSensitive(sys, "criticalPath");
+    if (cp && !cJSON_IsNull(cp)) {
+        if (cJSON_IsString(cp) && strcmp(cp->valuestring, "wakers") == 0)
+            run->critical_path = 2;
+        else if (cJSON_IsString(cp) && strcmp(cp->valuestring, "inferred") == 0)
+            run->critical_path = 1;
+        else {
+            tool_seterr(err, errlen, "%s: \"system\": \"criticalPath\" must be \"wakers\", "
+                        "\"inferred\" or null (an export from a newer mprof?)", name);
+            return -1;
+        }
+    }
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(sys, "pathTruncatedFrames");
+    if (tr) {
+        if (!cJSON_IsNumber(tr) || !(tr->valuedouble >= 0) || tr->valuedouble > 1e15 ||
+            tr->valuedouble != floor(tr->valuedouble)) {
+            tool_seterr(err, errlen, "%s: \"system\": \"pathTruncatedFrames\" is not a count",
+                        name);
+            return -1;
+        }
+        run->path_truncated = (size_t)tr->valuedouble;
+    }
+    if (run->critical_path && !run->switch_reasons) {
+        tool_seterr(err, errlen, "%s: \"system\": \"criticalPath\" is set but \"switchReasons\" "
+                    "is false", name);
+        return -1;
+    }
+    if (!run->switch_reasons)
+        return 0;
+    const char *const ak[3] = {"framePreemptedMs", "frameBlockedMs", "frameWaitRunnableMs"};
+    double **const av[3] = {&run->preempted_ms, &run->blocked_ms, &run->wait_runnable_ms};
+    const char *bad = NULL, *why = NULL;
+    if (aligned_arrays(root, ak, av, 3, total_frames, skip, 0, &bad, &why)) {
+        tool_seterr(err, errlen, "%s: \"%s\" %s", name, bad, why);
+        return -1;
+    }
+    for (int k = 0; k < 3; k++)
+        if (!*av[k]) {
+            tool_seterr(err, errlen, "%s: \"system\": \"switchReasons\" is true but \"%s\" is "
+                        "missing", name, ak[k]);
+            return -1;
+        }
+    if (!run->off_cpu_ms) {
+        tool_seterr(err, errlen, "%s: \"system\": \"switchReasons\" is true but "
+                    "\"frameOffCpuMs\" is missing", name);
+        return -1;
+    }
+    /* The export rounds each figure to a nanosecond, so sums may differ by a few. */
+    const double slack = 1e-5;
+    for (size_t i = 0; i < run->n_frames; i++) {
+        const char *what = NULL;
+        if (fabs(run->preempted_ms[i] + run->blocked_ms[i] - run->off_cpu_ms[i]) > slack)
+            what = "framePreemptedMs + frameBlockedMs is not frameOffCpuMs";
+        else if (run->wait_runnable_ms[i] > run->blocked_ms[i] + slack)
+            what = "frameWaitRunnableMs exceeds frameBlockedMs";
+        else if (run->preempted_ms[i] + run->wait_runnable_ms[i] > run->frames_ms[i] + slack)
+            what = "framePreemptedMs + frameWaitRunnableMs exceeds the frame time";
+        if (what) {
+            tool_seterr(err, errlen, "%s: frame %zu: %s", name, i + run->n_skipped, what);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* System tracing (contract with the system-tracing export): the "system" object and, when it
  * says contextSwitches, the per-frame arrays aligned with frameTimesMs. An export without the
  * object (older versions) simply has no system data. Returns 0, or -1 with err set. */
@@ -155,7 +234,7 @@ static int parse_system(const cJSON *root, const char *name, size_t total_frames
         run->context_switches = 0;
     if (!run->machine_busy)
         run->cpu_usage = 0;
-    return 0;
+    return parse_path(root, sys, name, total_frames, skip, run, err, errlen);
 }
 
 /* frameOnCpuMs and frameOffCpuMs of an export without a "system" object

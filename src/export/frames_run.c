@@ -27,6 +27,9 @@ void mprof__frames_run_clear(mprof_frames_run *run)
     free(run->off_cpu_ms);
     free(run->cpu_ms);
     free(run->machine_busy);
+    free(run->preempted_ms);
+    free(run->blocked_ms);
+    free(run->wait_runnable_ms);
     for (size_t i = 0; i < run->n_zones; i++) {
         free(run->zones[i].name);
         free(run->zones[i].function);

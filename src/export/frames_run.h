@@ -60,6 +60,13 @@ typedef struct mprof_frames_run {
     double *on_cpu_ms, *off_cpu_ms;  /* frameOnCpuMs, frameOffCpuMs: the main thread */
     double *cpu_ms;                  /* frameCpuMs: every thread of the process */
     double *machine_busy;            /* frameMachineBusy: 0..1, other processes' share */
+    /* With switch reasons ("system": switchReasons true): the main thread's preempted and
+     * blocked time per frame, and the part of its waits that the critical path spent runnable
+     * (framePreemptedMs, frameBlockedMs, frameWaitRunnableMs; all three or none). */
+    int switch_reasons;
+    int critical_path;               /* "criticalPath": 0 null, 1 "inferred", 2 "wakers" */
+    size_t path_truncated;           /* "pathTruncatedFrames" */
+    double *preempted_ms, *blocked_ms, *wait_runnable_ms;
     mprof_frames_zone *zones;        /* as the export lists them: largest self time first */
     size_t n_zones;
 } mprof_frames_run;

@@ -152,10 +152,13 @@ static int zone_on_side(const mprof_frames_runs *s, const mprof_frames_zone *key
     return 0;
 }
 
-/* Significant growths first (largest first), then the rest by growth. */
+/* Growths past the threshold's share of the frame first, then the other significant growths
+ * (largest first), then the rest by growth. */
 static int cmp_attrib(const void *pa, const void *pb)
 {
     const mprof_gate_attrib *a = pa, *b = pb;
+    if (a->exceeds != b->exceeds)
+        return a->exceeds ? -1 : 1;
     if (a->significant != b->significant)
         return a->significant ? -1 : 1;
     if (a->delta_ms != b->delta_ms)
@@ -280,10 +283,13 @@ static int score_zone(const mprof_frames_runs *b, const mprof_frames_runs *c,
     return 0;
 }
 
-/* The top_zones rows of rows (sorted) into r->zones, with their own copies of the names. */
+/* The top_zones rows of rows (sorted) into r->zones, with their own copies of the names; every
+ * zone that exceeds the threshold's share of the frame is kept beyond top_zones. */
 static int keep_top(const mprof_gate_attrib *rows, size_t n, mprof_gate_result *r)
 {
     size_t keep = n < (size_t)r->opts.top_zones ? n : (size_t)r->opts.top_zones;
+    while (keep < n && rows[keep].exceeds)
+        keep++;
     r->zones = calloc(keep ? keep : 1, sizeof *r->zones);
     if (!r->zones)
         return -1;
@@ -313,6 +319,12 @@ int mprof__gate_attribute(const mprof_frames_runs *b, const mprof_frames_runs *c
     int rc = rows && starts[0] && starts[1] ? 0 : -1;
     for (size_t j = 0; rc == 0 && j < n; j++)
         rc = score_zone(b, c, keys[j], on_cpu, starts, runs, &r->opts, &rows[j]);
+    /* A zone that alone grew by more than the threshold's share of the frame is a regression's
+     * cause on its own, whatever the frame figures say; the decision frame time is the frame
+     * it is measured against (r->base_dec is set before the attribution). */
+    double share_ms = r->opts.threshold_pct / 100.0 * r->base_dec.mean_ms;
+    for (size_t j = 0; rc == 0 && j < n; j++)
+        rows[j].exceeds = rows[j].significant && rows[j].delta_ms > share_ms;
     if (rc == 0) {
         qsort(rows, n, sizeof *rows, cmp_attrib);
         rc = keep_top(rows, n, r);

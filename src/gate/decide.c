@@ -10,9 +10,14 @@
  * each side has enough runs). When the magnitude rule holds but the evidence does not, the
  * verdict is "inconclusive" and says how much more data would settle it, instead of guessing.
  *
+ * A slowdown of every frame by more than the threshold is a regression too, when the frames and
+ * the runs agree on it, whatever the p95 did (shift.c): the p95 rests on the frames where a busy
+ * machine's noise is largest. When neither rule is made out, an inconclusive verdict names the
+ * `--runs` that the runs' spread says would settle it.
+ *
  * mprof__gate_compare takes the steps in order, each of which may settle the verdict: the
  * figures of both sides, the machine guard, the frames each side has, the significance tests,
- * then the verdict.
+ * every frame slower, then the verdict.
  */
 #include "gate/internal.h"
 #include "gate/stats.h"
@@ -93,8 +98,8 @@ static int figures(decision *d)
         mprof__frames_runs_summarize(d->cur, &r->cur))
         return -1;
     mprof__gate_noise(d->base, d->cur, r);
-    if (mprof__gate_pool(d->base, r->noise_model != 0, &d->bv, &d->bs, &d->bruns) ||
-        mprof__gate_pool(d->cur, r->noise_model != 0, &d->cv, &d->cs, &d->cruns))
+    if (mprof__gate_pool(d->base, r->noise_model, &d->bv, &d->bs, &d->bruns) ||
+        mprof__gate_pool(d->cur, r->noise_model, &d->cv, &d->cs, &d->cruns))
         return -1;
     d->nb = d->bs[d->bruns];
     d->nc = d->cs[d->cruns];
@@ -421,6 +426,52 @@ static void decide_regression(decision *d)
                  r->ci_hi, mprof__gate_pstr(r->rank_p, pb, sizeof pb));
 }
 
+/* Every frame slower by more than the threshold, by the frames and by the runs: a regression
+ * whatever the p95 did (shift.c). */
+static void decide_shifted(decision *d)
+{
+    mprof_gate_result *r = d->r;
+    const mprof_gate_opts *o = &r->opts;
+    const mprof_gate_attrib *top = top_zone(r);
+    char pb[32], zone[320] = "; no zone grew significantly (the time is outside zones, or spread "
+                             "over many)";
+    r->verdict = MPROF_GATE_REGRESSION;
+    if (top)
+        snprintf(zone, sizeof zone, "; most of the growth is in zone \"%s\" (%+.3g ms %sper frame)",
+                 top->name, top->delta_ms, top->on_cpu ? "on-CPU " : "");
+    snprintf(r->reason, sizeof r->reason,
+             "every frame got slower by more than the +%g %% threshold: the median %s rose "
+             "%+.1f %% over the frames (rank test p %s) and %+.1f %% over the runs (at least "
+             "%+.1f %%, one-sided %g %%), while the p95 changed %+.1f %%%s%s",
+             o->threshold_pct, r->noise_model ? "decision frame time" : "frame time",
+             100.0 * (r->frame_median_ratio - 1.0), mprof__gate_pstr(r->rank_p, pb, sizeof pb),
+             100.0 * (r->run_median_ratio - 1.0), 100.0 * (r->run_median_lo - 1.0),
+             100.0 * (1.0 - o->alpha), 100.0 * (r->p95_ratio - 1.0),
+             r->magnitude ? " (not significant on its own: the slowest frames are where the "
+                            "machine's noise is)"
+                          : "",
+             zone);
+}
+
+/* A zone that grew significantly by more than the threshold's share of the frame is named in
+ * every verdict's reason (a regression's already names its top zone). */
+static void name_exceeding_zone(decision *d)
+{
+    mprof_gate_result *r = d->r;
+    if (r->verdict == MPROF_GATE_REGRESSION || r->n_zones == 0 || !r->zones[0].exceeds)
+        return;
+    const mprof_gate_attrib *a = &r->zones[0];
+    size_t len = strlen(r->reason);
+    char rel[32] = "new";
+    if (!isinf(a->delta_pct))
+        snprintf(rel, sizeof rel, "%+.0f %%", a->delta_pct);
+    snprintf(r->reason + len, sizeof r->reason - len,
+             "; zone \"%s\" grew significantly by %+.3g ms %sper frame (%s), more than the "
+             "threshold's share of the frame (%.3g ms)",
+             a->name, a->delta_ms, a->on_cpu ? "on-CPU " : "", rel,
+             r->opts.threshold_pct / 100.0 * r->base_dec.mean_ms);
+}
+
 /* How many times more data a test with one-sided p-value p needs to reach alpha, assuming its
  * z score grows with the square root of the sample size. 0 when it cannot be estimated (the
  * data show no effect in that direction). */
@@ -486,35 +537,54 @@ static int estimate_more(decision *d)
     return estimable;
 }
 
-/* Past the threshold without the evidence: inconclusive, saying what more would decide it. */
-static void decide_unproven(decision *d)
+/* Past the threshold without the evidence: inconclusive, saying how many runs a side would
+ * decide it (shift.c: from the measured run-to-run spread). Returns 0, or -1 out of memory. */
+static int decide_unproven(decision *d, const mprof_gate_sides *sides)
 {
     mprof_gate_result *r = d->r;
     const mprof_gate_opts *o = &r->opts;
     double change = 100.0 * (r->p95_ratio - 1.0);
+    size_t runs = d->bruns < d->cruns ? d->bruns : d->cruns;
     char pb[32];
     r->verdict = MPROF_GATE_INCONCLUSIVE;
-    if (!d->runs_ok && d->rank_ok && d->ci_ok && d->run_ok) {
-        r->need_runs = (long)(2 - (d->bruns < d->cruns ? d->bruns : d->cruns));
-        snprintf(r->reason, sizeof r->reason,
-                 "%s rose %+.1f %% (threshold +%g %%), but with %zu baseline and %zu current "
-                 "run(s) a busier machine during one run cannot be told from slower code; "
-                 "record about %ld more runs per side (mprof ci --runs 3 --baseline-cmd ...)",
-                 what_decided(r), change, o->threshold_pct, d->bruns, d->cruns, r->need_runs);
-        return;
+    estimate_more(d); /* needMoreFrames, for the JSON report */
+    if (!d->runs_ok) {
+        /* One run cannot say how much runs differ: three a side is where the tests start. */
+        r->recommended_runs = 3;
+        r->need_runs = (long)(3 - runs);
+        if (d->rank_ok && d->ci_ok && d->run_ok)
+            snprintf(r->reason, sizeof r->reason,
+                     "%s rose %+.1f %% (threshold +%g %%), but with %zu baseline and %zu current "
+                     "run(s) a busier machine during one run cannot be told from slower code; "
+                     "rerun with --runs 3 (mprof ci --runs 3 --baseline-cmd ...)",
+                     what_decided(r), change, o->threshold_pct, d->bruns, d->cruns);
+        else
+            snprintf(r->reason, sizeof r->reason,
+                     "%s rose %+.1f %% (threshold +%g %%) but not significantly (rank test p %s, "
+                     "interval %.3f..%.3f); with %zu baseline and %zu current run(s) nothing says "
+                     "how much runs differ: rerun with --runs 3 (mprof ci --runs 3 "
+                     "--baseline-cmd ...)",
+                     what_decided(r), change, o->threshold_pct,
+                     mprof__gate_pstr(r->rank_p, pb, sizeof pb), r->ci_lo, r->ci_hi, d->bruns,
+                     d->cruns);
+        return 0;
     }
-    int estimable = estimate_more(d);
-    char more[160] = "";
-    if (r->need_frames > 0 && r->need_runs > 0)
-        snprintf(more, sizeof more, "; record about %ld more frames and %ld more runs per side",
-                 r->need_frames, r->need_runs);
-    else if (r->need_frames > 0)
-        snprintf(more, sizeof more, "; record about %ld more frames per side", r->need_frames);
-    else if (r->need_runs > 0)
-        snprintf(more, sizeof more, "; record about %ld more runs per side", r->need_runs);
-    else if (!estimable)
+    if (mprof__gate_advise(sides, r))
+        return -1;
+    long k = r->recommended_runs;
+    r->need_runs = k > (long)runs ? k - (long)runs : 0;
+    char more[320];
+    if (k > 0)
+        snprintf(more, sizeof more, "; rerun with --runs %ld: the runs' p95s differ by about "
+                 "%.1f %% from run to run, and %ld runs a side would tell a change of this size "
+                 "from that", k, 100.0 * r->run_p95_sd, k);
+    else if (k < 0)
+        snprintf(more, sizeof more, "; the change is within what the runs differ by (about "
+                 "%.1f %% from run to run): more than %d runs a side would be needed to tell them "
+                 "apart", 100.0 * r->run_p95_sd, MPROF_GATE_MAX_RUNS);
+    else
         snprintf(more, sizeof more, "; the frame distributions show no shift, only the p95 "
-                                    "moved, so more frames alone may not settle it");
+                 "moved, so more runs alone may not settle it");
     snprintf(r->reason, sizeof r->reason,
              "%s rose %+.1f %% (threshold +%g %%) but not significantly (rank test p %s, interval "
              "%.3f..%.3f%s)%s",
@@ -523,6 +593,7 @@ static void decide_unproven(decision *d)
              r->run_test ? (d->run_ok ? ", per-run p95s differ" : ", per-run p95s do not differ")
                          : (r->run_ci && !d->run_ci_ok ? ", the runs' p95s vary too much" : ""),
              more);
+    return 0;
 }
 
 /* Settles r's verdict. Returns 0, or -1 out of memory. */
@@ -535,12 +606,18 @@ static int decide(decision *d)
         mprof__gate_warn(d->r, "%s", d->r->noise_note);
     if (too_few_frames(d) || (rc = test_significance(d)) != 0)
         return rc < 0 ? -1 : 0;
-    if (!d->r->magnitude)
-        decide_pass(d);
-    else if (d->r->significant)
+    mprof_gate_sides sides = {d->bv, d->cv, d->bs, d->cs, d->bruns, d->cruns};
+    if (mprof__gate_shift(&sides, d->r))
+        return -1;
+    if (d->r->magnitude && d->r->significant)
         decide_regression(d);
-    else
-        decide_unproven(d);
+    else if (d->r->shift)
+        decide_shifted(d);
+    else if (!d->r->magnitude)
+        decide_pass(d);
+    else if (decide_unproven(d, &sides))
+        return -1;
+    name_exceeding_zone(d);
     return 0;
 }
 

@@ -5,14 +5,16 @@
  * and Markdown.
  *
  * A side is one frame export or a directory of them (mprof__frames_load); each export is one run.
- * docs/GATE.md describes the rule; in short, a regression needs both
+ * docs/GATE.md describes the rule; in short, a regression needs either the p95 rule,
  *   magnitude:    current p95 > baseline p95 * (1 + threshold / 100), and
  *   significance: two or more runs on each side, the one-sided rank test on frame times gives
  *                 p < alpha, the bootstrap interval of the p95 ratio (runs, then blocks of frames
  *                 resampled) and the run-level t interval of the runs' p95s lie wholly above
- *                 1.0, and, with enough runs, the rank test on the per-run p95s gives p < alpha.
+ *                 1.0, and, with enough runs, the rank test on the per-run p95s gives p < alpha,
+ * or every frame slower: the frames (their median past 1 + threshold, the rank test significant)
+ * and the runs (their medians past 1 + threshold, significantly above 1) agree (shift.c).
  * The frame times are the decision frame times: with system tracing, the part of each frame that
- * the machine took from the main thread is left out (mprof__gate_decision_ms).
+ * its critical path spent runnable but not running is left out (mprof__gate_decision_ms).
  *
  * Files: decide.c (the rule, step by step), noise.c (decision frame times and the noise model),
  * attribution.c (which zone grew), result.c (the result and its shared wording), text.c,
@@ -32,6 +34,8 @@
 #include <stdio.h>
 
 #define MPROF_GATE_SCHEMA "mprof.gateReport.v1"
+/* The most runs a side the advice names (`mprof ci --runs` takes 1 to 32). */
+#define MPROF_GATE_MAX_RUNS 32
 
 /* Verdicts double as the exit codes of `mprof gate`. */
 typedef enum mprof_gate_verdict {
@@ -59,14 +63,40 @@ typedef struct mprof_gate_opts {
                                       independent (stats.h) */
 } mprof_gate_opts;
 
+/* The noise models, weakest first (noise.c; docs/GATE.md, DECISION TIME). The gate uses the
+ * best one that every run of both sides allows. */
+enum {
+    MPROF_GATE_NOISE_NONE = 0,              /* raw frame times */
+    MPROF_GATE_NOISE_OFF_CPU = 1,           /* less all off-CPU time */
+    MPROF_GATE_NOISE_OFF_CPU_BUSY = 2,      /* less off-CPU time x the machine's busy share */
+    MPROF_GATE_NOISE_PREEMPTED = 3,         /* less the main thread's preempted time */
+    MPROF_GATE_NOISE_CRITICAL_INFERRED = 4, /* less the critical path's runnable time, wakers
+                                               inferred */
+    MPROF_GATE_NOISE_CRITICAL = 5           /* the same with the wakers recorded */
+};
+
 /*
- * The frame time the gate decides on, for frame i of run (docs/GATE.md, "Noise"): with system
- * tracing, the frame time less the part of its main-thread off-CPU time that the machine took,
- *     t - off * busy          when the export has frameMachineBusy,
- *     t - off                 when it has only frameOffCpuMs (all off-CPU time is the machine's),
- * never below the main thread's on-CPU time nor below 0; without system tracing, t.
+ * The frame time the gate decides on, for frame i of run under model (docs/GATE.md, "Decision
+ * time"): the frame time less what the model says the machine took from its critical path,
+ *     t - preempted - waitRunnable     critical-path models,
+ *     t - preempted                    preempted,
+ *     t - off * busy, t - off          the off-CPU models,
+ * never below the main thread's on-CPU time nor below 0; t when the run lacks what the model
+ * needs.
  */
-double mprof__gate_decision_ms(const mprof_frames_run *run, size_t i, int use_system);
+double mprof__gate_decision_ms(const mprof_frames_run *run, size_t i, int model);
+
+/* What the noise model did to one side. Shares are of the side's frame time; -1 when unknown. */
+typedef struct mprof_gate_noise_side {
+    double p95_off_share;      /* off-CPU share of the frames at or above the side's raw p95 */
+    double runnable_share;     /* what the capture knows the critical path spent runnable
+                                  (framePreemptedMs + frameWaitRunnableMs), all frames */
+    double removed_share;      /* what the model removed, all frames */
+    double p95_runnable_share, p95_removed_share; /* the same over the frames at or above the
+                                                     raw p95 */
+    double p95_busy_removed_share; /* what off-CPU x machine busy would remove of those */
+    size_t truncated_frames;   /* frames whose critical path was followed part of the way */
+} mprof_gate_noise_side;
 
 /* One row of the attribution: a zone's mean per-frame self time on each side. */
 typedef struct mprof_gate_attrib {
@@ -79,6 +109,9 @@ typedef struct mprof_gate_attrib {
     double base_off_ms, cur_off_ms; /* mean off-CPU self ms per frame (0 unless on_cpu) */
     int significant;          /* grew (delta_ms > 0), run_significant, and p < alpha where
                                  per_frame */
+    int exceeds;              /* significant, and its growth is more than the threshold's share
+                                 of the baseline's mean decision frame time: always listed, and
+                                 first */
     int run_significant;      /* the runs' means grew: mprof__runs_diff_greater at alpha */
     double run_t;             /* its t statistic (+inf when neither side varies) */
     double delta_ms;          /* cur - base */
@@ -96,11 +129,12 @@ typedef struct mprof_gate_result {
     /* Noise: with system tracing on every run of both sides, the gate decides on the decision
      * frame times (mprof__gate_decision_ms); base_dec/cur_dec are their figures. Without it,
      * noise_model is 0 and base_dec/cur_dec equal base/cur. */
-    int noise_model;              /* 0 none, 1 off-CPU only, 2 off-CPU and machine busy share */
+    int noise_model;              /* MPROF_GATE_NOISE_* */
     char noise_note[512];         /* why there is no noise model, or which one is used */
     mprof_frames_summary base_dec, cur_dec;
     double base_p95_off_share, cur_p95_off_share; /* off-CPU share of the time of the frames at
                                                      or above the side's raw p95; -1 unknown */
+    mprof_gate_noise_side base_noise, cur_noise;
     double raw_p95_ratio;         /* cur.p95 / base.p95 (raw frame times) */
     double p95_ratio;         /* cur p95 / base p95 of the decision frame times */
     double ci_lo, ci_hi;      /* bootstrap interval of the ratio at level 1 - alpha */
@@ -118,6 +152,25 @@ typedef struct mprof_gate_result {
     double run_p;             /* its one-sided p */
     long need_frames;         /* more frames per side suggested by an inconclusive verdict, 0 */
     long need_runs;           /* more runs per side suggested, 0 */
+    /* Every frame slower (shift.c): the frames (their pooled median decision frame time past
+     * 1 + threshold, and the rank test) and the runs (their medians past the same ratio and
+     * significantly above 1) agree; a regression when both hold, whatever the p95 did. */
+    int shift_tested;         /* two or more runs a side */
+    double frame_median_ratio; /* pooled median decision frame time, current / baseline */
+    int shift_frames_ok;      /* frame_median_ratio > 1 + threshold and rank_p < alpha */
+    double shift_p, shift_effect, shift_design_effect; /* the rank test of the current frames
+                                                          against the baseline's times 1 +
+                                                          threshold: reported, not required */
+    double run_median_ratio;  /* geometric mean of the current runs' medians / the baseline's */
+    double run_median_lo;     /* its one-sided lower bound at 1 - alpha */
+    double run_median_sd;     /* the runs' medians' spread (pooled sd of their logs) */
+    int shift_runs_ok;        /* run_median_ratio > 1 + threshold and run_median_lo > 1 */
+    int shift;                /* both tests hold */
+    /* An inconclusive verdict's advice: the runs a side (`mprof ci --runs`) that the measured
+     * run-to-run spread says would settle it; 0 when no number would (no growth to find), -1
+     * when more than MPROF_GATE_MAX_RUNS would. */
+    long recommended_runs;
+    double run_p95_sd;        /* the runs' p95s' spread (pooled sd of their logs), 0 unknown */
     char **warnings;          /* notes that do not change the verdict */
     size_t n_warnings;
     int shifted;              /* the distribution clearly shifted although the p95 stayed

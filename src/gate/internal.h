@@ -22,14 +22,31 @@ const char *mprof__gate_noise_text(const mprof_gate_result *r);
 
 /* noise.c */
 /* Pooled frame times of a side with run boundaries (run_start has n_runs + 1 entries): the
- * decision frame times with use_system, else the raw ones. Runs without frames are left out.
+ * decision frame times under model (MPROF_GATE_NOISE_NONE: the raw ones). Runs without frames
+ * are left out.
  * Returns 0, or -1 out of memory. */
-int mprof__gate_pool(const mprof_frames_runs *s, int use_system, double **out_v,
-                     size_t **out_starts, size_t *out_runs);
-/* Sets r->noise_model, r->noise_note and the sides' p95 off-CPU shares (r->base and r->cur must
- * hold the raw figures). */
+int mprof__gate_pool(const mprof_frames_runs *s, int model, double **out_v, size_t **out_starts,
+                     size_t *out_runs);
+/* "none", "off-cpu", ..., "critical-path": the JSON name of a MPROF_GATE_NOISE_* model. */
+const char *mprof__gate_noise_model_name(int model);
+/* Sets r->noise_model, r->noise_note, the sides' noise figures and the p95 off-CPU shares (r->base
+ * and r->cur must hold the raw figures); warns when a run holds the model back. */
 void mprof__gate_noise(const mprof_frames_runs *base, const mprof_frames_runs *cur,
                        mprof_gate_result *r);
+
+/* shift.c. The pooled decision frame times of both sides with their run boundaries (bs, cs:
+ * bruns + 1 and cruns + 1 entries), as decide.c holds them. */
+typedef struct mprof_gate_sides {
+    const double *bv, *cv;
+    const size_t *bs, *cs;
+    size_t bruns, cruns;
+} mprof_gate_sides;
+/* Whether every frame got slower by more than the threshold (r->shift and its figures; needs
+ * r->opts). Returns 0, or -1 out of memory. */
+int mprof__gate_shift(const mprof_gate_sides *s, mprof_gate_result *r);
+/* The --runs that would settle an inconclusive verdict (r->recommended_runs, r->run_p95_sd),
+ * from the run-to-run spread and the tests' figures in r. Returns 0, or -1 out of memory. */
+int mprof__gate_advise(const mprof_gate_sides *s, mprof_gate_result *r);
 
 /* attribution.c: r->zones, r->n_zones from every zone of both sides (r->opts filled in).
  * Returns 0, or -1 out of memory. */

@@ -45,14 +45,34 @@ static void side_json(mprof_json *j, const char *key, const mprof_frames_summary
 
 static void noise_json(mprof_json *j, const mprof_gate_result *r)
 {
-    static const char *const models[3] = {"none", "off-cpu", "off-cpu-machine-busy"};
     mprof_json_obj_begin(j, "noise");
-    mprof_json_str(j, "model", models[r->noise_model]);
+    mprof_json_str(j, "model", mprof__gate_noise_model_name(r->noise_model));
     mprof_json_str(j, "note", r->noise_note);
     mprof_json_num(j, "baselineP95OffCpuShare", r->base_p95_off_share >= 0
                                                     ? r6(r->base_p95_off_share) : NAN);
     mprof_json_num(j, "currentP95OffCpuShare", r->cur_p95_off_share >= 0
                                                    ? r6(r->cur_p95_off_share) : NAN);
+    /* How much was removed next to how much the capture knows was runnable but not running
+     * (null where the exports lack switch reasons), over all frames and the p95 frames, and
+     * what the off-CPU x machine busy estimate would have removed of the p95 frames. */
+    const mprof_gate_noise_side *ns[2] = {&r->base_noise, &r->cur_noise};
+    static const char *const side[2] = {"baseline", "current"};
+    for (int k = 0; k < 2; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "%sRunnableShare", side[k]);
+        num_or_null(j, key, ns[k]->runnable_share >= 0, r6(ns[k]->runnable_share));
+        snprintf(key, sizeof key, "%sRemovedShare", side[k]);
+        mprof_json_num(j, key, r6(ns[k]->removed_share));
+        snprintf(key, sizeof key, "%sP95RunnableShare", side[k]);
+        num_or_null(j, key, ns[k]->p95_runnable_share >= 0, r6(ns[k]->p95_runnable_share));
+        snprintf(key, sizeof key, "%sP95RemovedShare", side[k]);
+        mprof_json_num(j, key, r6(ns[k]->p95_removed_share));
+        snprintf(key, sizeof key, "%sP95BusyModelRemovedShare", side[k]);
+        num_or_null(j, key, ns[k]->p95_busy_removed_share >= 0,
+                    r6(ns[k]->p95_busy_removed_share));
+    }
+    mprof_json_num(j, "truncatedFrames",
+                   (double)(r->base_noise.truncated_frames + r->cur_noise.truncated_frames));
     mprof_json_num(j, "baselineDecisionP95Ms", r6(r->base_dec.p95_ms));
     mprof_json_num(j, "currentDecisionP95Ms", r6(r->cur_dec.p95_ms));
     mprof_json_num(j, "baselineDecisionP50Ms", r6(r->base_dec.p50_ms));
@@ -100,6 +120,29 @@ static void tests_json(mprof_json *j, const mprof_gate_result *r)
     }
 }
 
+/* Every frame slower: the scaled rank test and the runs' medians, or null without two runs a
+ * side. */
+static void shift_json(mprof_json *j, const mprof_gate_result *r)
+{
+    if (!r->shift_tested) {
+        mprof_json_null(j, "shift");
+        return;
+    }
+    mprof_json_obj_begin(j, "shift");
+    mprof_json_num(j, "thresholdRatio", r6(1.0 + r->opts.threshold_pct / 100.0));
+    mprof_json_num(j, "frameMedianRatio", r6(r->frame_median_ratio));
+    mprof_json_bool(j, "framesAgree", r->shift_frames_ok != 0);
+    mprof_json_num(j, "pAboveThreshold", r->shift_p);
+    mprof_json_num(j, "aboveThresholdEffect", r6(r->shift_effect));
+    mprof_json_num(j, "aboveThresholdDesignEffect", r6(r->shift_design_effect));
+    num_or_null(j, "runMedianRatio", r->run_median_ratio > 0, r6(r->run_median_ratio));
+    num_or_null(j, "runMedianLow", r->run_median_lo > 0, r6(r->run_median_lo));
+    mprof_json_num(j, "runMedianSpreadPct", r6(100.0 * r->run_median_sd));
+    mprof_json_bool(j, "runsAgree", r->shift_runs_ok != 0);
+    mprof_json_bool(j, "holds", r->shift != 0);
+    mprof_json_obj_end(j);
+}
+
 static void zone_json(mprof_json *j, const mprof_gate_attrib *a)
 {
     mprof_json_obj_begin(j, NULL);
@@ -114,6 +157,7 @@ static void zone_json(mprof_json *j, const mprof_gate_attrib *a)
     mprof_json_num(j, "currentInclusiveMsPerFrame", r6(a->cur_incl_ms));
     num_or_null(j, "pGreater", a->per_frame, a->p);
     mprof_json_bool(j, "significant", a->significant != 0);
+    mprof_json_bool(j, "exceedsThreshold", a->exceeds != 0);
     mprof_json_bool(j, "runLevelSignificant", a->run_significant != 0);
     num_or_null(j, "runLevelT", 1, r6(a->run_t));
     mprof_json_bool(j, "onCpu", a->on_cpu != 0);
@@ -149,6 +193,9 @@ int mprof__gate_write_json(const mprof_gate_result *r, FILE *out)
     tests_json(&j, r);
     mprof_json_num(&j, "needMoreFrames", (double)r->need_frames);
     mprof_json_num(&j, "needMoreRuns", (double)r->need_runs);
+    num_or_null(&j, "recommendedRuns", r->recommended_runs > 0, (double)r->recommended_runs);
+    num_or_null(&j, "runP95SpreadPct", r->run_p95_sd > 0, r6(100.0 * r->run_p95_sd));
+    shift_json(&j, r);
     mprof_json_arr_begin(&j, "zones");
     for (size_t i = 0; i < r->n_zones; i++)
         zone_json(&j, &r->zones[i]);

@@ -45,12 +45,20 @@ int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out)
         if (r->run_test)
             fprintf(out, "; per-run p95 test p %s", mprof__gate_pstr(r->run_p, pb, sizeof pb));
         fprintf(out, ".\n");
+        if (r->shift_tested)
+            fprintf(out, "\nEvery frame: median ratio %.3f over the frames, %.3f over the runs "
+                         "(at least %.3f) (%s).\n",
+                    r->frame_median_ratio, r->run_median_ratio, r->run_median_lo,
+                    r->shift ? "every frame slower by more than the threshold" : "not shown");
     }
     if (r->verdict != MPROF_GATE_BAD_INPUT) {
         fputs("\nNoise: ", out);
         md_cell(out, mprof__gate_noise_text(r));
         if (r->noise_model)
-            fprintf(out, "; decided p95 %.5g ms -> %.5g ms", r->base_dec.p95_ms, r->cur_dec.p95_ms);
+            fprintf(out, " (model %s); decided p95 %.5g ms -> %.5g ms; removed %.1f %% / %.1f %% "
+                         "of the p95 frames", mprof__gate_noise_model_name(r->noise_model),
+                    r->base_dec.p95_ms, r->cur_dec.p95_ms, 100.0 * r->base_noise.p95_removed_share,
+                    100.0 * r->cur_noise.p95_removed_share);
         if (r->base_p95_off_share >= 0 && r->cur_p95_off_share >= 0)
             fprintf(out, "; off-CPU share of the p95 frames %.1f %% (baseline), %.1f %% (current)",
                     100.0 * r->base_p95_off_share, 100.0 * r->cur_p95_off_share);
@@ -70,7 +78,10 @@ int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out)
                 fputs("new | ", out);
             else
                 fprintf(out, "%+.1f %% | ", a->delta_pct);
-            fputs(a->significant ? "yes |\n" : "no |\n", out);
+            fputs(a->exceeds       ? "yes, more than the threshold's share of the frame |\n"
+                  : a->significant ? "yes |\n"
+                                   : "no |\n",
+                  out);
         }
     }
     if (r->n_warnings > 0) {

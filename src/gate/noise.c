@@ -1,32 +1,61 @@
 /*
- * noise.c - what the gate decides on when the machine is noisy. A frame that a busy neighbour
- * preempted is slow, yet its code is not; with system tracing on every run of both sides, the
- * part of each frame that the machine took from the main thread (its off-CPU time, weighted by
- * the machine's busy share when the export has it) is left out of the frame times the gate
- * decides on, and the report says how much of each side's p95 was off the CPU. Without system
- * tracing on both sides the gate decides on raw frame times and says so.
+ * noise.c - what the gate decides on when the machine is noisy. A frame is the code's time plus
+ * whatever kept its critical path from running: the main thread preempted, and, while it waited
+ * for a thread of the program, that thread preempted. The frame export carries both per frame
+ * (framePreemptedMs, frameWaitRunnableMs: analysis/system.h walks the critical path), so the
+ * gate's decision frame time is the frame less them, exactly as far as the capture can tell.
+ *
+ * Captures that cannot tell so much get the best model they allow, the same for every run of
+ * both sides (a model that removes more on one side than the other would fake a change):
+ *   critical-path            reasons and the wakers the sched tracepoints recorded;
+ *   critical-path-inferred   reasons, and wakers inferred from who ran last before a wait ended;
+ *   preempted                reasons on every run but the two kinds of wakers mixed: the main
+ *                            thread's own preemption only;
+ *   off-cpu-machine-busy     no reasons (a kernel before 4.17): off-CPU time weighted by the
+ *                            machine's busy share;
+ *   off-cpu                  no reasons and no CPU usage: all off-CPU time;
+ *   none                     no context switches on some run: raw frame times.
+ * The report says which model decided, and how much of each side's time it removed next to
+ * how much the capture knows was runnable but not running.
  */
 #include "gate/internal.h"
 
 #include <stdlib.h>
 
-double mprof__gate_decision_ms(const mprof_frames_run *run, size_t i, int use_system)
+/* What the model removes from frame i of run (ms), before the clamps. */
+static double removed_ms(const mprof_frames_run *run, size_t i, int model)
+{
+    switch (model) {
+    case MPROF_GATE_NOISE_CRITICAL:
+    case MPROF_GATE_NOISE_CRITICAL_INFERRED:
+        return run->preempted_ms[i] + run->wait_runnable_ms[i];
+    case MPROF_GATE_NOISE_PREEMPTED:
+        return run->preempted_ms[i];
+    case MPROF_GATE_NOISE_OFF_CPU_BUSY:
+        return run->machine_busy ? run->off_cpu_ms[i] * run->machine_busy[i] : run->off_cpu_ms[i];
+    case MPROF_GATE_NOISE_OFF_CPU:
+        return run->off_cpu_ms[i];
+    default:
+        return 0.0;
+    }
+}
+
+double mprof__gate_decision_ms(const mprof_frames_run *run, size_t i, int model)
 {
     double t = run->frames_ms[i];
-    if (!use_system || !run->off_cpu_ms)
+    if (model == MPROF_GATE_NOISE_NONE || !run->off_cpu_ms)
         return t;
-    double off = run->off_cpu_ms[i];
-    if (run->machine_busy)
-        off *= run->machine_busy[i];
-    double d = t - off;
+    if (model >= MPROF_GATE_NOISE_PREEMPTED && !run->preempted_ms)
+        return t;
+    double d = t - removed_ms(run, i, model);
     /* The frame cannot have taken less than the time its main thread ran. */
     if (run->on_cpu_ms && d < run->on_cpu_ms[i])
         d = run->on_cpu_ms[i] < t ? run->on_cpu_ms[i] : t;
     return d > 0.0 ? d : 0.0;
 }
 
-int mprof__gate_pool(const mprof_frames_runs *s, int use_system, double **out_v,
-                     size_t **out_starts, size_t *out_runs)
+int mprof__gate_pool(const mprof_frames_runs *s, int model, double **out_v, size_t **out_starts,
+                     size_t *out_runs)
 {
     size_t total = 0;
     for (size_t i = 0; i < s->n_runs; i++)
@@ -44,7 +73,7 @@ int mprof__gate_pool(const mprof_frames_runs *s, int use_system, double **out_v,
         if (s->runs[i].n_frames == 0)
             continue;
         for (size_t f = 0; f < s->runs[i].n_frames; f++)
-            v[k++] = mprof__gate_decision_ms(&s->runs[i], f, use_system);
+            v[k++] = mprof__gate_decision_ms(&s->runs[i], f, model);
         st[++nr] = k;
     }
     *out_v = v;
@@ -53,57 +82,154 @@ int mprof__gate_pool(const mprof_frames_runs *s, int use_system, double **out_v,
     return 0;
 }
 
-/* 1 when every run of the side has system tracing of context switches (level 1), and the
- * machine's busy share too (level 2); 0 otherwise. */
-static int system_level(const mprof_frames_runs *s)
+/* The best model every run of the side allows, and the first run that holds it back (*out_why:
+ * what that run lacks) when it is not the best there is. */
+static int side_model(const mprof_frames_runs *s, const mprof_frames_run **out_run,
+                      const char **out_why)
 {
-    int level = 2;
+    int model = MPROF_GATE_NOISE_CRITICAL;
+    int any_wakers = 0, any_inferred = 0;
+    *out_run = NULL;
+    *out_why = NULL;
     for (size_t i = 0; i < s->n_runs; i++) {
         const mprof_frames_run *run = &s->runs[i];
-        if (!run->context_switches)
-            return 0;
-        if (!run->cpu_usage)
-            level = 1;
+        int m;
+        const char *why;
+        if (!run->context_switches) {
+            m = MPROF_GATE_NOISE_NONE;
+            why = "no system tracing";
+        } else if (!run->preempted_ms) {
+            m = run->cpu_usage ? MPROF_GATE_NOISE_OFF_CPU_BUSY : MPROF_GATE_NOISE_OFF_CPU;
+            why = "context switches without reasons (a kernel before 4.17 without the sched "
+                  "tracepoints, or an older mprof)";
+        } else {
+            m = run->critical_path == 2 ? MPROF_GATE_NOISE_CRITICAL
+                                        : MPROF_GATE_NOISE_CRITICAL_INFERRED;
+            why = "no wakers recorded (the sched tracepoints were not used)";
+            any_wakers |= run->critical_path == 2;
+            any_inferred |= run->critical_path != 2;
+        }
+        if (m < model) {
+            model = m;
+            *out_run = run;
+            *out_why = why;
+        }
     }
-    return s->n_runs ? level : 0;
+    if (!s->n_runs)
+        return MPROF_GATE_NOISE_NONE;
+    if (model >= MPROF_GATE_NOISE_CRITICAL_INFERRED && any_wakers && any_inferred) {
+        model = MPROF_GATE_NOISE_PREEMPTED;
+        *out_why = "inferred wakers while other runs recorded theirs";
+    }
+    return model;
 }
 
-/* The share of off-CPU time in the frames at or above the side's raw p95 (the frames the p95
- * is made of): sum(off) / sum(t) over them. -1 without system tracing. */
-static double p95_off_share(const mprof_frames_runs *s, double p95)
+/* The figures of a side's frames: the off-CPU share, the share that the capture knows its
+ * critical path spent runnable (main thread preempted + its waits' runnable part), and the
+ * share the model removed, over all its frames and over the frames at or above its raw p95;
+ * and what the off-CPU x busy model would have removed of those. */
+static void side_figures(const mprof_frames_runs *s, int model, double p95,
+                         mprof_gate_noise_side *out)
 {
-    double off = 0, tot = 0;
+    double tot = 0, run_ms = 0, rem = 0, ptot = 0, poff = 0, prun = 0, prem = 0, pbusy = 0;
+    int off = 1, reasons = 1, busy = 1;
     for (size_t i = 0; i < s->n_runs; i++) {
         const mprof_frames_run *run = &s->runs[i];
-        if (!run->off_cpu_ms)
-            return -1.0;
-        for (size_t f = 0; f < run->n_frames; f++)
-            if (run->frames_ms[f] >= p95) {
-                tot += run->frames_ms[f];
-                off += run->off_cpu_ms[f] < run->frames_ms[f] ? run->off_cpu_ms[f]
-                                                              : run->frames_ms[f];
-            }
+        off &= run->off_cpu_ms != NULL;
+        reasons &= run->preempted_ms != NULL;
+        busy &= run->machine_busy != NULL && run->off_cpu_ms != NULL;
     }
-    return tot > 0 ? off / tot : 0.0;
+    for (size_t i = 0; i < s->n_runs; i++) {
+        const mprof_frames_run *run = &s->runs[i];
+        for (size_t f = 0; f < run->n_frames; f++) {
+            double t = run->frames_ms[f];
+            double r = t - mprof__gate_decision_ms(run, f, model);
+            double k = reasons ? run->preempted_ms[f] + run->wait_runnable_ms[f] : 0.0;
+            tot += t;
+            rem += r;
+            run_ms += k < t ? k : t;
+            if (t < p95)
+                continue;
+            ptot += t;
+            prem += r;
+            prun += k < t ? k : t;
+            if (off)
+                poff += run->off_cpu_ms[f] < t ? run->off_cpu_ms[f] : t;
+            if (busy)
+                pbusy += t - mprof__gate_decision_ms(run, f, MPROF_GATE_NOISE_OFF_CPU_BUSY);
+        }
+    }
+    out->p95_off_share = off && s->n_runs ? (ptot > 0 ? poff / ptot : 0.0) : -1.0;
+    out->runnable_share = reasons && s->n_runs ? (tot > 0 ? run_ms / tot : 0.0) : -1.0;
+    out->p95_runnable_share = reasons && s->n_runs ? (ptot > 0 ? prun / ptot : 0.0) : -1.0;
+    out->removed_share = tot > 0 ? rem / tot : 0.0;
+    out->p95_removed_share = ptot > 0 ? prem / ptot : 0.0;
+    out->p95_busy_removed_share = busy && s->n_runs ? (ptot > 0 ? pbusy / ptot : 0.0) : -1.0;
+    out->truncated_frames = 0;
+    for (size_t i = 0; i < s->n_runs; i++)
+        out->truncated_frames += s->runs[i].path_truncated;
+}
+
+static const char *const model_notes[] = {
+    [MPROF_GATE_NOISE_OFF_CPU] =
+        "frame times less their off-CPU time (context switches without reasons and no CPU "
+        "usage, so every off-CPU interval counts as the machine's)",
+    [MPROF_GATE_NOISE_OFF_CPU_BUSY] =
+        "frame times less the machine's share of their off-CPU time (context switches without "
+        "reasons, so preemption is estimated from the machine's busy share)",
+    [MPROF_GATE_NOISE_PREEMPTED] =
+        "frame times less the time the main thread was preempted (the runs differ in how their "
+        "waits' wakers are known, so waits are not followed)",
+    [MPROF_GATE_NOISE_CRITICAL_INFERRED] =
+        "frame times less the time their critical path was runnable but not running: the main "
+        "thread preempted, and inside its waits the wake-up latency and the waker's preemption "
+        "(wakers inferred: the program thread that ran last before each wait ended)",
+    [MPROF_GATE_NOISE_CRITICAL] =
+        "frame times less the time their critical path was runnable but not running: the main "
+        "thread preempted, and inside its waits the wake-up latency and the waker's preemption "
+        "(wakers recorded by the sched tracepoints)",
+};
+
+const char *mprof__gate_noise_model_name(int model)
+{
+    static const char *const names[] = {"none", "off-cpu", "off-cpu-machine-busy", "preempted",
+                                        "critical-path-inferred", "critical-path"};
+    return model >= 0 && model <= MPROF_GATE_NOISE_CRITICAL ? names[model] : "none";
 }
 
 void mprof__gate_noise(const mprof_frames_runs *base, const mprof_frames_runs *cur,
                        mprof_gate_result *r)
 {
-    int lb = system_level(base), lc = system_level(cur);
-    r->noise_model = lb && lc ? (lb < lc ? lb : lc) : 0;
-    r->base_p95_off_share = p95_off_share(base, r->base.p95_ms);
-    r->cur_p95_off_share = p95_off_share(cur, r->cur.p95_ms);
-    if (r->noise_model == 2) {
-        snprintf(r->noise_note, sizeof r->noise_note,
-                 "frame times less the machine's share of their off-CPU time (system tracing: "
-                 "context switches and CPU usage)");
-        return;
+    const mprof_frames_run *rb, *rc;
+    const char *wb, *wc;
+    int lb = side_model(base, &rb, &wb), lc = side_model(cur, &rc, &wc);
+    r->noise_model = lb < lc ? lb : lc;
+    if (r->noise_model >= MPROF_GATE_NOISE_CRITICAL_INFERRED && lb != lc) {
+        r->noise_model = MPROF_GATE_NOISE_PREEMPTED; /* one side recorded wakers, one inferred */
+        const char *mixed = "inferred wakers while the other side's runs recorded theirs";
+        if (lb < lc)
+            wb = mixed;
+        else
+            wc = mixed;
     }
-    if (r->noise_model == 1) {
-        snprintf(r->noise_note, sizeof r->noise_note,
-                 "frame times less their off-CPU time (system tracing: context switches; no CPU "
-                 "usage, so every off-CPU interval counts as the machine's)");
+    side_figures(base, r->noise_model, r->base.p95_ms, &r->base_noise);
+    side_figures(cur, r->noise_model, r->cur.p95_ms, &r->cur_noise);
+    r->base_p95_off_share = r->base_noise.p95_off_share;
+    r->cur_p95_off_share = r->cur_noise.p95_off_share;
+    if (r->noise_model != MPROF_GATE_NOISE_NONE) {
+        snprintf(r->noise_note, sizeof r->noise_note, "%s", model_notes[r->noise_model]);
+        /* Which run held the model back, so that the user knows what to change. */
+        const mprof_frames_run *held = lb <= lc ? rb : rc;
+        const char *why = lb <= lc ? wb : wc;
+        if (held && r->noise_model < MPROF_GATE_NOISE_CRITICAL_INFERRED)
+            mprof__gate_warn(r, "noise model %s: %s has %s; the critical path needs switch "
+                             "reasons on every run of both sides (docs/GATE.md, DECISION TIME)",
+                             mprof__gate_noise_model_name(r->noise_model), held->path, why);
+        size_t trunc = r->base_noise.truncated_frames + r->cur_noise.truncated_frames;
+        if (trunc && r->noise_model >= MPROF_GATE_NOISE_CRITICAL_INFERRED)
+            mprof__gate_warn(r, "the critical path of %zu frames was followed only part of the "
+                             "way (too many waits): less was removed from them than the capture "
+                             "could tell", trunc);
         return;
     }
     const mprof_frames_runs *without = lb ? cur : base;

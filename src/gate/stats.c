@@ -146,6 +146,44 @@ int mprof__runs_log_ratio_ci(const double *base, size_t nb, const double *cur, s
     return 0;
 }
 
+int mprof__runs_log_spread(const double *base, size_t nb, const double *cur, size_t nc,
+                           double *out_diff, double *out_sd)
+{
+    *out_diff = *out_sd = 0.0;
+    if (nb < 2 || nc < 2)
+        return -1;
+    double mb = 0, mc = 0, v = 0;
+    for (size_t i = 0; i < nb; i++) {
+        if (!(base[i] > 0.0))
+            return -1;
+        mb += log(base[i]);
+    }
+    for (size_t i = 0; i < nc; i++) {
+        if (!(cur[i] > 0.0))
+            return -1;
+        mc += log(cur[i]);
+    }
+    mb /= (double)nb;
+    mc /= (double)nc;
+    for (size_t i = 0; i < nb; i++)
+        v += (log(base[i]) - mb) * (log(base[i]) - mb);
+    for (size_t i = 0; i < nc; i++)
+        v += (log(cur[i]) - mc) * (log(cur[i]) - mc);
+    *out_diff = mc - mb;
+    *out_sd = sqrt(v / (double)(nb + nc - 2));
+    return 0;
+}
+
+long mprof__runs_needed(double diff, double sd, double alpha, long max_runs)
+{
+    if (!(diff > 0.0))
+        return 0;
+    for (long k = 2; k <= max_runs; k++)
+        if (diff > mprof__t_isf(alpha, (double)(2 * k - 2)) * sd * sqrt(2.0 / (double)k))
+            return k;
+    return -1;
+}
+
 typedef struct vidx {
     double v;
     size_t idx; /* < na: a's value idx; else na + b's value idx */

@@ -117,6 +117,23 @@ int mprof__runs_log_ratio_ci(const double *base, size_t nb, const double *cur, s
 int mprof__runs_diff_greater(const double *base, size_t nb, const double *cur, size_t nc,
                              double alpha, double *out_t);
 
+/*
+ * How far apart two sides' runs are on a log scale, for planning how many runs a side a test
+ * needs: *out_diff = mean log(cur) - mean log(base), *out_sd = the pooled standard deviation of
+ * the logs (nb + nc - 2 degrees of freedom), the run-to-run spread as a fraction (0.05: runs
+ * differ by about 5 %). Needs two or more positive values a side; returns 0, or -1 (both 0).
+ */
+int mprof__runs_log_spread(const double *base, size_t nb, const double *cur, size_t nc,
+                           double *out_diff, double *out_sd);
+
+/*
+ * The smallest number of runs k a side (2..max_runs) with which a one-sided two-sample t test at
+ * alpha would find a log difference diff with run-to-run spread sd: diff > t(alpha, 2k - 2)
+ * sd sqrt(2 / k). 0 when diff is not positive (no number of runs shows growth), -1 when more
+ * than max_runs would be needed.
+ */
+long mprof__runs_needed(double diff, double sd, double alpha, long max_runs);
+
 /* Student's t upper quantile: t with P(T > t) = p for df degrees of freedom: exact for df in
  * [1, 2) (taken as 1) and [2, 3) (taken as 2), so never narrower than the truth there; from df 3
  * a Cornish-Fisher expansion, within 0.2 % of the exact value; +inf for df <= 0. */

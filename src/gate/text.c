@@ -44,8 +44,16 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
     if (r->base_p95_off_share >= 0 && r->cur_p95_off_share >= 0)
         fprintf(out, "  %-16s %11.1f%% %11.1f%%\n", "p95 off-CPU", 100.0 * r->base_p95_off_share,
                 100.0 * r->cur_p95_off_share);
+    if (r->base_noise.p95_runnable_share >= 0 && r->cur_noise.p95_runnable_share >= 0)
+        fprintf(out, "  %-16s %11.1f%% %11.1f%%\n", "p95 runnable",
+                100.0 * r->base_noise.p95_runnable_share, 100.0 * r->cur_noise.p95_runnable_share);
+    if (r->noise_model)
+        fprintf(out, "  %-16s %11.1f%% %11.1f%%\n", "p95 removed",
+                100.0 * r->base_noise.p95_removed_share, 100.0 * r->cur_noise.p95_removed_share);
     if (r->verdict != MPROF_GATE_BAD_INPUT)
-        fprintf(out, "\n  noise       %s\n", mprof__gate_noise_text(r));
+        fprintf(out, "\n  noise       %s%s%s\n",
+                r->noise_model ? mprof__gate_noise_model_name(r->noise_model) : "",
+                r->noise_model ? ": " : "", mprof__gate_noise_text(r));
     if (mprof__gate_tested(r)) {
         fprintf(out, "  magnitude   p95 ratio %.3f vs limit %.3f: %s\n", r->p95_ratio,
                 1.0 + o->threshold_pct / 100.0, r->magnitude ? "exceeded" : "within");
@@ -66,6 +74,16 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
         if (r->run_test)
             fprintf(out, "  runs        per-run p95 rank test p %s\n",
                     mprof__gate_pstr(r->run_p, pb, sizeof pb));
+        if (r->shift_tested)
+            fprintf(out, "  every frame median ratio: frames %.3f, runs %.3f (at least %.3f, "
+                         "one-sided %g %%); frames against the baseline %+g %%: p %s: %s\n",
+                    r->frame_median_ratio, r->run_median_ratio, r->run_median_lo,
+                    100.0 * (1.0 - o->alpha), o->threshold_pct,
+                    mprof__gate_pstr(r->shift_p, pb, sizeof pb),
+                    r->shift ? "every frame slower by more than the threshold"
+                    : r->shift_runs_ok || r->shift_frames_ok
+                        ? "the frames and the runs disagree"
+                        : "no");
     }
     if (r->n_zones > 0 && r->verdict != MPROF_GATE_BAD_INPUT) {
         fprintf(out, "\n  where the time went (%s self time per frame, significant growth first)\n",
@@ -79,13 +97,16 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
                 snprintf(rel, sizeof rel, "new");
             else
                 snprintf(rel, sizeof rel, "%+.1f%%", a->delta_pct);
+            const char *mark = a->exceeds ? "*!" : a->significant ? "*" : "";
             if (a->per_frame)
-                snprintf(p, sizeof p, "%.2g%s", a->p, a->significant ? "*" : "");
+                snprintf(p, sizeof p, "%.2g%s", a->p, mark);
             else
-                snprintf(p, sizeof p, "runs%s", a->significant ? "*" : "");
-            fprintf(out, "  %-32.32s %10.4g %10.4g %+10.3g %9s %8s\n", tool_text(a->name, e, 33), a->base_ms,
-                    a->cur_ms, a->delta_ms, rel, p);
+                snprintf(p, sizeof p, "runs%s", mark);
+            fprintf(out, "  %-32.32s %10.4g %10.4g %+10.3g %9s %8s\n", tool_text(a->name, e, 33),
+                    a->base_ms, a->cur_ms, a->delta_ms, rel, p);
         }
+        fprintf(out, "  (* grew significantly; ! by more than the threshold's share of the frame, "
+                     "%.3g ms)\n", o->threshold_pct / 100.0 * r->base_dec.mean_ms);
     }
     for (size_t i = 0; i < r->n_warnings; i++) {
         fputs("  warning: ", out);
