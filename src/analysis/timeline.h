@@ -45,6 +45,7 @@ typedef struct mprof_tl_zone {
     int unfinished;   /* still open at the end of the capture: end_ns is the capture's end */
     int nested;       /* an instance of the same source location is open below it on its track
                          (recursion): its time is already inside that instance's */
+    uint32_t nest_depth; /* with nested: the depth of the nearest such instance */
 } mprof_tl_zone;
 
 /* A lock span: waiting for (contended only) or holding a lock. */
