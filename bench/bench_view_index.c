@@ -106,6 +106,15 @@ int main(int argc, char **argv)
            (unsigned long long)mprof__vindex_zone_count(x), (unsigned long long)mprof__vindex_size_bytes(x), wall,
            cpu, cpu / mz, (double)mprof__vindex_size_bytes(x) / mz, (unsigned long long)tiers,
            (unsigned long long)runs, (double)runs * 40.0 / (mz * 1e6));
+    mprof_vindex_parts pa;
+    mprof__vindex_parts(x, &pa);
+    double zn = (double)mprof__vindex_zone_count(x);
+    printf("{\"bench\":\"view_index_parts\",\"zones_bytes_per_zone\":%.2f,\"tiers_bytes_per_zone\":%.2f,"
+           "\"plots_bytes\":%llu,\"messages_bytes\":%llu,\"images_bytes\":%llu,\"directory_bytes\":%llu,"
+           "\"meta_bytes\":%llu,\"system_bytes\":%llu}\n",
+           (double)pa.zones / zn, (double)pa.tiers / zn, (unsigned long long)pa.plots, (unsigned long long)pa.messages,
+           (unsigned long long)pa.images, (unsigned long long)pa.directory, (unsigned long long)pa.meta,
+           (unsigned long long)pa.system);
     /* The whole span, from the metadata. */
     mprof_vquery q;
     memset(&q, 0, sizeof q);

@@ -225,9 +225,22 @@ static void test_stats_hist_instances(void **state)
     char t[160];
     snprintf(t, sizeof t, "/api/stats?t0=%lld&t1=%lld", (long long)start, (long long)end + 1);
     cJSON *st = ask(x, t);
-    assert_int_equal((uint64_t)num(st, "zones"), level_zones(meta));
-    /* Whole-capture stats equal the metadata's per-location figures; hist and instances agree. */
+    /* Whole-capture stats count the CPU zones that ended (analysis/site_stats.h): not the lock
+     * spans, nor the GPU zones, which have rows of their own. */
     const cJSON *ls = cJSON_GetObjectItem(meta, "loc_stats");
+    uint64_t cpu_zones = 0, gpu_zones = 0;
+    const cJSON *lr;
+    cJSON_ArrayForEach(lr, ls) {
+        const char *kind = cJSON_GetArrayItem(lr, 6)->valuestring;
+        if (strcmp(kind, "thread") == 0)
+            cpu_zones += (uint64_t)cJSON_GetArrayItem(lr, 1)->valuedouble;
+        else if (strcmp(kind, "gpu") == 0)
+            gpu_zones += (uint64_t)cJSON_GetArrayItem(lr, 1)->valuedouble;
+    }
+    assert_int_equal((uint64_t)num(st, "zones"), cpu_zones);
+    assert_true(gpu_zones > 0 && cJSON_GetArraySize(cJSON_GetObjectItem(st, "gpu_rows")) > 0);
+    assert_true(cpu_zones + gpu_zones < level_zones(meta)); /* lock spans are in the levels only */
+    /* Whole-capture stats equal the metadata's per-location figures; hist and instances agree. */
     assert_true(cJSON_GetArraySize(ls) > 5);
     const cJSON *row;
     int checked = 0;

@@ -25,6 +25,10 @@ typedef struct vserver {
     int live, capturing;
     unsigned generation;
     uint64_t capture_bytes;
+    /* A comparison (`--serve A B`): the second capture's index, answered for queries with c=1,
+     * and /api/pairs (view/compare.h); both fixed before the server starts. */
+    mprof_vindex *second;
+    char *pairs;
 } vserver;
 
 /* Serves x, the index of capture_bytes bytes of the capture, to every later request (s takes
