@@ -95,6 +95,10 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
     int64_t last = mprof__walker_last_ns(b->w);
     mprof_json_i64(&j, "start_ns", b->n_zones && b->min_s < 0 ? b->min_s : 0);
     mprof_json_i64(&j, "end_ns", b->n_zones && b->max_e > last ? b->max_e : last);
+    /* The first zone's start and the last zone's end (start_ns, end_ns also hold the capture's
+     * first and last time stamps). */
+    mprof_json_i64(&j, "zones_start_ns", b->n_zones ? b->min_s : 0);
+    mprof_json_i64(&j, "zones_end_ns", b->n_zones ? b->max_e : 0);
     /* The main frames' span, which frame shares are over (site_stats.h). */
     mprof_json_i64(&j, "span_first_ns", b->span.first_ns);
     mprof_json_i64(&j, "span_last_ns", b->span.last_ns);
