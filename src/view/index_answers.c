@@ -207,6 +207,9 @@ static int answer_frames(const mprof_vindex *x, const mprof_vquery *q, FILE *out
         first = 0;
     }
     fputs("]", out);
+    /* The time the frames [from, to) cover: the first one's start, the last one's end. */
+    if (span)
+        fprintf(out, ",\"t0\":%" PRId64 ",\"t1\":%" PRId64, f[a].s, f[b - 1].s + f[b - 1].d);
     double *d = malloc((size_t)(span + 1) * sizeof *d);
     if (!d) {
         tool_seterr(err, errlen, "out of memory");

@@ -257,9 +257,11 @@ static mprof_vindex *try_open(const char *cap_path, const char *index_path, char
     else if (!why && x->h.file_bytes != x->size)
         why = "damaged index (cut short or grown)";
     if (!why) {
-        x->dir_buf = read_ref(x->fd, x->size, &x->h.dir, (size_t)1 << 31);
-        x->meta = (char *)read_ref(x->fd, x->size, &x->h.meta, (size_t)1 << 30);
-        x->sys = read_ref(x->fd, x->size, &x->h.sys, (size_t)1 << 31);
+        /* What zstd may make of the stored bytes, at most (a damaged size must not allocate). */
+        size_t most = x->size < ((size_t)1 << 21) ? (size_t)1 << 31 >> 10 : (size_t)1 << 31;
+        x->dir_buf = read_ref(x->fd, x->size, &x->h.dir, most);
+        x->meta = (char *)read_ref(x->fd, x->size, &x->h.meta, most);
+        x->sys = read_ref(x->fd, x->size, &x->h.sys, most);
         x->meta_len = x->meta ? x->h.meta.raw_len : 0;
         x->sys_len = x->sys ? x->h.sys.raw_len : 0;
         if (!x->dir_buf || !x->meta || !x->sys)

@@ -318,11 +318,19 @@ static void frames_inside(const mprof_vindex *x, const int64_t *iv, uint64_t n_i
             int64_t s = a > x->d->span_first ? a : x->d->span_first, e = b < x->d->span_last ? b : x->d->span_last;
             *span_ns += e > s ? e - s : 0;
         }
-        for (uint64_t i = 0; m && i < m->n; i++) {
-            const vframe *f = &x->frames[m->f0 + i];
-            if (f->s >= a && f->s + f->d <= b)
-                (*frames)++;
+        if (!m)
+            continue;
+        /* Frames are sorted by start: from the first that starts at a, while they start before b. */
+        uint64_t lo = 0, hi = m->n;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (x->frames[m->f0 + mid].s < a)
+                lo = mid + 1;
+            else
+                hi = mid;
         }
+        for (uint64_t i = lo; i < m->n && x->frames[m->f0 + i].s < b; i++)
+            *frames += x->frames[m->f0 + i].s + x->frames[m->f0 + i].d <= b;
     }
 }
 
