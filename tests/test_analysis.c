@@ -671,6 +671,26 @@ static void test_rebuild_diff_and_gate(void **state)
     }
     assert_int_equal(seen, 3);
     assert_int_equal(r->n_zones, 3); /* Update x 2 and lock (one identity, merged per run) */
+    /* Every writer links to the two captures side by side in the viewer, on the zone that grew. */
+    FILE *g = fopen(tp("gate.txt"), "w+");
+    assert_int_equal(mprof__gate_print_text(r, g), 0);
+    fclose(g);
+    char *gt = slurp(tp("gate.txt"));
+    char want[1200];
+    snprintf(want, sizeof want, "mprof view --serve %s %s", tp("id_a.mprof"), tp("id_b.mprof"));
+    assert_non_null(strstr(gt, want));
+    assert_non_null(strstr(gt, "#compare&zone=Update"));
+    free(gt);
+    g = fopen(tp("gate.json"), "w+");
+    assert_int_equal(mprof__gate_write_json(r, g), 0);
+    fclose(g);
+    gt = slurp(tp("gate.json"));
+    cJSON *gj = cJSON_Parse(gt);
+    free(gt);
+    const cJSON *cmpj = cJSON_GetObjectItemCaseSensitive(gj, "compare");
+    assert_non_null(cmpj);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(cmpj, "command")->valuestring, want);
+    cJSON_Delete(gj);
     mprof__gate_result_free(r);
     mprof__frames_runs_free(b);
     mprof__frames_runs_free(c);

@@ -36,4 +36,9 @@ void mprof__gate_noise(const mprof_frames_runs *base, const mprof_frames_runs *c
 int mprof__gate_attribute(const mprof_frames_runs *b, const mprof_frames_runs *c,
                           mprof_gate_result *r);
 
+/* view_link.c: the command that serves the two sides' captures in the viewer's comparison
+ * (their first runs) into cmd, and the page address of the zone that grew most into addr
+ * ("#compare&zone=NAME"). Returns 0, or -1 when the exports do not name their captures. */
+int mprof__gate_view_link(const mprof_gate_result *r, char *cmd, size_t cn, char *addr, size_t an);
+
 #endif

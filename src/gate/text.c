@@ -83,5 +83,8 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
     }
     for (size_t i = 0; i < r->n_warnings; i++)
         fprintf(out, "  warning: %s\n", r->warnings[i]);
+    char cmd[2200], addr[600];
+    if (mprof__gate_view_link(r, cmd, sizeof cmd, addr, sizeof addr) == 0)
+        fprintf(out, "\n  compare the captures: %s, then open the printed address + %s\n", cmd, addr);
     return ferror(out) ? -1 : 0;
 }

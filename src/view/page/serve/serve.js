@@ -536,29 +536,50 @@ function showInstances() {
     setStatus('instances', rows.length);
 }
 
+/* The zone figures of the selected range, the view or a section, as `mprof report` defines them
+ * (analysis/site_stats.h): the zones that start and end inside, recursion counted once. */
 function panelStats(p) {
     const rg = S.selRange || [S.view.t0, S.view.t1];
     const head = U.el('div', { class: 'panel-head' });
-    head.appendChild(U.el('span', { text: 'Zones inside ' + U.fmtTs(rg[0], 1000) + ' .. ' + U.fmtTs(rg[1], 1000) +
-        ' (' + U.fmtNs(rg[1] - rg[0]) + ')' + (S.selRange ? '' : ', the view; shift+drag selects a range') }));
+    const sets = S.meta.frame_sets || [];
+    const section = S.statsSet !== undefined && S.statsSet !== null ? sets.find((f) => f.set === S.statsSet) : null;
+    head.appendChild(U.el('span', { text: section ? 'Zones inside the frames of "' + section.name + '" (' + U.fmtCount(section.count) + ' frames)'
+        : 'Zones inside ' + U.fmtTs(rg[0], 1000) + ' .. ' + U.fmtTs(rg[1], 1000) + ' (' + U.fmtNs(rg[1] - rg[0]) + ')' +
+        (S.selRange ? '' : ', the view; shift+drag selects a range') }));
     const useView = U.el('button', { text: 'Use view' });
-    useView.addEventListener('click', () => { S.selRange = null; showTab(); drawTimeline(); });
+    useView.addEventListener('click', () => { S.selRange = null; S.statsSet = null; showTab(); drawTimeline(); });
     const whole = U.el('button', { text: 'Whole capture' });
-    whole.addEventListener('click', () => { S.selRange = [S.meta.start_ns, S.meta.end_ns + 1]; showTab(); });
+    whole.addEventListener('click', () => { S.selRange = [S.meta.start_ns - 1, S.meta.end_ns + 1]; S.statsSet = null; showTab(); });
     head.appendChild(useView);
     head.appendChild(whole);
+    if (sets.length > 1) {
+        const pick = U.el('select', { id: 'stats-set' });
+        pick.appendChild(U.el('option', { value: '', text: 'a section...' }));
+        for (const f of sets) pick.appendChild(U.el('option', { value: String(f.set), text: f.name + (f.main ? ' (main frames)' : '') }));
+        pick.value = section ? String(section.set) : '';
+        pick.addEventListener('change', () => { S.statsSet = pick.value === '' ? null : +pick.value; showTab(); });
+        head.appendChild(pick);
+    }
     p.appendChild(head);
     const body = U.el('div', { text: 'loading...' });
     p.appendChild(body);
-    api('/api/stats?t0=' + Math.floor(rg[0]) + '&t1=' + Math.max(Math.ceil(rg[1]), Math.floor(rg[0]) + 1)).then((st) => {
+    const q = section ? 't0=' + (S.meta.start_ns - 1) + '&t1=' + (S.meta.end_ns + 1) + '&set=' + section.set
+        : 't0=' + Math.floor(rg[0]) + '&t1=' + Math.max(Math.ceil(rg[1]), Math.floor(rg[0]) + 1);
+    api('/api/stats?' + q).then((st) => {
         S.stats = st;
-        const rows = st.rows.slice().sort((a, b) => b[2] - a[2]);
+        const rows = st.rows.map((r) => [r, false]).concat((st.gpu_rows || []).map((r) => [r, true]))
+            .sort((a, b) => b[0][2] - a[0][2]);
         body.textContent = '';
-        body.appendChild(table(['zone', 'count', 'total', 'self', 'mean', 'min', 'max'],
-            rows.map((r) => [loc(r[0])[0], U.fmtCount(r[1]), U.fmtNs(r[2]), U.fmtNs(r[3]), U.fmtNs(r[2] / r[1]), U.fmtNs(r[4]), U.fmtNs(r[5])]),
-            (k) => findZone(rows[k][0])));
+        body.appendChild(U.el('div', { class: 'dim', text: U.fmtCount(st.zones) + ' zones' + (st.whole ? ' (the whole capture: the figures of mprof report)' : '') +
+            (st.frames ? '; ' + U.fmtCount(st.frames) + ' main frames inside' : '') + '. Total counts recursion once; %frames is the time inside the main frames over their span.' }));
+        body.appendChild(table(['zone', 'count', 'total', 'self', 'mean', 'p50', 'p95', 'min', 'max', '%frames', 'per frame'],
+            rows.map(([r, gpu]) => [loc(r[0])[0] + (gpu ? ' (GPU)' : ''), U.fmtCount(r[1]), U.fmtNs(r[2]), U.fmtNs(r[3]), U.fmtNs(r[6]),
+                U.fmtNs(r[7]), U.fmtNs(r[8]), U.fmtNs(r[4]), U.fmtNs(r[5]),
+                st.span_ns > 0 ? (100 * r[9] / st.span_ns).toFixed(1) + ' %' : '-', st.frames ? U.fmtNs(r[9] / st.frames) : '-']),
+            (k) => findZone(rows[k][0][0])));
         setStatus('statsRows', rows.length);
         setStatus('statsZones', st.zones);
+        setStatus('statsWhole', st.whole ? 1 : 0);
     }).catch(() => { S.errors++; setStatus('errors', S.errors); });
 }
 
