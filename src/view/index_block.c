@@ -115,10 +115,28 @@ int mprof__vbuf_put(vbuf *b, const void *p, size_t n)
     return 0;
 }
 
+/* Room for n more bytes. */
+static int vbuf_room(vbuf *b, size_t n)
+{
+    if (b->n + n <= b->cap)
+        return 0;
+    size_t c = b->cap ? b->cap : 256;
+    while (c < b->n + n)
+        c *= 2;
+    unsigned char *q = realloc(b->p, c);
+    if (!q)
+        return -1;
+    b->p = q;
+    b->cap = c;
+    return 0;
+}
+
 int mprof__vbuf_var(vbuf *b, uint64_t v)
 {
-    unsigned char t[10], *e = mprof_put_varint(t, v);
-    return mprof__vbuf_put(b, t, (size_t)(e - t));
+    if (vbuf_room(b, 10) != 0)
+        return -1;
+    b->n = (size_t)(mprof_put_varint(b->p + b->n, v) - b->p);
+    return 0;
 }
 
 void mprof__vab_init(vab *a, uint32_t codec, uint32_t rec)
@@ -196,6 +214,30 @@ int mprof__vab_push(vab *a, vout *o, const void *rec, int64_t key)
     a->n++;
     if ((uint64_t)a->pend * a->rec >= REC_BLOCK_BYTES)
         return vab_flush(a, o);
+    return 0;
+}
+
+int mprof__vab_bytes(vab *a, vout *o, const void *p, size_t len)
+{
+    const unsigned char *c = p;
+    while (len) {
+        if (!a->pend) {
+            vab_clear_block(a);
+            a->cur.k_first = (int64_t)a->n;
+        }
+        size_t room = REC_BLOCK_BYTES - a->pend, k = len < room ? len : room;
+        if (mprof__vbuf_put(&a->col[0], c, k) != 0) {
+            o->failed = 1;
+            return -1;
+        }
+        a->pend += (uint32_t)k;
+        a->n += k;
+        a->cur.k_last = a->cur.e_max = (int64_t)a->n - 1;
+        c += k;
+        len -= k;
+        if (a->pend >= REC_BLOCK_BYTES && vab_flush(a, o) != 0)
+            return -1;
+    }
     return 0;
 }
 

@@ -73,6 +73,8 @@ typedef struct vab {
 void mprof__vab_init(vab *a, uint32_t codec, uint32_t rec);
 /* Appends a record of a raw array whose key (for binary search) is key. 0, or -1 (o->failed). */
 int mprof__vab_push(vab *a, vout *o, const void *rec, int64_t key);
+/* Appends len bytes to a byte array (VC_RAW, rec 1). 0, or -1 (o->failed). */
+int mprof__vab_bytes(vab *a, vout *o, const void *p, size_t len);
 /* Appends a zone (VC_ZONES: flags are VZ_*) or a run (VC_RUNS: flags is its count, first its
  * first zone). Keys: the start; e >= s and 0 <= self <= e - s are the caller's to keep. */
 int mprof__vab_zone(vab *a, vout *o, const vzone *z);

@@ -249,10 +249,7 @@ static void h_memory(void *user, uint32_t pool, int64_t ts, int64_t bytes)
 /* Appends len bytes to a byte array. */
 static int put_bytes(vab *a, vout *o, const char *p, uint32_t len)
 {
-    for (uint32_t i = 0; i < len; i++)
-        if (mprof__vab_push(a, o, p + i, (int64_t)a->n) != 0)
-            return -1;
-    return 0;
+    return len ? mprof__vab_bytes(a, o, p, len) : 0;
 }
 
 static void on_event(builder *b, const mprof_event *ev)
