@@ -80,122 +80,41 @@ static int intervals(const mprof_vindex *x, const mprof_vquery *q, int64_t **out
     return 0;
 }
 
-/* Per track, the ends of the zones that cross a (a0, depths 0 .. n0 - 1) and the starts of those
- * that cross b (b1, 0 .. n1 - 1): the track's stacks at the interval's edges. */
+/* A track's stacks at the edges of each interval k: the ends of the zones that cross its start
+ * (a0[k * depths + d], for d < n0[k]) and the starts of those that cross its end (b1, n1): the
+ * ancestors a zone inside the interval may have outside it. */
 typedef struct edges {
     int64_t *a0, *b1;
-    uint32_t n0, n1, cap;
+    uint32_t *n0, *n1;
+    uint32_t depths;
 } edges;
 
-/* The number of ancestors of a zone [s, e] at depth d that lie outside the interval. */
-static uint32_t outside(const edges *g, uint32_t d, int64_t s, int64_t e)
+/* The number of ancestors of a zone [s, e] at depth d that lie outside interval k. */
+static uint32_t outside(const edges *g, uint64_t k, uint32_t d, int64_t s, int64_t e)
 {
-    /* Ancestors before a hold it when they end at or after e: a prefix of the depths (ends fall
-     * with depth); those after b when they start at or before s (starts rise with depth). */
-    uint32_t lo = 0, hi = g->n0 < d ? g->n0 : d;
+    /* Ancestors before the interval hold the zone when they end at or after e: a prefix of the
+     * depths (ends fall with depth); those after it when they start at or before s (starts rise
+     * with depth). Both prefixes from depth 0: binary searches. */
+    const int64_t *a0 = g->a0 + k * g->depths, *b1 = g->b1 + k * g->depths;
+    uint32_t lo = 0, hi = g->n0[k] < d ? g->n0[k] : d;
     while (lo < hi) {
         uint32_t m = (lo + hi) / 2;
-        if (g->a0[m] >= e)
+        if (a0[m] >= e)
             lo = m + 1;
         else
             hi = m;
     }
     uint32_t na = lo;
     lo = 0;
-    hi = g->n1 < d ? g->n1 : d;
+    hi = g->n1[k] < d ? g->n1[k] : d;
     while (lo < hi) {
         uint32_t m = (lo + hi) / 2;
-        if (g->b1[m] <= s)
+        if (b1[m] <= s)
             lo = m + 1;
         else
             hi = m;
     }
     return na > lo ? na : lo;
-}
-
-typedef struct scan {
-    const mprof_vindex *x;
-    vread r;
-    edges *tracks; /* by track id */
-    uint32_t n_tracks;
-    mprof_frame_span span;
-} scan;
-
-static int scan_init(scan *sc, const mprof_vindex *x)
-{
-    memset(sc, 0, sizeof *sc);
-    sc->x = x;
-    mprof__vread_init(&sc->r, x);
-    sc->span = (mprof_frame_span){x->d->span_first, x->d->span_last};
-    for (uint64_t i = 0; i < x->d->n_levels; i++)
-        if (x->levels[i].track + 1 > sc->n_tracks)
-            sc->n_tracks = x->levels[i].track + 1;
-    sc->tracks = calloc((size_t)sc->n_tracks + 1, sizeof *sc->tracks);
-    if (!sc->tracks)
-        return -1;
-    for (uint64_t i = 0; i < x->d->n_levels; i++) {
-        edges *g = &sc->tracks[x->levels[i].track];
-        if (x->levels[i].depth + 1 > g->cap)
-            g->cap = x->levels[i].depth + 1;
-    }
-    for (uint32_t t = 0; t < sc->n_tracks; t++) {
-        edges *g = &sc->tracks[t];
-        g->a0 = calloc((size_t)g->cap + 1, sizeof *g->a0);
-        g->b1 = calloc((size_t)g->cap + 1, sizeof *g->b1);
-        if (!g->a0 || !g->b1)
-            return -1;
-    }
-    return 0;
-}
-
-static void scan_free(scan *sc)
-{
-    for (uint32_t t = 0; t < sc->n_tracks; t++) {
-        free(sc->tracks[t].a0);
-        free(sc->tracks[t].b1);
-    }
-    free(sc->tracks);
-    mprof__vread_free(&sc->r);
-}
-
-/* The stacks of every track at the edges of [a, b). */
-static void scan_edges(scan *sc, int64_t a, int64_t b)
-{
-    for (uint32_t t = 0; t < sc->n_tracks; t++)
-        sc->tracks[t].n0 = sc->tracks[t].n1 = UINT32_MAX; /* the first depth without a crossing */
-    const mprof_vindex *x = sc->x;
-    for (uint64_t li = 0; li < x->d->n_levels; li++) {
-        const vlevel *l = &x->levels[li];
-        const varr *za = &x->arrays[l->arr];
-        edges *g = &sc->tracks[l->track];
-        uint64_t i = mprof__vread_search(&sc->r, za, offsetof(vzone, e), 0, za->n, a, 1, 1);
-        vzone z;
-        if (i < za->n) {
-            memcpy(&z, mprof__vread_rec(&sc->r, za, i), sizeof z);
-            if (z.s < a)
-                g->a0[l->depth] = z.e;
-            else if (l->depth < g->n0)
-                g->n0 = l->depth;
-        } else if (l->depth < g->n0)
-            g->n0 = l->depth;
-        i = mprof__vread_search(&sc->r, za, offsetof(vzone, e), 0, za->n, b, 1, 1);
-        if (i < za->n) {
-            memcpy(&z, mprof__vread_rec(&sc->r, za, i), sizeof z);
-            if (z.s < b)
-                g->b1[l->depth] = z.s;
-            else if (l->depth < g->n1)
-                g->n1 = l->depth;
-        } else if (l->depth < g->n1)
-            g->n1 = l->depth;
-    }
-    /* A depth with no level has no crossing either. */
-    for (uint32_t t = 0; t < sc->n_tracks; t++) {
-        edges *g = &sc->tracks[t];
-        if (g->n0 > g->cap)
-            g->n0 = g->cap;
-        if (g->n1 > g->cap)
-            g->n1 = g->cap;
-    }
 }
 
 /* Whether a zone of a level of kind counts for its location (site_stats.h; a GPU location's
@@ -205,83 +124,159 @@ static int zone_counts(uint32_t kind, const vzone *z)
     return kind == MPROF_TRACK_LOCK || !(z->flags & VZ_UNFINISHED);
 }
 
-/* Feeds the zones of level li inside [a, b) (of source location only, unless only is
- * UINT32_MAX) to sites (by slot). */
-static int scan_level(scan *sc, uint64_t li, int64_t a, int64_t b, uint32_t only, mprof_site_stat *sites,
-                      uint32_t n_sites, uint64_t *zones)
+/* The zone at index i of a level (copied: the reader's blocks move). */
+static vzone zone_at(vread *r, const varr *a, uint64_t i)
 {
-    const mprof_vindex *x = sc->x;
+    vzone z;
+    memcpy(&z, mprof__vread_rec(r, a, i), sizeof z);
+    return z;
+}
+
+/* Fills the edges of level li (depth d) for every interval: its zone that crosses each start and
+ * each end. The intervals are sorted, so the searches move forward through the level. */
+static void level_edges(vread *r, const mprof_vindex *x, uint64_t li, const int64_t *iv, uint64_t n_iv, edges *g)
+{
+    const vlevel *l = &x->levels[li];
+    const varr *za = &x->arrays[l->arr];
+    uint32_t d = l->depth;
+    uint64_t pos = 0;
+    for (uint64_t k = 0; k < n_iv && !r->err; k++) {
+        int64_t a = iv[2 * k], b = iv[2 * k + 1];
+        uint64_t i = mprof__vread_search(r, za, offsetof(vzone, e), pos, za->n, a, 1, 1);
+        pos = i;
+        vzone z;
+        if (i < za->n && (z = zone_at(r, za, i)).s < a)
+            g->a0[k * g->depths + d] = z.e;
+        else if (d < g->n0[k])
+            g->n0[k] = d;
+        uint64_t j = mprof__vread_search(r, za, offsetof(vzone, e), pos, za->n, b, 1, 1);
+        if (j < za->n && (z = zone_at(r, za, j)).s < b)
+            g->b1[k * g->depths + d] = z.s;
+        else if (d < g->n1[k])
+            g->n1[k] = d;
+    }
+}
+
+/* Feeds the zones of level li inside each interval (of source location only, unless only is
+ * UINT32_MAX) to sites (by slot), moving forward through the level. */
+static int level_scan(vread *r, const mprof_vindex *x, uint64_t li, const int64_t *iv, uint64_t n_iv, const edges *g,
+                      uint32_t only, mprof_site_stat *sites, mprof_frame_span span, uint64_t *zones)
+{
     const vlevel *l = &x->levels[li];
     const varr *za = &x->arrays[l->arr];
     const vblk *bk = x->blocks + za->blk0;
-    uint64_t i = mprof__vread_search(&sc->r, za, offsetof(vzone, s), 0, za->n, a, 0, 0);
-    while (i < za->n && !sc->r.err) {
-        uint64_t bi = mprof__varr_block_of(x, za, i);
-        if (bk[bi].k_first >= b)
-            break;
-        if (only != UINT32_MAX && !(bk[bi].loc_mask & (UINT64_C(1) << (only % 64)))) {
-            i = bk[bi].first + bk[bi].n;
-            continue;
-        }
-        const vzone *z = mprof__vread_block(&sc->r, za, bi);
-        if (!z)
-            return -1;
-        for (uint64_t j = i - bk[bi].first; j < bk[bi].n; j++) {
-            if (z[j].s >= b) {
-                i = za->n;
+    uint64_t pos = 0;
+    for (uint64_t k = 0; k < n_iv && !r->err; k++) {
+        int64_t a = iv[2 * k], b = iv[2 * k + 1];
+        uint64_t i = mprof__vread_search(r, za, offsetof(vzone, s), pos, za->n, a, 0, 0);
+        while (i < za->n && !r->err) {
+            uint64_t bi = mprof__varr_block_of(x, za, i);
+            if (bk[bi].k_first >= b)
                 break;
-            }
-            if (z[j].e > b || z[j].loc >= n_sites || (only != UINT32_MAX && z[j].loc != only) || !zone_counts(l->kind, &z[j]))
+            uint64_t end = bk[bi].first + bk[bi].n;
+            if (only != UINT32_MAX && !(bk[bi].loc_mask & (UINT64_C(1) << (only % 64)))) {
+                i = end;
                 continue;
-            uint32_t up = z[j].flags >> VZ_NEST_SHIFT;
-            int nested = up != 0 && up <= l->depth;
-            int outermost = !nested || mprof__site_outermost(1, l->depth - up, outside(&sc->tracks[l->track], l->depth, z[j].s, z[j].e));
-            if (mprof__site_add(&sites[z[j].loc], &sc->span, z[j].s, z[j].e - z[j].s, z[j].self, outermost) != 0)
+            }
+            const vzone *z = mprof__vread_block(r, za, bi);
+            if (!z)
                 return -1;
-            (*zones)++;
+            for (; i < end; i++) {
+                const vzone *zz = &z[i - bk[bi].first];
+                if (zz->s >= b)
+                    break;
+                if (zz->e > b || zz->loc >= x->n_slots || (only != UINT32_MAX && zz->loc != only) || !zone_counts(l->kind, zz))
+                    continue;
+                uint32_t up = zz->flags >> VZ_NEST_SHIFT;
+                int outermost = up == 0 || up > l->depth ||
+                                mprof__site_outermost(1, l->depth - up, outside(g, k, l->depth, zz->s, zz->e));
+                if (mprof__site_add(&sites[zz->loc], &span, zz->s, zz->e - zz->s, zz->self, outermost) != 0)
+                    return -1;
+                (*zones)++;
+            }
+            if (i < end)
+                break; /* reached b inside this block */
         }
-        if (i < za->n)
-            i = bk[bi].first + bk[bi].n;
+        pos = i;
     }
-    return sc->r.err ? -1 : 0;
+    return r->err ? -1 : 0;
 }
 
-/* The sites of the zones inside the query's intervals (of source location only, or all). */
+/* The sites of the zones inside the query's intervals (of source location only, or all): track
+ * by track, each level read once, forward, for all the intervals. */
 static int scan_sites(const mprof_vindex *x, const mprof_vquery *q, uint32_t only, mprof_site_stat **out_sites,
                       uint64_t *out_zones, int64_t *out_len, char *err, size_t errlen)
 {
     int64_t *iv = NULL;
-    uint64_t n_iv = 0;
+    uint64_t n_iv = 0, zones = 0;
     if (intervals(x, q, &iv, &n_iv, err, errlen) != 0)
         return -1;
-    scan sc;
     mprof_site_stat *sites = calloc((size_t)x->n_slots + 1, sizeof *sites);
-    int rc = scan_init(&sc, x) == 0 && sites ? 0 : -1;
-    uint64_t zones = 0;
-    int64_t len = 0;
-    for (uint64_t k = 0; k < n_iv && rc == 0; k++) {
-        int64_t a = iv[2 * k], b = iv[2 * k + 1];
-        len += b - a;
-        scan_edges(&sc, a, b);
-        if (only == UINT32_MAX) {
-            for (uint64_t li = 0; li < x->d->n_levels && rc == 0; li++)
-                rc = scan_level(&sc, li, a, b, only, sites, x->n_slots, &zones);
-        } else {
-            const vloc *l = mprof__vidx_loc(x, only);
-            for (uint32_t k2 = 0; l && k2 < l->n_lv && rc == 0; k2++)
-                rc = scan_level(&sc, x->loclevels[l->lv0 + k2], a, b, only, sites, x->n_slots, &zones);
-        }
+    uint32_t n_tracks = 0;
+    for (uint64_t i = 0; i < x->d->n_levels; i++)
+        if (x->levels[i].track + 1 > n_tracks)
+            n_tracks = x->levels[i].track + 1;
+    const vloc *ol = only != UINT32_MAX ? mprof__vidx_loc(x, only) : NULL;
+    char *wanted = calloc((size_t)x->d->n_levels + 1, 1); /* the levels to read */
+    int rc = sites && wanted ? 0 : -1;
+    for (uint64_t i = 0; rc == 0 && i < x->d->n_levels; i++)
+        wanted[i] = only == UINT32_MAX;
+    for (uint32_t k = 0; rc == 0 && ol && k < ol->n_lv; k++)
+        wanted[x->loclevels[ol->lv0 + k]] = 1;
+    vread r;
+    mprof__vread_init(&r, x);
+    mprof_frame_span span = {x->d->span_first, x->d->span_last};
+    edges g = {0};
+    for (uint32_t t = 0; t < n_tracks && rc == 0; t++) {
+        uint32_t depths = 0;
+        int any = 0;
+        for (uint64_t i = 0; i < x->d->n_levels; i++)
+            if (x->levels[i].track == t) {
+                if (x->levels[i].depth + 1 > depths)
+                    depths = x->levels[i].depth + 1;
+                any |= wanted[i];
+            }
+        if (!any)
+            continue;
+        size_t cells = (size_t)n_iv * depths;
+        g.depths = depths;
+        g.a0 = calloc(cells + 1, sizeof *g.a0);
+        g.b1 = calloc(cells + 1, sizeof *g.b1);
+        g.n0 = malloc(((size_t)n_iv + 1) * sizeof *g.n0);
+        g.n1 = malloc(((size_t)n_iv + 1) * sizeof *g.n1);
+        if (!g.a0 || !g.b1 || !g.n0 || !g.n1)
+            rc = -1;
+        for (uint64_t k = 0; rc == 0 && k < n_iv; k++)
+            g.n0[k] = g.n1[k] = depths; /* lowered to the first depth without a crossing */
+        /* Every level of the track gives its edges (an ancestor may sit at any depth). */
+        for (uint64_t i = 0; rc == 0 && i < x->d->n_levels; i++)
+            if (x->levels[i].track == t && x->levels[i].depth < depths)
+                level_edges(&r, x, i, iv, n_iv, &g);
+        for (uint64_t i = 0; rc == 0 && !r.err && i < x->d->n_levels; i++)
+            if (x->levels[i].track == t && wanted[i])
+                rc = level_scan(&r, x, i, iv, n_iv, &g, only, sites, span, &zones);
+        free(g.a0);
+        free(g.b1);
+        free(g.n0);
+        free(g.n1);
+        memset(&g, 0, sizeof g);
+        if (r.err)
+            rc = -1;
     }
-    if (rc != 0 && sc.r.err)
-        tool_seterr(err, errlen, "%s", sc.r.why);
+    int64_t len = 0;
+    for (uint64_t k = 0; k < n_iv; k++)
+        len += iv[2 * k + 1] - iv[2 * k];
+    if (rc != 0 && r.err)
+        tool_seterr(err, errlen, "%s", r.why);
     else if (rc != 0 && !err[0])
         tool_seterr(err, errlen, "out of memory");
-    scan_free(&sc);
+    mprof__vread_free(&r);
+    free(wanted);
     free(iv);
     if (rc != 0) {
         if (sites)
-            for (uint32_t s = 0; s < x->n_slots; s++)
-                mprof__site_free(&sites[s]);
+            for (uint32_t sl = 0; sl < x->n_slots; sl++)
+                mprof__site_free(&sites[sl]);
         free(sites);
         return -1;
     }
