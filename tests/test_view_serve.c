@@ -406,7 +406,10 @@ static void test_query_parser(void **state)
         "/api/instances?loc=1&dmin=0&dmax=100&limit=10000", "/", "/serve/serve.js", "/js/util.js",
         "/style.css", "/api/system", "/api/states?t0=0&t1=10&w=5", "/api/cpu?t0=0&t1=10&w=5",
         "/api/samples?t0=0&t1=10", "/api/samples?t0=0&t1=10&track=3", "/api/locks?t0=0&t1=10",
-        "/serve/panels.js", "/js/system.js",
+        "/serve/panels.js", "/js/system.js", "/api/pairs", "/api/meta?c=1", "/api/zones?t0=0&t1=10&w=5&c=0",
+        "/api/stats?t0=0&t1=9&set=2", "/api/frames?w=4&set=1", "/api/hist?loc=3&t0=0&t1=5",
+        "/api/hist?loc=3&t0=0&t1=5&set=0", "/api/instances?loc=3&t0=1&t1=5&limit=3", "/serve/compare.js",
+        "/serve/framegraph.js", "/serve/plots.js",
     };
     static const char *const bad[] = {
         "", "api/meta", "/api/meta?x=1", "/api/zones?t0=0&t1=10", "/api/zones?t0=0&t1=10&w=0",
@@ -418,7 +421,9 @@ static void test_query_parser(void **state)
         "/../etc/passwd", "/js/../../etc/passwd", "/a//b", "/Serve.js", "/x?y", "/%2e%2e/etc/passwd",
         "/api/zones?t0=0&t1=10&w=5%00", "/api/meta#frag", "/api/states?t0=0&t1=10",
         "/api/samples?t0=0&t1=10&track=-1", "/api/samples?t0=0&t1=10&loc=1", "/api/locks?t0=5&t1=5",
-        "/api/system?w=1", "/api/cpu?t0=0&t1=10&w=0",
+        "/api/system?w=1", "/api/cpu?t0=0&t1=10&w=0", "/api/meta?c=2", "/api/meta?c=-1", "/api/hist?loc=3&t0=5",
+        "/api/hist?loc=3&t1=5", "/api/stats?t0=0&t1=9&set=-1", "/api/pairs?x=1", "/api/meta?c=1&c=1",
+        "/api/frames?w=4&set=4294967296",
     };
     mprof_vquery q;
     char err[256];
@@ -445,6 +450,11 @@ static void test_query_parser(void **state)
     assert_non_null(mprof__view_file("style.css"));
     assert_non_null(mprof__view_file("serve/panels.js"));
     assert_non_null(mprof__view_file("js/system.js"));
+    assert_non_null(mprof__view_file("serve/compare.js"));
+    assert_non_null(mprof__view_file("serve/framegraph.js"));
+    assert_non_null(mprof__view_file("serve/plots.js"));
+    assert_int_equal(mprof__vquery_parse("/api/stats?t0=1&t1=9&set=3&c=1", 30, &q, err, sizeof err), 0);
+    assert_true(q.has_set && q.set == 3 && q.cap == 1);
     assert_null(mprof__view_file("../CMakeLists.txt"));
 }
 
