@@ -326,7 +326,22 @@ mprof_vindex *mprof__vindex_open(const char *capture_path, const char *index_pat
         if (mprof__vindex_build(capture_path, index_path, err, errlen) != 0) {
             if (remove)
                 unlink(index_path);
-            return NULL;
+            if (!cached || strncmp(err, "cannot create", 13) != 0)
+                return NULL;
+            /* A cache folder that cannot be written: a private index in $TMPDIR, removed on
+             * close. */
+            const char *tmpdir = getenv("TMPDIR");
+            const char *base = strrchr(capture_path, '/');
+            fprintf(stderr, "mprof view: %s; the index goes to $TMPDIR instead\n", err);
+            snprintf(def, sizeof def, "%s/mprof-%ld-%s.vidx", tmpdir && *tmpdir ? tmpdir : "/tmp", (long)getpid(),
+                     base ? base + 1 : capture_path);
+            index_path = def;
+            cached = 0;
+            remove = 1;
+            if (mprof__vindex_build(capture_path, index_path, err, errlen) != 0) {
+                unlink(index_path);
+                return NULL;
+            }
         }
         if (out_built)
             *out_built = 1;

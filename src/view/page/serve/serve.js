@@ -632,8 +632,12 @@ window.MPROF_SERVE = {
     zoomTo: (s0, e0) => zoomTo(s0, e0),
     loadFrames: () => loadFrames(),
     /* Reloads everything the page shows of the capture (compare.js switches captures). */
-    reload: () => api('/api/meta').then((m) => { S.meta = null; S.zones = null; S.plots = null; S.msgs = null;
-        applyMeta(m); showTab(); return loadFrames(); }).then(() => setView(S.meta.start_ns, S.meta.end_ns || 1, true)),
+    reload: () => api('/api/meta').then((m) => {
+        /* Another capture: nothing of the last one's (its source location slots differ) stays. */
+        S.meta = null; S.zones = null; S.plots = null; S.msgs = null; S.stats = null; S.hist = null; S.inst = null;
+        S.histLoc = -1; S.hilite = -1; S.selZone = null; S.selRange = null; S.statsSet = null;
+        applyMeta(m); showTab(); return loadFrames();
+    }).then(() => setView(S.meta.start_ns, S.meta.end_ns || 1, true)),
     redraw: () => drawTimeline(),
     showTab: () => showTab(),
     addPanel: (key, title, fn) => { S.panels[key] = [title, fn]; if (S.meta) showTab(); },
