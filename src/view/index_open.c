@@ -7,7 +7,7 @@
  *
  * The file stays open for the answers, which read its blocks with pread (index_block.h): nothing
  * is mapped, so a file cut or rewritten under a running server makes an answer fail, never the
- * server.
+ * server. Opening sweeps the folder of what killed builds left (index_cache.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "view/index_block.h"
@@ -319,6 +319,20 @@ mprof_vindex *mprof__vindex_open(const char *capture_path, const char *index_pat
             remove = 1;
         }
     }
+    /* What killed builds left in this folder goes first, whether or not this run builds. */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", index_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = 0; /* "/" */
+    else
+        *slash = 0;
+    int swept = mprof__vcache_sweep(dir);
+    if (swept)
+        fprintf(stderr, "mprof view: removed %d temporary file%s of an interrupted index build in %s\n", swept,
+                swept > 1 ? "s" : "", dir);
     mprof_vindex *x = try_open(capture_path, index_path, why, sizeof why);
     if (!x) {
         if (strcmp(why, "no index") != 0)
