@@ -612,6 +612,11 @@ function showTab() {
     p.textContent = '';
     (all[S.tab] || all.find)[1](p);
     setStatus('tab', S.tab);
+    if (document.body.dataset.tab !== S.tab) {
+        /* serve.css gives some tabs more room: the timeline is drawn again at its new size. */
+        document.body.dataset.tab = S.tab;
+        if (S.meta) requestAnimationFrame(() => drawTimeline());
+    }
 }
 
 /* ---- start ----------------------------------------------------------------------------------- */
