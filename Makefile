@@ -61,7 +61,7 @@ proof: build
 fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_BUILD_FUZZ=ON -DMPROF_BUILD_TESTS=OFF -DMPROF_BUILD_BENCH=OFF -DMPROF_BUILD_EXAMPLES=OFF -DMPROF_WERROR=ON
 	cmake --build build-fuzz -j $(JOBS)
-	for t in reader wire timeline passes report_gpu gate_json frames_export perfetto query store view_query view_answers kv escape env_number doctor; do \
+	for t in reader wire timeline passes report_gpu gate_json frames_export perfetto query store view_query view_answers view_index kv escape env_number doctor; do \
 	    mkdir -p build-fuzz/corpus/$$t && \
 	    ./build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus/$$t fuzz/corpus/$$t || exit 1; done
 

@@ -33,6 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (q.has_frames && q.to < q.from)
         abort();
+    if (q.cap > 1)
+        abort(); /* c= names one of two captures */
     if (q.no_lod && q.kind != MPROF_VQ_ZONES)
         abort(); /* lod is a key of /api/zones only */
     if (q.kind == MPROF_VQ_ASSET) {

@@ -238,7 +238,7 @@ static const cJSON *zone_named(const cJSON *arr, const char *name, const char *f
 static const mprof_zstat *zstat_named(const mprof_zstats *s, const char *name)
 {
     for (uint32_t i = 0; i < s->n; i++)
-        if (s->z[i].count && strcmp(s->z[i].name, name) == 0)
+        if (s->z[i].site.count && strcmp(s->z[i].name, name) == 0)
             return &s->z[i];
     fail_msg("no zone %s", name);
     return NULL;
@@ -332,11 +332,11 @@ static void test_recursion_csv_diff_frames(void **state)
     /* The statistics behind the CSV export and diff. */
     mprof_zstats s;
     assert_int_equal(mprof__zstats_collect(tp("rec2.mprof"), &s, err, sizeof err), 0);
-    assert_int_equal(zstat_named(&s, "Rec")->total_ns, 60 * MS);
-    assert_int_equal(zstat_named(&s, "Rec")->count, 3);
-    assert_int_equal(zstat_named(&s, "A")->total_ns, 60 * MS);
-    assert_int_equal(zstat_named(&s, "B")->total_ns, 50 * MS);
-    assert_int_equal(zstat_named(&s, "B")->self_ns, 40 * MS);
+    assert_int_equal(zstat_named(&s, "Rec")->site.total_ns, 60 * MS);
+    assert_int_equal(zstat_named(&s, "Rec")->site.count, 3);
+    assert_int_equal(zstat_named(&s, "A")->site.total_ns, 60 * MS);
+    assert_int_equal(zstat_named(&s, "B")->site.total_ns, 50 * MS);
+    assert_int_equal(zstat_named(&s, "B")->site.self_ns, 40 * MS);
     mprof__zstats_free(&s);
     /* The CSV file itself. */
     FILE *f = fopen(tp("rec.csv"), "w");
@@ -671,6 +671,26 @@ static void test_rebuild_diff_and_gate(void **state)
     }
     assert_int_equal(seen, 3);
     assert_int_equal(r->n_zones, 3); /* Update x 2 and lock (one identity, merged per run) */
+    /* Every writer links to the two captures side by side in the viewer, on the zone that grew. */
+    FILE *g = fopen(tp("gate.txt"), "w+");
+    assert_int_equal(mprof__gate_print_text(r, g), 0);
+    fclose(g);
+    char *gt = slurp(tp("gate.txt"));
+    char want[1200];
+    snprintf(want, sizeof want, "mprof view --serve %s %s", tp("id_a.mprof"), tp("id_b.mprof"));
+    assert_non_null(strstr(gt, want));
+    assert_non_null(strstr(gt, "#compare&zone=Update"));
+    free(gt);
+    g = fopen(tp("gate.json"), "w+");
+    assert_int_equal(mprof__gate_write_json(r, g), 0);
+    fclose(g);
+    gt = slurp(tp("gate.json"));
+    cJSON *gj = cJSON_Parse(gt);
+    free(gt);
+    const cJSON *cmpj = cJSON_GetObjectItemCaseSensitive(gj, "compare");
+    assert_non_null(cmpj);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(cmpj, "command")->valuestring, want);
+    cJSON_Delete(gj);
     mprof__gate_result_free(r);
     mprof__frames_runs_free(b);
     mprof__frames_runs_free(c);

@@ -39,4 +39,27 @@ double tu_scale(void);
 /* Path of the mprof binary under test (MPROF_BIN, set by ctest). */
 const char *tu_mprof_bin(void);
 
+/* A synthetic capture whose every timestamp is known (one tick = 1 ns), for tests that check a
+ * figure exactly: events are appended in file order with the helpers below, tu_cap_write writes
+ * the file (header, info, one events chunk, a clean end) and frees the events. Zero-initialised:
+ * empty, on thread 0 until tu_cap_thread. */
+typedef struct tu_cap {
+    mprof_buf ev;
+    int64_t last[64]; /* the last timestamp of each thread (timestamps are per-thread deltas) */
+    uint32_t thread;
+} tu_cap;
+
+void tu_cap_thread(tu_cap *c, uint32_t t); /* the following events are thread t's (t < 64) */
+void tu_cap_loc(tu_cap *c, uint32_t id, const char *name, const char *fn, const char *file,
+                uint32_t line);
+void tu_cap_string(tu_cap *c, uint32_t id, const char *s); /* a name for frame sets, fibers */
+void tu_cap_begin(tu_cap *c, int64_t ts, uint32_t loc);
+void tu_cap_end(tu_cap *c, int64_t ts);
+void tu_cap_zone(tu_cap *c, int64_t start, int64_t end, uint32_t loc); /* begin and end */
+void tu_cap_mark(tu_cap *c, int64_t ts, uint32_t name); /* name 0: a main frame mark */
+void tu_cap_frame_begin(tu_cap *c, int64_t ts, uint32_t name);
+void tu_cap_frame_end(tu_cap *c, int64_t ts, uint32_t name);
+/* Writes the capture to path; 0, or -1 when it cannot be written. */
+int tu_cap_write(tu_cap *c, const char *path);
+
 #endif

@@ -225,9 +225,22 @@ static void test_stats_hist_instances(void **state)
     char t[160];
     snprintf(t, sizeof t, "/api/stats?t0=%lld&t1=%lld", (long long)start, (long long)end + 1);
     cJSON *st = ask(x, t);
-    assert_int_equal((uint64_t)num(st, "zones"), level_zones(meta));
-    /* Whole-capture stats equal the metadata's per-location figures; hist and instances agree. */
+    /* Whole-capture stats count the CPU zones that ended (analysis/site_stats.h): not the lock
+     * spans, nor the GPU zones, which have rows of their own. */
     const cJSON *ls = cJSON_GetObjectItem(meta, "loc_stats");
+    uint64_t cpu_zones = 0, gpu_zones = 0;
+    const cJSON *lr;
+    cJSON_ArrayForEach(lr, ls) {
+        const char *kind = cJSON_GetArrayItem(lr, 6)->valuestring;
+        if (strcmp(kind, "thread") == 0)
+            cpu_zones += (uint64_t)cJSON_GetArrayItem(lr, 1)->valuedouble;
+        else if (strcmp(kind, "gpu") == 0)
+            gpu_zones += (uint64_t)cJSON_GetArrayItem(lr, 1)->valuedouble;
+    }
+    assert_int_equal((uint64_t)num(st, "zones"), cpu_zones);
+    assert_true(gpu_zones > 0 && cJSON_GetArraySize(cJSON_GetObjectItem(st, "gpu_rows")) > 0);
+    assert_true(cpu_zones + gpu_zones < level_zones(meta)); /* lock spans are in the levels only */
+    /* Whole-capture stats equal the metadata's per-location figures; hist and instances agree. */
     assert_true(cJSON_GetArraySize(ls) > 5);
     const cJSON *row;
     int checked = 0;
@@ -393,7 +406,10 @@ static void test_query_parser(void **state)
         "/api/instances?loc=1&dmin=0&dmax=100&limit=10000", "/", "/serve/serve.js", "/js/util.js",
         "/style.css", "/api/system", "/api/states?t0=0&t1=10&w=5", "/api/cpu?t0=0&t1=10&w=5",
         "/api/samples?t0=0&t1=10", "/api/samples?t0=0&t1=10&track=3", "/api/locks?t0=0&t1=10",
-        "/serve/panels.js", "/js/system.js",
+        "/serve/panels.js", "/js/system.js", "/api/pairs", "/api/meta?c=1", "/api/zones?t0=0&t1=10&w=5&c=0",
+        "/api/stats?t0=0&t1=9&set=2", "/api/frames?w=4&set=1", "/api/hist?loc=3&t0=0&t1=5",
+        "/api/hist?loc=3&t0=0&t1=5&set=0", "/api/instances?loc=3&t0=1&t1=5&limit=3", "/serve/compare.js",
+        "/serve/framegraph.js", "/serve/plots.js",
     };
     static const char *const bad[] = {
         "", "api/meta", "/api/meta?x=1", "/api/zones?t0=0&t1=10", "/api/zones?t0=0&t1=10&w=0",
@@ -405,7 +421,9 @@ static void test_query_parser(void **state)
         "/../etc/passwd", "/js/../../etc/passwd", "/a//b", "/Serve.js", "/x?y", "/%2e%2e/etc/passwd",
         "/api/zones?t0=0&t1=10&w=5%00", "/api/meta#frag", "/api/states?t0=0&t1=10",
         "/api/samples?t0=0&t1=10&track=-1", "/api/samples?t0=0&t1=10&loc=1", "/api/locks?t0=5&t1=5",
-        "/api/system?w=1", "/api/cpu?t0=0&t1=10&w=0",
+        "/api/system?w=1", "/api/cpu?t0=0&t1=10&w=0", "/api/meta?c=2", "/api/meta?c=-1", "/api/hist?loc=3&t0=5",
+        "/api/hist?loc=3&t1=5", "/api/stats?t0=0&t1=9&set=-1", "/api/pairs?x=1", "/api/meta?c=1&c=1",
+        "/api/frames?w=4&set=4294967296",
     };
     mprof_vquery q;
     char err[256];
@@ -432,6 +450,11 @@ static void test_query_parser(void **state)
     assert_non_null(mprof__view_file("style.css"));
     assert_non_null(mprof__view_file("serve/panels.js"));
     assert_non_null(mprof__view_file("js/system.js"));
+    assert_non_null(mprof__view_file("serve/compare.js"));
+    assert_non_null(mprof__view_file("serve/framegraph.js"));
+    assert_non_null(mprof__view_file("serve/plots.js"));
+    assert_int_equal(mprof__vquery_parse("/api/stats?t0=1&t1=9&set=3&c=1", 30, &q, err, sizeof err), 0);
+    assert_true(q.has_set && q.set == 3 && q.cap == 1);
     assert_null(mprof__view_file("../CMakeLists.txt"));
 }
 

@@ -15,7 +15,7 @@
 
 static const char *const help =
     "usage: mprof view [options] FILE.mprof [NEW.mprof]\n"
-    "       mprof view --serve FILE.mprof [--address ADDR] [--port P] [--index FILE]\n"
+    "       mprof view --serve FILE.mprof [OTHER.mprof] [--address ADDR] [--port P] [--index FILE]\n"
     "                  [--max-connections N]\n"
     "       mprof view --live -o FILE.mprof [-a ADDR] [-p PORT] [-f] [--address ADDR] [--port P]\n"
     "\n"
@@ -35,11 +35,15 @@ static const char *const help =
     "  --budget MS     frame budget line in milliseconds (default 16.7)\n"
     "  --json          write the page's data document (docs/VIEW.md) instead of HTML\n"
     "  --serve         instead of a file, serve the viewer over HTTP for the whole capture, any\n"
-    "                  size: it is indexed in one pass (cached as FILE.mprof.vidx, rebuilt when\n"
-    "                  the capture changes) and the page asks for what it draws; Ctrl-C stops\n"
+    "                  size: it is indexed in one pass (kept in the index cache, rebuilt when\n"
+    "                  the capture changes or the index does not check out) and the page asks\n"
+    "                  for what it draws; Ctrl-C stops. Given two captures, the page compares\n"
+    "                  them (Compare tab; the timeline switches between A and B)\n"
     "  --address ADDR  numeric address to listen on (default 127.0.0.1: this machine only)\n"
     "  --port P        port (default 8717; 0 = any free one); the URL is printed on stdout\n"
-    "  --index FILE    where to keep the index (default: beside the capture, else $TMPDIR)\n"
+    "  --index FILE    where to keep the (first) capture's index (default: the index cache,\n"
+    "                  $XDG_CACHE_HOME/mprof or ~/.cache/mprof, capped at MPROF_VIEW_CACHE_MB\n"
+    "                  MiB, default 4096, the least recently used evicted first)\n"
     "  --max-connections N  with --serve or --live: connections served at once (default 1024);\n"
     "                  as many again are answered 503 with Retry-After, and a connection whose\n"
     "                  request is not in within 10 s, or its answer not taken within 30 s, ends\n"
@@ -179,11 +183,13 @@ int cmd_view(int argc, char **argv)
         if (tool_check_rereadable("view", paths[i]))
             return EXIT_USAGE;
     if (serve) {
-        if (n_paths != 1 || out_path || json)
-            return tool_error("view", EXIT_USAGE, "--serve takes one capture and no -o or --json");
-        if (index_path && tool_same_file(paths[0], index_path))
-            return tool_error("view", EXIT_USAGE, "--index %s is the capture itself", index_path);
-        return mprof__view_serve(paths[0], index_path, address, (unsigned)port, (unsigned)max_conns);
+        if (out_path || json)
+            return tool_error("view", EXIT_USAGE, "--serve takes one or two captures and no -o or --json");
+        for (int i = 0; i < n_paths; i++)
+            if (index_path && tool_same_file(paths[i], index_path))
+                return tool_error("view", EXIT_USAGE, "--index %s is the capture itself", index_path);
+        return mprof__view_serve(paths[0], n_paths == 2 ? paths[1] : NULL, index_path, address, (unsigned)port,
+                                 (unsigned)max_conns);
     }
     const char *shown = paths[n_paths - 1];
     char def_out[4096];

@@ -8,6 +8,7 @@
  */
 #include "analysis/analysis.h"
 #include "analysis/range.h"
+#include "analysis/site_stats.h"
 #include "analysis/system.h"
 #include "util/grow.h"
 #include "util/tool.h"
@@ -47,15 +48,8 @@ typedef struct thread_acc {
     int lost_since_mark; /* events were lost on this thread since its last frame mark */
 } thread_acc;
 
-/* total is inclusive time with recursion folded: an instance that runs inside another instance
- * of the same source location on the same thread adds nothing, so each stretch of wall time
- * counts once per thread. calls_ns sums every call's duration (for the mean); in_frame is the
- * part of total inside the main frames ([first mark, last mark] of the main frame set). */
-typedef struct zone_acc {
-    uint64_t count;
-    int64_t total, self, calls_ns, in_frame;
-    mprof_hist hist;
-} zone_acc;
+/* A site's figures: site_stats.h, the one definition shared with every other output. */
+typedef mprof_site_stat zone_acc;
 
 typedef struct series {
     double *v;
@@ -97,7 +91,7 @@ struct mprof_analysis {
     uint64_t unmatched_after_loss; /* of unmatched_ends: on a thread after its events were lost */
     int64_t first_ts, last_ts;
     int have_ts;
-    /* hot-path coverage on the thread that marks main frames */
+    /* hot-path coverage on the thread that marks main frames (known from the first read) */
     uint32_t main_thread;
     int64_t first_mark, last_mark;
     int64_t covered, covered_at_last_mark;
@@ -155,20 +149,8 @@ static void add_zone(mprof_analysis *a, uint32_t loc, int64_t start, int64_t dur
 {
     if (!mprof_reader_srcloc(a->r, loc) || GROW(a->zones, a->n_zones, loc) != 0)
         return;
-    zone_acc *z = &a->zones[loc];
-    z->count++;
-    z->calls_ns += dur;
-    z->self += self;
-    mprof_hist_add(&z->hist, (uint64_t)dur);
-    if (nested)
-        return;
-    z->total += dur;
-    if (a->span_first >= 0) {
-        int64_t s = start > a->span_first ? start : a->span_first;
-        int64_t e = start + dur < a->span_last ? start + dur : a->span_last;
-        if (e > s)
-            z->in_frame += e - s;
-    }
+    mprof_frame_span span = {a->span_first, a->span_last};
+    mprof__site_add(&a->zones[loc], &span, start, dur, self, mprof__site_outermost(nested, 0, 0));
 }
 
 static void zone_end(mprof_analysis *a, thread_acc *t, uint32_t tid, int64_t ts)
@@ -399,6 +381,9 @@ static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_
         a->span_first = lo;
         a->span_last = hi;
     }
+    /* The main thread is known before the zones are read, so that a top-level zone already open
+     * when the first frame mark comes counts in the coverage from that mark on. */
+    a->main_thread = thread;
     return 0;
 }
 
@@ -480,7 +465,7 @@ void mprof_analysis_free(mprof_analysis *a)
         free(a->threads[i].stack);
     free(a->threads);
     for (uint32_t i = 0; i < a->n_zones; i++)
-        mprof_hist_free(&a->zones[i].hist);
+        mprof__site_free(&a->zones[i]);
     free(a->zones);
     for (uint32_t i = 0; i < a->n_sets; i++)
         free(a->sets[i].ms.v);
@@ -518,26 +503,11 @@ void *mprof_analysis_pass_state(const mprof_analysis *a, const char *name)
 
 /* ---- results ------------------------------------------------------------------------------- */
 
-typedef struct frame_summary {
-    uint64_t count;
-    double mean, p50, p90, p95, p99, max, total;
-} frame_summary;
+typedef mprof_frame_summary frame_summary;
 
 static frame_summary summarize(const series *s)
 {
-    frame_summary f = {0};
-    f.count = s->n;
-    if (!s->n)
-        return f;
-    for (uint64_t i = 0; i < s->n; i++)
-        f.total += s->v[i];
-    f.mean = f.total / (double)s->n;
-    f.p50 = mprof_quantile_sorted(s->v, s->n, 0.50);
-    f.p90 = mprof_quantile_sorted(s->v, s->n, 0.90);
-    f.p95 = mprof_quantile_sorted(s->v, s->n, 0.95);
-    f.p99 = mprof_quantile_sorted(s->v, s->n, 0.99);
-    f.max = s->v[s->n - 1];
-    return f;
+    return mprof__frame_summary(s->v, s->n);
 }
 
 static const frameset *main_set(const mprof_analysis *a)
@@ -562,17 +532,22 @@ static uint64_t span_frames(const mprof_analysis *a)
     return a->span_first >= 0 && ms ? ms->ms.n + ms->incomplete : 0;
 }
 
-/* Share (0..1) of the main frames' span that a zone covers (on its threads, see zone_acc). */
+/* Share (0..1) of the main frames' span that a zone covers (on its threads, see site_stats.h). */
 static double frame_share(const mprof_analysis *a, const zone_acc *z)
 {
-    if (a->span_first < 0)
-        return 0.0;
-    return (double)z->in_frame / (double)(a->span_last - a->span_first);
+    mprof_frame_span span = {a->span_first, a->span_last};
+    return mprof__site_frame_share(z, &span);
 }
 
 static double zone_mean_ns(const zone_acc *z)
 {
-    return z->count ? (double)z->calls_ns / (double)z->count : 0.0;
+    return mprof__site_mean_ns(z);
+}
+
+/* Time inside the main frames per frame of the span, in ms. */
+static double per_frame_ms(const mprof_analysis *a, const zone_acc *z)
+{
+    return mprof__site_per_frame_ns(z, span_frames(a)) / 1e6;
 }
 
 /* A zone is timer-bound when its mean is within this factor of an empty zone's cost. */
@@ -612,7 +587,7 @@ static uint32_t *sorted_zones(const mprof_analysis *a, uint32_t *n_out)
             ids[n++] = i;
     for (uint32_t i = 1; i < n; i++) { /* insertion sort: zone counts are small */
         uint32_t x = ids[i], j = i;
-        while (j > 0 && a->zones[ids[j - 1]].total < a->zones[x].total) {
+        while (j > 0 && a->zones[ids[j - 1]].total_ns < a->zones[x].total_ns) {
             ids[j] = ids[j - 1];
             j--;
         }
@@ -750,7 +725,6 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
     uint32_t nz;
     uint32_t *ids = sorted_zones(a, &nz);
     uint32_t shown = nz < (uint32_t)a->opts.top_n ? nz : (uint32_t)a->opts.top_n;
-    uint64_t nframes = span_frames(a);
     fprintf(out, "\nZones (%u of %u by total time)\n", shown, nz);
     int offcol = mprof__system_zone_off_ns(a, 0) >= 0; /* the capture has context switches */
     fprintf(out, "  %-32s %9s %10s %10s %9s %9s %9s %9s %7s %9s  %s%s\n", "name", "count", "total ms",
@@ -770,11 +744,11 @@ void mprof_analysis_print_text(mprof_analysis *a, FILE *out)
         if (offcol)
             snprintf(offbuf, sizeof offbuf, "%10.3f  ", (double)mprof__system_zone_off_ns(a, ids[k]) / 1e6);
         fprintf(out, "  %-32.32s %9" PRIu64 " %10.3f %10.3f %9.2f %9.2f %9.2f %9.2f %7.1f %9.3f  %s%s:%u\n",
-                name, z->count, (double)z->total / 1e6, (double)z->self / 1e6,
+                name, z->count, (double)z->total_ns / 1e6, (double)z->self_ns / 1e6,
                 zone_mean_ns(z) / 1e3,
-                (double)mprof_hist_quantile(&z->hist, 0.5) / 1e3,
-                (double)mprof_hist_quantile(&z->hist, 0.95) / 1e3, (double)z->hist.max / 1e3,
-                100.0 * frame_share(a, z), nframes ? (double)z->in_frame / 1e6 / (double)nframes : 0.0,
+                (double)mprof__site_quantile_ns(z, 0.5) / 1e3,
+                (double)mprof__site_quantile_ns(z, 0.95) / 1e3, (double)mprof__site_max_ns(z) / 1e3,
+                100.0 * frame_share(a, z), per_frame_ms(a, z),
                 offbuf,
                 tool_text(slash ? slash + 1 : file, e1, sizeof e1), d ? d->line : 0);
     }
@@ -897,7 +871,6 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out)
     }
     mprof_json_arr_end(&j);
 
-    uint64_t nframes = span_frames(a);
     uint32_t nz;
     uint32_t *ids = sorted_zones(a, &nz);
     mprof_json_arr_begin(&j, "zones");
@@ -914,16 +887,16 @@ void mprof_analysis_print_json(mprof_analysis *a, FILE *out)
         snprintf(color, sizeof color, "#%06x", d ? d->color & 0xffffff : 0);
         mprof_json_str(&j, "color", color);
         mprof_json_u64(&j, "count", z->count);
-        mprof_json_u64(&j, "total_ns", (uint64_t)z->total);
-        mprof_json_u64(&j, "self_ns", (uint64_t)z->self);
+        mprof_json_u64(&j, "total_ns", (uint64_t)z->total_ns);
+        mprof_json_u64(&j, "self_ns", (uint64_t)z->self_ns);
         mprof_json_u64(&j, "mean_ns", (uint64_t)zone_mean_ns(z));
-        mprof_json_u64(&j, "min_ns", z->hist.min);
-        mprof_json_u64(&j, "p50_ns", mprof_hist_quantile(&z->hist, 0.5));
-        mprof_json_u64(&j, "p95_ns", mprof_hist_quantile(&z->hist, 0.95));
-        mprof_json_u64(&j, "max_ns", z->hist.max);
+        mprof_json_u64(&j, "min_ns", mprof__site_min_ns(z));
+        mprof_json_u64(&j, "p50_ns", mprof__site_quantile_ns(z, 0.5));
+        mprof_json_u64(&j, "p95_ns", mprof__site_quantile_ns(z, 0.95));
+        mprof_json_u64(&j, "max_ns", mprof__site_max_ns(z));
         mprof_json_f64(&j, "frame_share", frame_share(a, z));
-        mprof_json_u64(&j, "in_frames_ns", (uint64_t)z->in_frame);
-        mprof_json_f64(&j, "per_frame_ms", nframes ? (double)z->in_frame / 1e6 / (double)nframes : 0.0);
+        mprof_json_u64(&j, "in_frames_ns", (uint64_t)z->in_frames_ns);
+        mprof_json_f64(&j, "per_frame_ms", per_frame_ms(a, z));
         mprof_json_bool(&j, "timer_bound", timer_bound(a, z));
         mprof__system_zone_json(a, &j, ids[k]);
         mprof_json_obj_end(&j);

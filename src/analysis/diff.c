@@ -41,10 +41,10 @@ static double rate(const mprof_diff *d, const mprof_zstats *s, const mprof_zstat
     if (!z)
         return 0.0;
     if (d->per_frame && s->span_first_ns >= 0) /* time inside frames, frames in the span */
-        return (double)z->in_frames_ns / (double)(s->n_frames + s->n_lossy);
+        return (double)z->site.in_frames_ns / (double)(s->n_frames + s->n_lossy);
     if (d->per_frame)
-        return (double)z->total_ns / (double)s->n_frames;
-    return s->duration_ns > 0 ? (double)z->total_ns / ((double)s->duration_ns / 1e9) : 0.0;
+        return (double)z->site.total_ns / (double)s->n_frames;
+    return s->duration_ns > 0 ? (double)z->site.total_ns / ((double)s->duration_ns / 1e9) : 0.0;
 }
 
 static int cmp_rows(const void *x, const void *y)
@@ -81,9 +81,9 @@ mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, s
     d->per_frame = d->a.n_frames > 0 && d->b.n_frames > 0;
     size_t cap = 0;
     for (uint32_t i = 0; i < d->a.n; i++)
-        cap += d->a.z[i].count > 0;
+        cap += d->a.z[i].site.count > 0;
     for (uint32_t i = 0; i < d->b.n; i++)
-        cap += d->b.z[i].count > 0;
+        cap += d->b.z[i].site.count > 0;
     d->rows = calloc(cap + 1, sizeof *d->rows);
     if (!d->rows) {
         snprintf(err, errlen, "out of memory");
@@ -98,12 +98,12 @@ mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, s
     size_t na = 0, nb = 0;
     if (za && zb && ka && kb && pair && matched) {
         for (uint32_t i = 0; i < d->a.n; i++)
-            if (d->a.z[i].count) {
+            if (d->a.z[i].site.count) {
                 za[na] = &d->a.z[i];
                 ka[na++] = key_of(&d->a.z[i]);
             }
         for (uint32_t i = 0; i < d->b.n; i++)
-            if (d->b.z[i].count) {
+            if (d->b.z[i].site.count) {
                 zb[nb] = &d->b.z[i];
                 kb[nb++] = key_of(&d->b.z[i]);
             }
@@ -157,20 +157,8 @@ typedef struct fstats {
 
 static fstats frame_stats(const mprof_zstats *s)
 {
-    fstats f = {0};
-    f.n = s->n_frames;
-    if (!f.n)
-        return f;
-    double sum = 0;
-    for (uint64_t i = 0; i < f.n; i++)
-        sum += s->frame_ns[i];
-    f.mean = sum / (double)f.n;
-    f.p50 = mprof_quantile_sorted(s->frame_ns, f.n, 0.50);
-    f.p90 = mprof_quantile_sorted(s->frame_ns, f.n, 0.90);
-    f.p95 = mprof_quantile_sorted(s->frame_ns, f.n, 0.95);
-    f.p99 = mprof_quantile_sorted(s->frame_ns, f.n, 0.99);
-    f.max = s->frame_ns[f.n - 1];
-    return f;
+    mprof_frame_summary m = mprof__frame_summary(s->frame_ns, s->n_frames);
+    return (fstats){m.count, m.mean, m.p50, m.p90, m.p95, m.p99, m.max};
 }
 
 static void ms_cell(FILE *o, double ns)
@@ -225,11 +213,11 @@ void mprof__diff_print_text(const mprof_diff *d, FILE *o, int top_n)
         snprintf(name, sizeof name, "%s%s", tool_text(z->name, ename, 29),
                  !r->a ? " (B only)" : !r->b ? " (A only)" : "");
         fprintf(o, "  %-28.28s %9" PRIu64 " %9" PRIu64 " %10.2f %10.2f %10.2f %10.2f %+12.2f  %s:%" PRIu32 "\n",
-                name, r->a ? r->a->count : 0, r->b ? r->b->count : 0,
-                r->a ? mprof_hist_mean(&r->a->hist) / 1e3 : 0.0,
-                r->b ? mprof_hist_mean(&r->b->hist) / 1e3 : 0.0,
-                r->a ? (double)mprof_hist_quantile(&r->a->hist, 0.95) / 1e3 : 0.0,
-                r->b ? (double)mprof_hist_quantile(&r->b->hist, 0.95) / 1e3 : 0.0,
+                name, r->a ? r->a->site.count : 0, r->b ? r->b->site.count : 0,
+                r->a ? mprof__site_mean_ns(&r->a->site) / 1e3 : 0.0,
+                r->b ? mprof__site_mean_ns(&r->b->site) / 1e3 : 0.0,
+                r->a ? (double)mprof__site_quantile_ns(&r->a->site, 0.95) / 1e3 : 0.0,
+                r->b ? (double)mprof__site_quantile_ns(&r->b->site, 0.95) / 1e3 : 0.0,
                 r->impact_ns / 1e3, tool_text(z->file, efile, sizeof efile), z->line);
     }
     if (n < d->n_rows)
@@ -281,18 +269,18 @@ void mprof__diff_print_json(const mprof_diff *d, FILE *o, int top_n)
             mprof_json_u64(&j, "b_line", r->b->line);
         }
         mprof_json_str(&j, "status", !r->a ? "only_b" : !r->b ? "only_a" : "both");
-        mprof_json_u64(&j, "a_count", r->a ? r->a->count : 0);
-        mprof_json_u64(&j, "b_count", r->b ? r->b->count : 0);
-        mprof_json_f64(&j, "a_mean_ns", r->a ? mprof_hist_mean(&r->a->hist) : 0.0);
-        mprof_json_f64(&j, "b_mean_ns", r->b ? mprof_hist_mean(&r->b->hist) : 0.0);
-        mprof_json_u64(&j, "a_p50_ns", r->a ? mprof_hist_quantile(&r->a->hist, 0.50) : 0);
-        mprof_json_u64(&j, "b_p50_ns", r->b ? mprof_hist_quantile(&r->b->hist, 0.50) : 0);
-        mprof_json_u64(&j, "a_p95_ns", r->a ? mprof_hist_quantile(&r->a->hist, 0.95) : 0);
-        mprof_json_u64(&j, "b_p95_ns", r->b ? mprof_hist_quantile(&r->b->hist, 0.95) : 0);
-        mprof_json_i64(&j, "a_total_ns", r->a ? r->a->total_ns : 0);
-        mprof_json_i64(&j, "b_total_ns", r->b ? r->b->total_ns : 0);
-        mprof_json_i64(&j, "a_in_frames_ns", r->a ? r->a->in_frames_ns : 0);
-        mprof_json_i64(&j, "b_in_frames_ns", r->b ? r->b->in_frames_ns : 0);
+        mprof_json_u64(&j, "a_count", r->a ? r->a->site.count : 0);
+        mprof_json_u64(&j, "b_count", r->b ? r->b->site.count : 0);
+        mprof_json_f64(&j, "a_mean_ns", r->a ? mprof__site_mean_ns(&r->a->site) : 0.0);
+        mprof_json_f64(&j, "b_mean_ns", r->b ? mprof__site_mean_ns(&r->b->site) : 0.0);
+        mprof_json_u64(&j, "a_p50_ns", r->a ? mprof__site_quantile_ns(&r->a->site, 0.50) : 0);
+        mprof_json_u64(&j, "b_p50_ns", r->b ? mprof__site_quantile_ns(&r->b->site, 0.50) : 0);
+        mprof_json_u64(&j, "a_p95_ns", r->a ? mprof__site_quantile_ns(&r->a->site, 0.95) : 0);
+        mprof_json_u64(&j, "b_p95_ns", r->b ? mprof__site_quantile_ns(&r->b->site, 0.95) : 0);
+        mprof_json_i64(&j, "a_total_ns", r->a ? r->a->site.total_ns : 0);
+        mprof_json_i64(&j, "b_total_ns", r->b ? r->b->site.total_ns : 0);
+        mprof_json_i64(&j, "a_in_frames_ns", r->a ? r->a->site.in_frames_ns : 0);
+        mprof_json_i64(&j, "b_in_frames_ns", r->b ? r->b->site.in_frames_ns : 0);
         mprof_json_f64(&j, "impact_ns", r->impact_ns);
         mprof_json_obj_end(&j);
     }

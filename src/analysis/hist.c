@@ -26,6 +26,17 @@ static uint64_t bucket_value(unsigned b)
     return lo + (1ull << (e - 5)) / 2;
 }
 
+uint64_t mprof_hist_bucket_low(unsigned b)
+{
+    if (b < 64)
+        return b;
+    unsigned e = (b - 64) / MPROF_HIST_SUB + 6;
+    unsigned sub = (b - 64) % MPROF_HIST_SUB;
+    if (e > 63)
+        return UINT64_MAX;
+    return (1ull << e) + ((uint64_t)sub << (e - 5));
+}
+
 int mprof_hist_add(mprof_hist *h, uint64_t v)
 {
     if (h->n == 0 || v < h->min)

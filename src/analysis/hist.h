@@ -27,6 +27,9 @@ uint64_t mprof_hist_quantile(const mprof_hist *h, double q);
 double mprof_hist_mean(const mprof_hist *h);
 double mprof_hist_stddev(const mprof_hist *h);
 void mprof_hist_free(mprof_hist *h);
+/* The smallest value of bucket b (b == MPROF_HIST_BUCKETS: one past the largest value kept), so
+ * that bucket b holds [mprof_hist_bucket_low(b), mprof_hist_bucket_low(b + 1)). */
+uint64_t mprof_hist_bucket_low(unsigned b);
 
 /* Exact quantile of a sorted array (linear interpolation between closest ranks). */
 double mprof_quantile_sorted(const double *v, uint64_t n, double q);

@@ -225,10 +225,15 @@ static void zone_end(mprof_walker *w, track_st *t, int64_t ts, int unfinished)
     w->zones++;
     if (w->hooks.zone) {
         int nested = 0;
-        for (uint32_t k = 0; k < t->depth && !nested; k++)
-            nested = t->stack[k].loc == z->loc;
+        uint32_t nest_depth = 0;
+        for (uint32_t k = t->depth; k-- > 0 && !nested;)
+            if (t->stack[k].loc == z->loc) {
+                nested = 1;
+                nest_depth = k;
+            }
         mprof_tl_zone out = {
             .track = (uint32_t)(t - w->tracks), .loc = z->loc, .depth = t->depth, .nested = nested,
+            .nest_depth = nest_depth,
             .start_ns = z->start, .end_ns = z->start + dur, .child_ns = z->child,
             .text = z->text, .text_len = z->text_len, .name = z->name, .name_len = z->name_len,
             .value = z->value, .has_value = z->has_value, .unfinished = unfinished};

@@ -48,6 +48,7 @@ typedef struct mprof_tl_zone {
                          (recursion): its time is already inside that instance's */
     int64_t submit_ns;      /* GPU zones: when the CPU recorded its begin (GPU_ZONE_BEGIN) */
     uint32_t submit_thread; /* GPU zones: the reader thread that recorded it */
+    uint32_t nest_depth; /* with nested: the depth of the nearest such instance */
 } mprof_tl_zone;
 
 /* A lock span: waiting for (contended only) or holding a lock. */

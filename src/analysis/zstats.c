@@ -1,6 +1,7 @@
 /*
  * zstats.c - zone statistics per source location, the figures that the CSV export and
- * `mprof diff` share.
+ * `mprof diff` share: the walker's zones through the one definition of site_stats.h, with each
+ * location's names.
  *
  * Statistics keep one histogram per source location (fixed size, see hist.h), so their memory
  * follows the number of call sites, not of zones.
@@ -17,56 +18,44 @@
 typedef struct collect {
     mprof_zstats *s;
     const mprof_reader *r;
-    const mprof_export_range *range;
+    mprof_walker *w;
+    mprof_site_table t;
     int oom;
 } collect;
 
 static void zs_zone(void *user, const mprof_tl_zone *z)
 {
     collect *c = user;
+    const mprof_tl_track *tr = mprof__walker_track(c->w, z->track);
+    if (mprof__site_table_zone(&c->t, tr ? tr->kind : 0, z) != 0)
+        c->oom = 1;
+}
+
+/* The names of every location with calls, and their figures moved out of the table. */
+static int take_sites(collect *c)
+{
     mprof_zstats *s = c->s;
-    if (!mprof__range_overlaps(c->range, z->start_ns, z->end_ns))
-        return;
-    if (z->loc >= s->n) {
-        uint32_t nn = z->loc + 64;
-        mprof_zstat *p = realloc(s->z, (size_t)nn * sizeof *p);
-        if (!p) {
-            c->oom = 1;
-            return;
-        }
-        memset(p + s->n, 0, (size_t)(nn - s->n) * sizeof *p);
-        s->z = p;
-        s->n = nn;
-    }
-    mprof_zstat *st = &s->z[z->loc];
-    if (!st->name) {
-        const mprof_srcloc_def *d = mprof_reader_srcloc(c->r, z->loc);
+    s->n = c->t.n_sites;
+    s->z = calloc(s->n ? s->n : 1, sizeof *s->z);
+    if (!s->z)
+        return -1;
+    for (uint32_t i = 0; i < s->n; i++) {
+        mprof_zstat *st = &s->z[i];
+        st->site = c->t.site[i];
+        memset(&c->t.site[i], 0, sizeof c->t.site[i]);
+        if (!st->site.count)
+            continue;
+        const mprof_srcloc_def *d = mprof_reader_srcloc(c->r, i);
         st->name = tool_strdup(d && d->name ? d->name : "?");
         st->function = tool_strdup(d && d->function ? d->function : "");
         st->file = tool_strdup(d && d->file ? d->file : "");
         st->line = d ? d->line : 0;
         st->color = d ? d->color : 0;
-        if (!st->name || !st->function || !st->file) {
-            c->oom = 1;
-            return;
-        }
+        if (!st->name || !st->function || !st->file)
+            return -1;
+        s->zones += st->site.count;
     }
-    int64_t dur = z->end_ns - z->start_ns;
-    int64_t self = dur - z->child_ns;
-    st->count++;
-    if (!z->nested) { /* recursion: the outer instance already holds this time */
-        st->total_ns += dur;
-        if (s->span_first_ns >= 0) {
-            int64_t a = z->start_ns > s->span_first_ns ? z->start_ns : s->span_first_ns;
-            int64_t b = z->end_ns < s->span_last_ns ? z->end_ns : s->span_last_ns;
-            if (b > a)
-                st->in_frames_ns += b - a;
-        }
-    }
-    st->self_ns += self > 0 ? self : 0;
-    if (mprof_hist_add(&st->hist, (uint64_t)(dur > 0 ? dur : 0)) != 0)
-        c->oom = 1;
-    s->zones++;
+    return 0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -84,7 +73,7 @@ int mprof__zstats_collect_range(const char *path, const mprof_export_range *rang
                                 mprof_zstats *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    collect c = {.s = out, .range = range};
+    collect c = {.s = out};
     /* The main frames' span first (per-frame figures count only time inside frames). */
     mprof_export_range span = {.first_frame = 0, .end_frame = INT64_MAX, .active = 1};
     char serr[256];
@@ -93,13 +82,20 @@ int mprof__zstats_collect_range(const char *path, const mprof_export_range *rang
         out->span_first_ns = span.t0_ns;
         out->span_last_ns = span.t1_ns;
     }
+    int64_t window[2] = {range && range->active ? range->t0_ns : 0, range && range->active ? range->t1_ns : 0};
+    mprof__site_table_init(&c.t, (mprof_frame_span){out->span_first_ns, out->span_last_ns},
+                           range && range->active ? window : NULL);
     mprof_tl_hooks h = {.user = &c, .zone = zs_zone};
     mprof_reader *r = mprof_reader_open(path, err, errlen);
-    if (!r)
+    if (!r) {
+        mprof__site_table_free(&c.t);
         return -1;
+    }
     c.r = r;
     mprof_walker *w = mprof__walker_new(r, &h, 1);
+    c.w = w;
     if (!w) {
+        mprof__site_table_free(&c.t);
         mprof_reader_close(r);
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
@@ -107,6 +103,12 @@ int mprof__zstats_collect_range(const char *path, const mprof_export_range *rang
     int rc = mprof__walker_feed(w, r, &c.oom, path, err, errlen);
     if (rc == 0) {
         mprof__walker_finish(w);
+        if (c.oom || take_sites(&c) != 0) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            rc = -2;
+        }
+    }
+    if (rc == 0) {
         const mprof_tl_frameset *f = mprof__walker_main_frames(w);
         if (f && f->n) {
             out->frame_ns = malloc(f->n * sizeof *out->frame_ns);
@@ -128,6 +130,7 @@ int mprof__zstats_collect_range(const char *path, const mprof_export_range *rang
     }
     mprof__walker_free(w);
     mprof_reader_close(r);
+    mprof__site_table_free(&c.t);
     if (rc < 0) {
         mprof__zstats_free(out);
         return -1;
@@ -143,7 +146,7 @@ void mprof__zstats_free(mprof_zstats *s)
         free(s->z[i].name);
         free(s->z[i].function);
         free(s->z[i].file);
-        mprof_hist_free(&s->z[i].hist);
+        mprof__site_free(&s->z[i].site);
     }
     free(s->z);
     free(s->frame_ns);

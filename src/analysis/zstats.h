@@ -1,26 +1,24 @@
 /*
- * zstats.h - zone statistics of a capture per source location: count, total (with the recursion
- * rule of docs/STATISTICS.md), self, time inside the main frames and a duration histogram, and
- * the main frames' durations. The CSV export and `mprof diff` read them.
+ * zstats.h - zone statistics of a capture per source location, as site_stats.h defines them
+ * (count, total with the recursion rule, self, time inside the main frames, a duration
+ * histogram), with each location's names, and the main frames' durations. The CSV export and
+ * `mprof diff` read them.
  */
 #ifndef MPROF_ANALYSIS_ZSTATS_H
 #define MPROF_ANALYSIS_ZSTATS_H
 
-#include "analysis/hist.h"
 #include "analysis/range.h"
+#include "analysis/site_stats.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* Zone statistics of a capture, per source location (also used by mprof diff). */
+/* Zone statistics of a capture, per source location (also used by mprof diff): the figures of
+ * site_stats.h, with the location's names. */
 typedef struct mprof_zstat {
     char *name, *function, *file; /* owned */
     uint32_t line, color;
-    uint64_t count;
-    int64_t total_ns, self_ns; /* total: inclusive, an instance nested in another instance of
-                                  the same location on its track adds nothing (recursion) */
-    int64_t in_frames_ns;      /* the part of total inside the main frames' span */
-    mprof_hist hist; /* durations of every call */
+    mprof_site_stat site; /* site.count 0 = unused */
 } mprof_zstat;
 
 typedef struct mprof_zstats {
@@ -36,7 +34,8 @@ typedef struct mprof_zstats {
 } mprof_zstats;
 
 int mprof__zstats_collect(const char *capture_path, mprof_zstats *out, char *err, size_t errlen);
-/* Only zones overlapping range (NULL = all), and only frames inside it. */
+/* Only zones inside range (NULL = all: they start and end in it, with the recursion rule of a
+ * range, site_stats.h), and only frames inside it. */
 int mprof__zstats_collect_range(const char *capture_path, const mprof_export_range *range,
                                 mprof_zstats *out, char *err, size_t errlen);
 void mprof__zstats_free(mprof_zstats *s);

@@ -44,8 +44,8 @@ static const mprof_zstats *sort_ctx;
 static int cmp_total(const void *a, const void *b)
 {
     const mprof_zstat *x = &sort_ctx->z[*(const uint32_t *)a], *y = &sort_ctx->z[*(const uint32_t *)b];
-    if (x->total_ns != y->total_ns)
-        return x->total_ns > y->total_ns ? -1 : 1;
+    if (x->site.total_ns != y->site.total_ns)
+        return x->site.total_ns > y->site.total_ns ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
@@ -68,7 +68,7 @@ int mprof__export_csv_stats_range(const char *path, const mprof_export_range *ra
     }
     uint32_t n = 0;
     for (uint32_t i = 0; i < s.n; i++)
-        if (s.z[i].count)
+        if (s.z[i].site.count)
             order[n++] = i;
     sort_ctx = &s;
     qsort(order, n, sizeof *order, cmp_total);
@@ -85,10 +85,10 @@ int mprof__export_csv_stats_range(const char *path, const mprof_export_range *ra
         fprintf(out,
                 ",%" PRIu32 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%.0f,%" PRIu64 ",%" PRIu64
                 ",%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-                z->line, z->count, z->total_ns, z->self_ns, mprof_hist_mean(&z->hist), z->hist.min,
-                z->hist.max, mprof_hist_stddev(&z->hist), mprof_hist_quantile(&z->hist, 0.50),
-                mprof_hist_quantile(&z->hist, 0.90), mprof_hist_quantile(&z->hist, 0.95),
-                mprof_hist_quantile(&z->hist, 0.99));
+                z->line, z->site.count, z->site.total_ns, z->site.self_ns, mprof__site_mean_ns(&z->site),
+                mprof__site_min_ns(&z->site), mprof__site_max_ns(&z->site), mprof__site_stddev_ns(&z->site),
+                mprof__site_quantile_ns(&z->site, 0.50), mprof__site_quantile_ns(&z->site, 0.90),
+                mprof__site_quantile_ns(&z->site, 0.95), mprof__site_quantile_ns(&z->site, 0.99));
     }
     free(order);
     mprof__zstats_free(&s);

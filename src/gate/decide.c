@@ -110,6 +110,11 @@ static int figures(decision *d)
         return -1;
     r->base_git_sha = side_sha(d->base);
     r->cur_git_sha = side_sha(d->cur);
+    /* The captures themselves, for the viewer's comparison (view_link.c). */
+    if (d->base->n_runs && d->base->runs[0].file)
+        r->base_capture = tool_strdup(d->base->runs[0].file);
+    if (d->cur->n_runs && d->cur->runs[0].file)
+        r->cur_capture = tool_strdup(d->cur->runs[0].file);
     if (mprof__gate_attribute(d->base, d->cur, r))
         return -1;
     if (r->base.p95_ms > 0)

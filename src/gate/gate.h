@@ -178,6 +178,8 @@ typedef struct mprof_gate_result {
     mprof_gate_attrib *zones; /* sorted by delta_ms, largest growth first; top_zones at most */
     size_t n_zones;
     char **base_paths, **cur_paths; /* the runs' files */
+    char *base_capture, *cur_capture; /* the captures of each side's first run (the exports'
+                                         capture.file), NULL when they do not say */
     char *base_git_sha, *cur_git_sha;
 } mprof_gate_result;
 

@@ -53,4 +53,9 @@ int mprof__gate_advise(const mprof_gate_sides *s, mprof_gate_result *r);
 int mprof__gate_attribute(const mprof_frames_runs *b, const mprof_frames_runs *c,
                           mprof_gate_result *r);
 
+/* view_link.c: the command that serves the two sides' captures in the viewer's comparison
+ * (their first runs) into cmd, and the page address of the zone that grew most into addr
+ * ("#compare&zone=NAME"). Returns 0, or -1 when the exports do not name their captures. */
+int mprof__gate_view_link(const mprof_gate_result *r, char *cmd, size_t cn, char *addr, size_t an);
+
 #endif

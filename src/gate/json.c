@@ -204,6 +204,13 @@ int mprof__gate_write_json(const mprof_gate_result *r, FILE *out)
     for (size_t i = 0; i < r->n_warnings; i++)
         mprof_json_str(&j, NULL, r->warnings[i]);
     mprof_json_arr_end(&j);
+    char cmd[2200], addr[600];
+    if (mprof__gate_view_link(r, cmd, sizeof cmd, addr, sizeof addr) == 0) {
+        mprof_json_obj_begin(&j, "compare"); /* the captures side by side in the viewer */
+        mprof_json_str(&j, "command", cmd);
+        mprof_json_str(&j, "address", addr);
+        mprof_json_obj_end(&j);
+    }
     mprof_json_obj_end(&j);
     return ferror(out) ? -1 : 0;
 }

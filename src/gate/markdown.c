@@ -92,6 +92,13 @@ int mprof__gate_write_markdown(const mprof_gate_result *r, FILE *out)
             fputc('\n', out);
         }
     }
+    char cmd[2200], addr[600];
+    if (mprof__gate_view_link(r, cmd, sizeof cmd, addr, sizeof addr) == 0) {
+        fputs("\nCompare the captures side by side: `", out);
+        for (const char *s = cmd; *s; s++)
+            fputc(*s == '`' ? '\'' : (*s == '\n' ? ' ' : *s), out);
+        fprintf(out, "`, then open the printed address followed by `%s`.\n", addr);
+    }
     return ferror(out) ? -1 : 0;
 }
 

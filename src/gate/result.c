@@ -49,6 +49,8 @@ void mprof__gate_result_free(mprof_gate_result *r)
     free(r->zones);
     free_paths(r->base_paths, r->base.runs);
     free_paths(r->cur_paths, r->cur.runs);
+    free(r->base_capture);
+    free(r->cur_capture);
     free(r->base_git_sha);
     free(r->cur_git_sha);
     free(r);

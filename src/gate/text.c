@@ -113,5 +113,8 @@ int mprof__gate_print_text(const mprof_gate_result *r, FILE *out)
         tool_put_text(out, r->warnings[i]);
         fputc('\n', out);
     }
+    char cmd[2200], addr[600];
+    if (mprof__gate_view_link(r, cmd, sizeof cmd, addr, sizeof addr) == 0)
+        fprintf(out, "\n  compare the captures: %s, then open the printed address + %s\n", cmd, addr);
     return ferror(out) ? -1 : 0;
 }

@@ -15,6 +15,7 @@
 #include "view/document.h"
 
 #include "analysis/system.h"
+#include "analysis/site_stats.h"
 #include "analysis/timeline.h"
 #include "mprof/mprof.h"
 #include "util/tool.h"
@@ -57,6 +58,7 @@ typedef struct vzone {
     uint32_t loc, depth;
     uint32_t text, name; /* offset + 1 into the string arena, 0 = none */
     uint32_t value;      /* index + 1 into values, 0 = none */
+    uint32_t unfinished; /* open at the end of the capture: drawn, not in the statistics */
 } vzone;
 
 typedef struct vtrack {
@@ -157,6 +159,11 @@ typedef struct pass2 {
     size_t n_plots, cap_plots;
     series *mem; /* by walker pool index */
     size_t n_mem, cap_mem;
+    /* The zone figures of the whole capture, every zone, embedded or not (analysis/site_stats.h:
+     * the figures of mprof report), and of the GPU zones apart. */
+    mprof_site_table stats;
+    mprof_site_stat *gpu; /* by reader srcloc id */
+    uint32_t n_gpu;
     int oom;
 } pass2;
 
@@ -226,6 +233,7 @@ static void keep_zone(pass2 *p, uint32_t track, int64_t s, int64_t e, uint32_t l
         v->text = arena_add(p, z->text, z->text_len);
     if (z && z->name)
         v->name = arena_add(p, z->name, z->name_len);
+    v->unfinished = z && z->unfinished;
     if (z && z->has_value) {
         if (PUSH(p->values, p->n_values, p->cap_values) != 0) {
             p->oom = 1;
@@ -241,6 +249,30 @@ static void p2_zone(void *user, const mprof_tl_zone *z)
 {
     pass2 *p = user;
     keep_zone(p, z->track, z->start_ns, z->end_ns, z->loc, z->depth, z);
+    const mprof_tl_track *t = mprof__walker_track(p->w, z->track);
+    int kind = t ? t->kind : MPROF_TRACK_THREAD;
+    if (kind != MPROF_TRACK_GPU) {
+        if (mprof__site_table_zone(&p->stats, kind, z) != 0)
+            p->oom = 1;
+        return;
+    }
+    /* A GPU zone: timed by the GPU, figures of its own (site_stats.h). */
+    if (z->unfinished || z->loc >= (1u << 24))
+        return;
+    if (z->loc >= p->n_gpu) {
+        uint32_t n = z->loc + 16;
+        mprof_site_stat *g = realloc(p->gpu, (size_t)n * sizeof *g);
+        if (!g) {
+            p->oom = 1;
+            return;
+        }
+        memset(g + p->n_gpu, 0, (size_t)(n - p->n_gpu) * sizeof *g);
+        p->gpu = g;
+        p->n_gpu = n;
+    }
+    if (mprof__site_add(&p->gpu[z->loc], &p->stats.span, z->start_ns, z->end_ns - z->start_ns,
+                        z->end_ns - z->start_ns - z->child_ns, 1) != 0)
+        p->oom = 1;
 }
 
 /* Lock spans become zones of the lock's track: depth = the thread's row, loc = a marker that the
@@ -571,6 +603,11 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
             if (remap[slot] == NONE)
                 remap[slot] = n_used++;
         }
+    /* Locations with figures but no embedded zone (a range of a large capture) get one too: the
+     * whole capture's statistics name them. */
+    for (uint32_t l = 0; l < n_loc; l++)
+        if (remap[l] == NONE && (mprof__site_table_get(&p->stats, l) || (l < p->n_gpu && p->gpu[l].count)))
+            remap[l] = n_used++;
 
     char buf[256];
     const char *app = mprof_reader_info(r, "app");
@@ -756,6 +793,15 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
                 fprintf(out, "%s%" PRIu32, k ? "," : "", remap[slot]);
             }
             fputs("]}", out);
+            /* Zones still open when the capture ended: drawn, not in the statistics. */
+            int any_open = 0;
+            for (size_t k = 0; k < n; k++)
+                if (v->z[k].unfinished) {
+                    fprintf(out, "%s%zu", any_open ? "," : ",\"unfinished\":[", k);
+                    any_open = 1;
+                }
+            if (any_open)
+                fputc(']', out);
             const char *keys[3] = {"text", "name_override", "value"};
             for (int which = 0; which < 3; which++) {
                 int any = 0;
@@ -881,6 +927,29 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
         }
         fputs("]}", out);
     }
+    /* The zone figures of the whole capture (analysis/site_stats.h): the Statistics table shows
+     * them for the whole capture, embedded or not, and the page's own figures of a range follow
+     * the same rules. [slot, count, total, self, min, max, mean, p50, p95, in_frames]. */
+    fprintf(out, ",\"zone_stats\":{\"span\":[%" PRId64 ",%" PRId64 "],\"rows\":[", p->stats.span.first_ns,
+            p->stats.span.last_ns);
+    for (int gpu = 0; gpu < 2; gpu++) {
+        if (gpu)
+            fputs("],\"gpu_rows\":[", out);
+        int first_row = 1;
+        uint32_t n = gpu ? p->n_gpu : p->stats.n_sites;
+        for (uint32_t l = 0; l < n && l < n_loc; l++) {
+            const mprof_site_stat *z = gpu ? &p->gpu[l] : mprof__site_table_get(&p->stats, l);
+            if (!z || !z->count || remap[l] == NONE)
+                continue;
+            fprintf(out, "%s[%" PRIu32 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%.0f,%" PRIu64
+                         ",%" PRIu64 ",%" PRId64 "]",
+                    first_row ? "" : ",", remap[l], z->count, z->total_ns, z->self_ns, mprof__site_min_ns(z),
+                    mprof__site_max_ns(z), mprof__site_mean_ns(z), mprof__site_quantile_ns(z, 0.5),
+                    mprof__site_quantile_ns(z, 0.95), z->in_frames_ns);
+            first_row = 0;
+        }
+    }
+    fputs("]}", out);
     /* System tracing (docs/SYSTEM.md): thread states, CPU usage, samples; left out when it
      * cannot be read (the rest of the document stands). */
     mprof__document_system_json(path, out, rg->t0, rg->t1);
@@ -920,6 +989,10 @@ static void pass2_free(pass2 *p)
     for (size_t i = 0; i < p->n_mem; i++)
         free(p->mem[i].s);
     free(p->mem);
+    mprof__site_table_free(&p->stats);
+    for (uint32_t i = 0; i < p->n_gpu; i++)
+        mprof__site_free(&p->gpu[i]);
+    free(p->gpu);
 }
 
 int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, char *err,
@@ -958,11 +1031,17 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
     }
     free(p1.per_frame);
     uint64_t total_zones = mprof__walker_zone_count(w1);
+    /* The main frames' span (the first and the last main frame mark), for the frame shares. */
+    mprof_frame_span span = MPROF_NO_FRAME_SPAN;
+    const mprof_tl_frameset *mf = mprof__walker_main_frames(w1);
+    if (mf && mf->n && mf->start && mf->start[mf->n - 1] + mf->dur[mf->n - 1] > mf->start[0])
+        span = (mprof_frame_span){mf->start[0], mf->start[mf->n - 1] + mf->dur[mf->n - 1]};
     mprof__walker_free(w1);
     w1 = NULL;
 
     /* Pass 2. */
     pass2 p2 = {0};
+    mprof__site_table_init(&p2.stats, span, NULL);
     p2.t0 = rg.t0;
     p2.t1 = rg.t1;
     p2.bucket_ns = (rg.t1 - rg.t0) / SAMPLE_BUCKETS;

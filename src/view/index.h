@@ -45,6 +45,11 @@ void mprof__vindex_close(mprof_vindex *x); /* NULL is a no-op */
 uint64_t mprof__vindex_zone_count(const mprof_vindex *x);
 uint64_t mprof__vindex_size_bytes(const mprof_vindex *x);
 const char *mprof__vindex_path(const mprof_vindex *x);
+/* Where an index's bytes go, for bench/bench_view_index.c. */
+typedef struct mprof_vindex_parts {
+    uint64_t zones, tiers, plots, messages, images, directory, meta, system, header;
+} mprof_vindex_parts;
+void mprof__vindex_parts(const mprof_vindex *x, mprof_vindex_parts *out);
 /* Tiers of detail (runs of zones merged at coarse resolutions) over all levels, and their runs. */
 uint64_t mprof__vindex_tier_count(const mprof_vindex *x, uint64_t *out_runs);
 

@@ -1,31 +1,59 @@
 /*
- * index_build.h - what the parts of the index builder share: the builder's state after the one
- * pass over the capture (index_build.c), which the writer turns into the index file
- * (index_write.c) with the tiers of detail and plot pyramids of index_detail.c.
+ * index_build.h - what the parts of the index builder share: the builder's state during and
+ * after the one pass over the capture (index_build.c), the tiers of detail and plot pyramids
+ * (index_detail.c), and the writer of the directory, metadata and header (index_write.c).
+ *
+ * The pass writes the index file front to back: each array's blocks go to the file as soon as
+ * they are full, so the builder's memory holds one block per array being filled (a few KiB per
+ * level, plot and source location), whatever the capture's size.
  *
  * Threads: the builder's one thread.
  */
 #ifndef MPROF_VIEW_INDEX_BUILD_H
 #define MPROF_VIEW_INDEX_BUILD_H
 
+#include "analysis/site_stats.h"
 #include "analysis/timeline.h"
 #include "format/format.h"
+#include "view/index_block.h"
 #include "view/index_file.h"
-#include "view/index_spool.h"
 #include "view/index_sys.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-/* A level (the zones of one depth of one track), a source location with its figures and
- * duration histogram, a plot or memory series: each a spool stream of its records. */
-typedef struct blevel { uint32_t track, depth; stream st; } blevel;
+/* One stage of a level's tiers of detail: the items of the stage below merged at res. */
+typedef struct titem { int64_t s, e; uint64_t first, n; int64_t self; uint32_t loc; } titem;
+typedef struct tstage {
+    int64_t res;
+    int open;
+    titem cur;
+    uint64_t count; /* runs it made */
+    vab *out;       /* the runs, when this stage is kept; NULL: counted only */
+} tstage;
 
+/* A level: the zones of one depth of one track. Zones arrive sorted by start for threads,
+ * fibers and locks; a GPU level (or one whose zones came out of order) is kept in memory and
+ * sorted at the end. */
+typedef struct blevel {
+    uint32_t track, depth, kind;
+    vab zones;
+    tstage *stages; /* LOD_TIERS, counting while the pass runs */
+    int64_t last_s;
+    int collect;
+    vzone *mem;
+    uint64_t n_mem, cap_mem;
+    uint32_t tier0, n_tiers; /* after the build: its tiers in the builder's list */
+} blevel;
+
+/* A source location slot: its figures and the levels it appears in. */
 typedef struct bloc {
-    stream st;
-    uint64_t *hist; /* HIST_BUCKETS, allocated with the first zone */
-    int64_t total, self, min, max;
+    mprof_site_stat st;
+    uint32_t kind;
+    uint32_t *lv;
+    uint32_t n_lv, cap_lv;
+    int used;
 } bloc;
 
 typedef struct bplot {
@@ -33,44 +61,57 @@ typedef struct bplot {
     uint32_t id;
     int format, style;
     uint32_t color;
-    stream st;
+    int64_t last;      /* the last time stamp (series stay sorted) */
+    vab points;
+    vab pyr[PYR_LEVELS];
+    vmm acc[PYR_LEVELS]; /* the group of each pyramid level being filled */
+    uint32_t acc_n[PYR_LEVELS];
+    uint32_t n_pyr;
 } bplot;
 
-/* What the pass gathered; index_build.c fills it, index_write.c writes it out. */
+/* What the pass gathered; index_build.c fills it, index_write.c writes the rest of the file. */
 typedef struct builder {
-    spool sp;
+    vout out;
     mprof_walker *w;
     size_t **by_track; /* by_track[track][depth]: index + 1 into levels (which moves), 0 = none */
     uint32_t *track_depths;
     uint32_t n_tracks;
-    blevel *levels;    /* flat list, in creation order (pointers above index into it) */
+    blevel *levels;
     size_t n_levels, cap_levels;
     bloc *locs;
     uint32_t n_locs;
     bplot *plots;
     size_t n_plots, cap_plots;
-    stream msgs, text, images, image_bytes;
+    vab msgs, text, images, image_bytes;
+    int64_t msgs_last, images_last;
+    vtier *tiers;      /* every level's kept tiers */
+    vab *tier_arrs;
+    size_t n_tiers, cap_tiers;
     uint64_t n_zones;
     int64_t min_s, max_e; /* over every zone and span (GPU zones may start before the CPU's
                            * first) */
+    mprof_frame_span span; /* known after the pass */
+    uint32_t mark_thread;  /* the main frame marks (analysis/range.h) */
+    uint64_t n_marks;
+    int64_t mark_lo, mark_hi;
     mprof_vsys *sys;
     int oom;
 } builder;
 
-/* Writes the index of what b gathered to f (a fresh file): the streams, the tiers of detail,
- * the tables, the system section, the metadata document, and last the header. 0, or -1 with a
- * message in err (an I/O error, out of memory). */
-int mprof__vidx_write(builder *b, mprof_reader *r, const char *cap_path, FILE *f, char *err,
-                      size_t errlen);
+/* index_detail.c: feeds one zone (its index in the level in first) to the stages of a level,
+ * counting runs, or writing the runs of the stages that have an output. 0, or -1 (o->failed). */
+int mprof__vidx_tier_feed(tstage *g, vout *o, const titem *it);
+/* Closes every stage's open run. 0, or -1. */
+int mprof__vidx_tier_close(tstage *g, vout *o);
+/* Resets the stages to count again from the first zone (resolutions 2^10, 2^12, ... ns). */
+void mprof__vidx_tier_reset(tstage *g);
+/* A point of a plot, into its pyramid. 0, or -1. */
+int mprof__vidx_pyr_point(bplot *p, vout *o, double v);
+/* The pyramid's last, partial groups. 0, or -1. */
+int mprof__vidx_pyr_finish(bplot *p, vout *o);
 
-/* index_detail.c: the coarse views written with the index, so that an answer reads little.
- * The plot's min/max pyramid at f's end (*pos); vp->off and vp->n name its points, and
- * vp->pyr_off and vp->pyr_levels get where the pyramid lies. 0, or -1 on an I/O error. */
-int mprof__vidx_write_pyramid(FILE *f, vplot *vp, uint64_t *pos);
-/* The tiers of detail of the level of n zones at off in f, written at f's end (*pos); out gets
- * the tiers kept (LOD_TIERS at most), *out_n their count. 0, or -1 on an I/O error or out of
- * memory. */
-int mprof__vidx_level_tiers(spool *sp, FILE *f, uint64_t off, uint64_t n, uint64_t *pos,
-                            vtier *out, uint32_t *out_n);
+/* index_write.c: the directory, the metadata document, the system section and the header, after
+ * the data blocks (b->out's end). 0, or -1 with a message in err. */
+int mprof__vidx_write(builder *b, mprof_reader *r, const char *cap_path, char *err, size_t errlen);
 
 #endif

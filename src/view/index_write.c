@@ -1,11 +1,11 @@
 /*
- * index_write.c - the served viewer's index file (index_file.h) written from what the builder
- * gathered (index_build.h): every stream copied contiguous and sorted, the tiers of detail and
- * plot pyramids (index_detail.c), the tables that point into them, the system section, and the
- * metadata document that /api/meta answers with as it is. The header goes last, at offset 0,
- * once every offset in it is known.
+ * index_write.c - the end of the served viewer's index file (index_file.h), after the pass wrote
+ * its data blocks: the directory (every array's block entries and the tables of levels, tiers,
+ * source locations, plots and frames), the metadata document that /api/meta answers with as it
+ * is, the system section, and last the header at offset 0, once every reference in it is known
+ * and its own checksum can be taken.
  */
-#define _POSIX_C_SOURCE 200809L /* pread, pwrite */
+#define _POSIX_C_SOURCE 200809L /* open_memstream, pwrite */
 #include "view/index_build.h"
 
 #include "mprof/mprof.h"
@@ -15,13 +15,57 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 static const char *kind_name(int k)
 {
     return k == MPROF_TRACK_THREAD ? "thread" : k == MPROF_TRACK_FIBER ? "fiber"
          : k == MPROF_TRACK_GPU ? "gpu" : "lock";
+}
+
+/* The main frame set first, then the others in the walker's order. */
+static uint32_t set_order(const builder *b, uint32_t k)
+{
+    uint32_t n = mprof__walker_frameset_count(b->w);
+    const mprof_tl_frameset *mf = mprof__walker_main_frames(b->w);
+    uint32_t main_i = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (mprof__walker_frameset(b->w, i) == mf)
+            main_i = i;
+    if (!mf)
+        return k;
+    return k == 0 ? main_i : k <= main_i ? k - 1 : k;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The figures of a frame set's complete frames (site_stats.h's one summary), in ns. */
+static void json_frame_figures(mprof_json *j, const mprof_tl_frameset *f, int *oom)
+{
+    double *d = malloc(((size_t)f->n + 1) * sizeof *d);
+    uint64_t k = 0;
+    if (!d) {
+        *oom = 1;
+        return;
+    }
+    for (uint64_t i = 0; i < f->n; i++)
+        if (!f->lossy || !f->lossy[i])
+            d[k++] = (double)f->dur[i];
+    qsort(d, (size_t)k, sizeof *d, cmp_double);
+    mprof_frame_summary s = mprof__frame_summary(d, k);
+    free(d);
+    mprof_json_u64(j, "complete", s.count);
+    mprof_json_u64(j, "incomplete", f->n_lossy);
+    mprof_json_f64(j, "mean_ns", s.mean);
+    mprof_json_f64(j, "p50_ns", s.p50);
+    mprof_json_f64(j, "p95_ns", s.p95);
+    mprof_json_f64(j, "p99_ns", s.p99);
+    mprof_json_f64(j, "max_ns", s.max);
 }
 
 static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
@@ -51,12 +95,35 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
     int64_t last = mprof__walker_last_ns(b->w);
     mprof_json_i64(&j, "start_ns", b->n_zones && b->min_s < 0 ? b->min_s : 0);
     mprof_json_i64(&j, "end_ns", b->n_zones && b->max_e > last ? b->max_e : last);
+    /* The first zone's start and the last zone's end (start_ns, end_ns also hold the capture's
+     * first and last time stamps). */
+    mprof_json_i64(&j, "zones_start_ns", b->n_zones ? b->min_s : 0);
+    mprof_json_i64(&j, "zones_end_ns", b->n_zones ? b->max_e : 0);
+    /* The main frames' span, which frame shares are over (site_stats.h). */
+    mprof_json_i64(&j, "span_first_ns", b->span.first_ns);
+    mprof_json_i64(&j, "span_last_ns", b->span.last_ns);
     const mprof_tl_frameset *mf = mprof__walker_main_frames(b->w);
     mprof_json_obj_begin(&j, "frames");
     const char *fname = mf && mf->name ? mprof_reader_string(r, mf->name) : NULL;
     mprof_json_str(&j, "name", fname ? fname : "Frame");
     mprof_json_u64(&j, "count", mf ? mf->n : 0);
+    if (mf)
+        json_frame_figures(&j, mf, &b->oom);
     mprof_json_obj_end(&j);
+    /* Every frame set, the main one first (the `set` of /api/frames and /api/stats). */
+    mprof_json_arr_begin(&j, "frame_sets");
+    for (uint32_t k = 0; k < mprof__walker_frameset_count(b->w); k++) {
+        const mprof_tl_frameset *f = mprof__walker_frameset(b->w, set_order(b, k));
+        const char *nm = f->name ? mprof_reader_string(r, f->name) : NULL;
+        mprof_json_obj_begin(&j, NULL);
+        mprof_json_u64(&j, "set", k);
+        mprof_json_str(&j, "name", nm ? nm : f == mf ? (fname ? fname : "Frame") : "?");
+        mprof_json_bool(&j, "main", f == mf);
+        mprof_json_u64(&j, "count", f->n);
+        json_frame_figures(&j, f, &b->oom);
+        mprof_json_obj_end(&j);
+    }
+    mprof_json_arr_end(&j);
 
     /* Tracks in display order: by kind, threads by registration. */
     uint32_t nt = mprof__walker_track_count(b->w);
@@ -85,7 +152,7 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
         uint64_t n = 0;
         for (size_t l = 0; l < b->n_levels; l++)
             if (b->levels[l].track == i) {
-                n += b->levels[l].st.n;
+                n += b->levels[l].zones.n;
                 if (b->levels[l].depth + 1 > depths)
                     depths = b->levels[l].depth + 1;
             }
@@ -117,7 +184,7 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
     mprof_json_arr_end(&j);
     free(order);
 
-    /* Source locations by slot; stats for those with zones. */
+    /* Source locations by slot; figures for those with zones. */
     uint32_t n_rl = mprof_reader_srcloc_count(r);
     uint32_t n_slots = n_rl + 2 > b->n_locs ? n_rl + 2 : b->n_locs;
     mprof_json_arr_begin(&j, "srclocs");
@@ -140,18 +207,20 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
         mprof_json_arr_end(&j);
     }
     mprof_json_arr_end(&j);
-    mprof_json_arr_begin(&j, "loc_stats"); /* [slot, count, total, self, min, max] */
+    /* [slot, count, total, self, min, max, kind]: site_stats.h's figures of the whole capture. */
+    mprof_json_arr_begin(&j, "loc_stats");
     for (uint32_t s = 0; s < b->n_locs; s++) {
         const bloc *l = &b->locs[s];
-        if (!l->st.n)
+        if (!l->used)
             continue;
         mprof_json_arr_begin(&j, NULL);
         mprof_json_u64(&j, NULL, s);
-        mprof_json_u64(&j, NULL, l->st.n);
-        mprof_json_i64(&j, NULL, l->total);
-        mprof_json_i64(&j, NULL, l->self);
-        mprof_json_i64(&j, NULL, l->min);
-        mprof_json_i64(&j, NULL, l->max);
+        mprof_json_u64(&j, NULL, l->st.count);
+        mprof_json_i64(&j, NULL, l->st.total_ns);
+        mprof_json_i64(&j, NULL, l->st.self_ns);
+        mprof_json_u64(&j, NULL, mprof__site_min_ns(&l->st));
+        mprof_json_u64(&j, NULL, mprof__site_max_ns(&l->st));
+        mprof_json_str(&j, NULL, kind_name((int)l->kind));
         mprof_json_arr_end(&j);
     }
     mprof_json_arr_end(&j);
@@ -173,7 +242,8 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
         mprof_json_u64(&j, "format", (uint64_t)p->format);
         mprof_json_u64(&j, "style", (uint64_t)p->style);
         mprof_json_u64(&j, "color", p->color);
-        mprof_json_u64(&j, "points", p->st.n);
+        mprof_json_u64(&j, "points", p->points.n);
+        mprof_json_bool(&j, "memory", p->pool);
         mprof_json_obj_end(&j);
     }
     mprof_json_arr_end(&j);
@@ -186,192 +256,184 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
     mprof_json_obj_end(&j);
 }
 
-static int cmp_vzone(const void *a, const void *b)
+/* The directory's tables, gathered in one buffer with vdir at its start. */
+typedef struct dirb {
+    vbuf buf;
+    vbuf blocks, arrays, levels, tiers, locs, loclevels, hbuckets, plots, sets, frames;
+    int oom;
+} dirb;
+
+/* An array: its blocks join the directory's. Returns its index. */
+static uint32_t add_array(dirb *d, const vab *a)
 {
-    const vzone *x = a, *y = b;
-    return x->s < y->s ? -1 : x->s > y->s ? 1 : x->e > y->e ? -1 : x->e < y->e;
+    varr v = {a->codec, a->rec, a->n, d->blocks.n / sizeof(vblk), a->n_blk};
+    d->oom |= mprof__vbuf_put(&d->blocks, a->blk, (size_t)a->n_blk * sizeof(vblk));
+    uint32_t k = (uint32_t)(d->arrays.n / sizeof(varr));
+    d->oom |= mprof__vbuf_put(&d->arrays, &v, sizeof v);
+    return k;
 }
 
-/* Sorts a level that arrived out of order (GPU zones may): in memory, then rewritten in place. */
-static int sort_level(FILE *f, uint64_t off, uint64_t n)
+static int put_table(dirb *d, const vbuf *t, uint64_t *count, uint64_t *off, size_t rec)
 {
-    if (n > SIZE_MAX / sizeof(vzone))
+    static const unsigned char zero[8];
+    if (mprof__vbuf_put(&d->buf, zero, (8 - d->buf.n % 8) % 8) != 0)
         return -1;
-    vzone *z = malloc((size_t)n * sizeof *z);
-    if (!z)
-        return -1;
-    int fd = fileno(f);
-    int ok = fflush(f) == 0 && pread(fd, z, (size_t)n * sizeof *z, (off_t)off) == (ssize_t)(n * sizeof *z);
-    if (ok) {
-        qsort(z, (size_t)n, sizeof *z, cmp_vzone);
-        ok = pwrite(fd, z, (size_t)n * sizeof *z, (off_t)off) == (ssize_t)(n * sizeof *z);
+    *off = d->buf.n;
+    *count = t->n / rec;
+    return mprof__vbuf_put(&d->buf, t->p, t->n);
+}
+
+static void dirb_free(dirb *d)
+{
+    vbuf *all[] = {&d->buf, &d->blocks, &d->arrays, &d->levels, &d->tiers, &d->locs, &d->loclevels,
+                   &d->hbuckets, &d->plots, &d->sets, &d->frames};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        free(all[i]->p);
+}
+
+static int build_dir(builder *b, dirb *d, vdir *h)
+{
+    memset(h, 0, sizeof *h);
+    /* Levels and their tiers. */
+    for (size_t i = 0; i < b->n_levels; i++) {
+        const blevel *l = &b->levels[i];
+        vlevel v = {l->track, l->depth, l->kind, add_array(d, &l->zones), (uint32_t)(d->tiers.n / sizeof(vtier)), l->n_tiers};
+        for (uint32_t k = 0; k < l->n_tiers; k++) {
+            vtier t = b->tiers[l->tier0 + k];
+            t.arr = add_array(d, &b->tier_arrs[l->tier0 + k]);
+            d->oom |= mprof__vbuf_put(&d->tiers, &t, sizeof t);
+        }
+        d->oom |= mprof__vbuf_put(&d->levels, &v, sizeof v);
     }
-    free(z);
-    return ok ? 0 : -1;
+    /* Source locations. */
+    for (uint32_t s = 0; s < b->n_locs; s++) {
+        const bloc *l = &b->locs[s];
+        if (!l->used)
+            continue;
+        vloc v;
+        memset(&v, 0, sizeof v);
+        v.slot = s;
+        v.kind = l->kind;
+        v.count = l->st.count;
+        v.total = l->st.total_ns;
+        v.self = l->st.self_ns;
+        v.in_frames = l->st.in_frames_ns;
+        v.min = mprof__site_min_ns(&l->st);
+        v.max = mprof__site_max_ns(&l->st);
+        v.sum = l->st.hist.sum;
+        v.sumsq = l->st.hist.sumsq;
+        v.h0 = d->hbuckets.n / sizeof(vhb);
+        if (l->st.hist.counts)
+            for (uint32_t k = 0; k < MPROF_HIST_BUCKETS; k++)
+                if (l->st.hist.counts[k]) {
+                    vhb hb = {k, l->st.hist.counts[k]};
+                    d->oom |= mprof__vbuf_put(&d->hbuckets, &hb, sizeof hb);
+                    v.n_h++;
+                }
+        v.lv0 = (uint32_t)(d->loclevels.n / sizeof(uint32_t));
+        v.n_lv = l->n_lv;
+        d->oom |= mprof__vbuf_put(&d->loclevels, l->lv, (size_t)l->n_lv * sizeof(uint32_t));
+        d->oom |= mprof__vbuf_put(&d->locs, &v, sizeof v);
+    }
+    /* Plots. */
+    for (size_t i = 0; i < b->n_plots; i++) {
+        vplot v;
+        memset(&v, 0, sizeof v);
+        v.points = add_array(d, &b->plots[i].points);
+        v.n_pyr = b->plots[i].n_pyr;
+        for (uint32_t k = 0; k < v.n_pyr; k++)
+            v.pyr[k] = add_array(d, &b->plots[i].pyr[k]);
+        d->oom |= mprof__vbuf_put(&d->plots, &v, sizeof v);
+    }
+    h->msgs = add_array(d, &b->msgs);
+    h->text = add_array(d, &b->text);
+    h->images = add_array(d, &b->images);
+    h->image_bytes = add_array(d, &b->image_bytes);
+    /* Frame sets, the main one first. */
+    const mprof_tl_frameset *mf = mprof__walker_main_frames(b->w);
+    for (uint32_t k = 0; k < mprof__walker_frameset_count(b->w); k++) {
+        const mprof_tl_frameset *f = mprof__walker_frameset(b->w, set_order(b, k));
+        vset v = {f == mf, 0, d->frames.n / sizeof(vframe), f->n, f->n_lossy};
+        for (uint64_t i = 0; i < f->n && f->start; i++) {
+            vframe fr = {f->start[i], f->dur[i], k, f->lossy && f->lossy[i] ? 1u : 0u};
+            d->oom |= mprof__vbuf_put(&d->frames, &fr, sizeof fr);
+        }
+        d->oom |= mprof__vbuf_put(&d->sets, &v, sizeof v);
+    }
+    h->total_zones = mprof__walker_zone_count(b->w);
+    h->end_ns = mprof__walker_last_ns(b->w);
+    h->min_s = b->n_zones ? b->min_s : 0;
+    h->max_e = b->n_zones ? b->max_e : 0;
+    h->span_first = b->span.first_ns;
+    h->span_last = b->span.last_ns;
+    if (d->oom || mprof__vbuf_put(&d->buf, h, sizeof *h) != 0 ||
+        put_table(d, &d->blocks, &h->n_blocks, &h->blocks_off, sizeof(vblk)) != 0 ||
+        put_table(d, &d->arrays, &h->n_arrays, &h->arrays_off, sizeof(varr)) != 0 ||
+        put_table(d, &d->levels, &h->n_levels, &h->levels_off, sizeof(vlevel)) != 0 ||
+        put_table(d, &d->tiers, &h->n_tiers, &h->tiers_off, sizeof(vtier)) != 0 ||
+        put_table(d, &d->locs, &h->n_locs, &h->locs_off, sizeof(vloc)) != 0 ||
+        put_table(d, &d->loclevels, &h->n_loclevels, &h->loclevels_off, sizeof(uint32_t)) != 0 ||
+        put_table(d, &d->hbuckets, &h->n_hbuckets, &h->hbuckets_off, sizeof(vhb)) != 0 ||
+        put_table(d, &d->plots, &h->n_plots, &h->plots_off, sizeof(vplot)) != 0 ||
+        put_table(d, &d->sets, &h->n_sets, &h->sets_off, sizeof(vset)) != 0 ||
+        put_table(d, &d->frames, &h->n_frames, &h->frames_off, sizeof(vframe)) != 0)
+        return -1;
+    memcpy(d->buf.p, h, sizeof *h);
+    return 0;
 }
 
-int mprof__vidx_write(builder *b, mprof_reader *r, const char *cap_path, FILE *f, char *err, size_t errlen)
+int mprof__vidx_write(builder *b, mprof_reader *r, const char *cap_path, char *err, size_t errlen)
 {
     vhead h;
-    vtier *tiers = NULL;
-    uint32_t *lt0 = NULL, *ltn = NULL; /* per level: its first tier and tier count */
     memset(&h, 0, sizeof h);
     memcpy(h.magic, VIDX_MAGIC, 8);
     h.version = VIDX_VERSION;
     h.head_bytes = sizeof h;
-    if (mprof__vidx_stamp(cap_path, &h.cap_size, &h.cap_mtime_ns) != 0) {
+    if (mprof__vidx_stamp(cap_path, &h.cap_size, &h.cap_mtime_ns, &h.cap_print) != 0) {
         tool_seterr(err, errlen, "%s: %s", cap_path, strerror(errno));
         return -1;
     }
-    h.total_zones = mprof__walker_zone_count(b->w);
-    h.end_ns = mprof__walker_last_ns(b->w);
-    uint64_t pos = 0;
-    if (mprof__file_put(f, &h, sizeof h, &pos) != 0)
-        goto io;
-    /* Data of every stream, then the tables that point into it. */
-    for (size_t i = 0; i < b->n_levels; i++) {
-        if (mprof__stream_copy(&b->sp, &b->levels[i].st, f, &pos) != 0)
-            goto io;
-        if (b->levels[i].st.unsorted && sort_level(f, b->levels[i].st.out_off, b->levels[i].st.n) != 0)
-            goto io;
-        if (fseek(f, 0, SEEK_END) != 0)
-            goto io;
-    }
-    /* Tiers of detail of the levels, then everything else. */
-    tiers = calloc(b->n_levels * LOD_TIERS + 1, sizeof *tiers);
-    lt0 = calloc(b->n_levels + 1, sizeof *lt0);
-    ltn = calloc(b->n_levels + 1, sizeof *ltn);
-    if (!tiers || !lt0 || !ltn)
+    dirb d;
+    memset(&d, 0, sizeof d);
+    vdir dh;
+    char *meta = NULL, *sys = NULL;
+    size_t meta_len = 0, sys_len = 0;
+    int rc = -1;
+    if (build_dir(b, &d, &dh) != 0)
         goto oom;
-    uint64_t n_tiers = 0;
-    for (size_t i = 0; i < b->n_levels; i++) {
-        lt0[i] = (uint32_t)n_tiers;
-        if (mprof__vidx_level_tiers(&b->sp, f, b->levels[i].st.out_off, b->levels[i].st.n, &pos, tiers + n_tiers, &ltn[i]) != 0)
-            goto io;
-        n_tiers += ltn[i];
-    }
-    if (mprof__file_align8(f, &pos) != 0)
+    if (mprof__vout_block(&b->out, d.buf.p, d.buf.n, &h.dir) != 0)
         goto io;
-    h.n_tiers = n_tiers;
-    h.tiers_off = pos;
-    if (mprof__file_put(f, tiers, n_tiers * sizeof *tiers, &pos) != 0)
-        goto io;
-    for (uint32_t i = 0; i < b->n_locs; i++)
-        if (mprof__stream_copy(&b->sp, &b->locs[i].st, f, &pos) != 0)
-            goto io;
-    vplot *vp = calloc(b->n_plots + 1, sizeof *vp);
-    if (!vp)
+    FILE *m = open_memstream(&meta, &meta_len);
+    if (!m)
         goto oom;
-    for (size_t i = 0; i < b->n_plots; i++) {
-        if (mprof__stream_copy(&b->sp, &b->plots[i].st, f, &pos) != 0) {
-            free(vp);
-            goto io;
-        }
-        vp[i].off = b->plots[i].st.out_off;
-        vp[i].n = b->plots[i].st.n;
-        if (mprof__vidx_write_pyramid(f, &vp[i], &pos) != 0) {
-            free(vp);
-            goto io;
-        }
-    }
-    if (mprof__stream_copy(&b->sp, &b->msgs, f, &pos) != 0 || mprof__stream_copy(&b->sp, &b->text, f, &pos) != 0) {
-        free(vp);
-        goto io;
-    }
-    if (mprof__stream_copy(&b->sp, &b->images, f, &pos) != 0 || mprof__stream_copy(&b->sp, &b->image_bytes, f, &pos) != 0) {
-        free(vp);
-        goto io;
-    }
-    h.n_images = b->images.n;
-    h.images_off = b->images.out_off;
-    h.image_bytes_off = b->image_bytes.out_off;
-    h.image_bytes_len = b->image_bytes.n;
-    h.n_msgs = b->msgs.n;
-    h.msgs_off = b->msgs.out_off;
-    h.text_off = b->text.out_off;
-    h.text_len = b->text.n;
-    const mprof_tl_frameset *mf = mprof__walker_main_frames(b->w);
-    if (mprof__file_align8(f, &pos) != 0) {
-        free(vp);
-        goto io;
-    }
-    h.frames_off = pos;
-    h.n_frames = mf ? mf->n : 0;
-    for (uint64_t i = 0; i < h.n_frames; i++) {
-        vframe fr = {mf->start[i], mf->dur[i]};
-        if (mprof__file_put(f, &fr, sizeof fr, &pos) != 0) {
-            free(vp);
-            goto io;
-        }
-    }
-    h.n_plots = b->n_plots;
-    if (mprof__file_align8(f, &pos) != 0) {
-        free(vp);
-        goto io;
-    }
-    h.plots_off = pos;
-    if (mprof__file_put(f, vp, b->n_plots * sizeof *vp, &pos) != 0) {
-        free(vp);
-        goto io;
-    }
-    free(vp);
-    h.n_levels = b->n_levels;
-    if (mprof__file_align8(f, &pos) != 0)
-        goto io;
-    h.levels_off = pos;
-    for (size_t i = 0; i < b->n_levels; i++) {
-        vlevel l = {b->levels[i].track, b->levels[i].depth, b->levels[i].st.out_off, b->levels[i].st.n, lt0[i], ltn[i]};
-        if (mprof__file_put(f, &l, sizeof l, &pos) != 0)
-            goto io;
-    }
-    /* Histograms, then the location table. */
-    if (mprof__file_align8(f, &pos) != 0)
-        goto io;
-    uint64_t hist_at = pos;
-    for (uint32_t i = 0; i < b->n_locs; i++)
-        if (b->locs[i].hist && mprof__file_put(f, b->locs[i].hist, HIST_BUCKETS * sizeof(uint64_t), &pos) != 0)
-            goto io;
-    h.n_locs = b->n_locs;
-    if (mprof__file_align8(f, &pos) != 0)
-        goto io;
-    h.locs_off = pos;
-    for (uint32_t i = 0; i < b->n_locs; i++) {
-        const bloc *l = &b->locs[i];
-        vloc v = {l->st.out_off, l->st.n, l->hist ? hist_at : 0, l->total, l->self, l->min, l->max};
-        if (l->hist)
-            hist_at += HIST_BUCKETS * sizeof(uint64_t);
-        if (mprof__file_put(f, &v, sizeof v, &pos) != 0)
-            goto io;
-    }
-    if (mprof__vsys_write(b->sys, r, b->w, f, &pos, &h.sys_off, &h.sys_len) != 0)
-        goto io;
-    h.meta_off = pos;
-    long before = ftell(f);
-    write_meta(b, r, cap_path, f);
-    if (b->oom)
+    write_meta(b, r, cap_path, m);
+    if (fclose(m) != 0 || b->oom)
         goto oom;
-    long after = ftell(f);
-    if (before < 0 || after < before)
+    if (mprof__vout_block(&b->out, meta, meta_len, &h.meta) != 0)
         goto io;
-    h.meta_len = (uint64_t)(after - before);
-    pos += h.meta_len;
-    h.file_bytes = pos;
-    if (fflush(f) != 0 || pwrite(fileno(f), &h, sizeof h, 0) != (ssize_t)sizeof h)
+    FILE *sm = open_memstream(&sys, &sys_len);
+    if (!sm)
+        goto oom;
+    uint64_t spos = 0, soff = 0, slen = 0;
+    int src = mprof__vsys_write(b->sys, r, b->w, sm, &spos, &soff, &slen);
+    if (fclose(sm) != 0 || src != 0 || soff + slen > sys_len)
+        goto oom;
+    if (mprof__vout_block(&b->out, sys + soff, (size_t)slen, &h.sys) != 0)
         goto io;
-    free(tiers);
-    free(lt0);
-    free(ltn);
-    return 0;
+    h.file_bytes = b->out.pos;
+    h.head_csum = XXH3_64bits(&h, sizeof h);
+    if (pwrite(b->out.fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+        goto io;
+    rc = 0;
+    goto done;
 io:
     tool_seterr(err, errlen, "cannot write the index: %s", errno ? strerror(errno) : "I/O error");
-    free(tiers);
-    free(lt0);
-    free(ltn);
-    return -1;
+    goto done;
 oom:
     tool_seterr(err, errlen, "out of memory while writing the index");
-    free(tiers);
-    free(lt0);
-    free(ltn);
-    return -1;
+done:
+    dirb_free(&d);
+    free(meta);
+    free(sys);
+    return rc;
 }

@@ -9,30 +9,41 @@
  * the same answer from far fewer records.
  */
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
-#include "view/index_file.h"
+#include "view/index_block.h"
 
-#include "view/index_search.h"
+#include "util/tool.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A level's zones, or one of its tiers, seen alike by the merge: item i starts at s(i), ends at
  * e(i) and holds the zones [first(i), first(i + 1)) of the level (a zone holds itself). */
 typedef struct seq {
-    const vzone *z; /* the zones, or NULL for a tier */
-    const vrun *r;
+    vread *r;
+    const varr *a;
+    int tier;
     uint64_t n, level_n;
 } seq;
 
-static int64_t sq_s(const seq *q, uint64_t i) { return q->z ? q->z[i].s : q->r[i].s; }
-static int64_t sq_e(const seq *q, uint64_t i) { return q->z ? q->z[i].e : q->r[i].e; }
+/* Item i, copied out of the reader's cache. */
+static vzone sq_at(const seq *q, uint64_t i)
+{
+    vzone z;
+    memcpy(&z, mprof__vread_rec(q->r, q->a, i), sizeof z);
+    return z;
+}
+
+static int64_t sq_s(const seq *q, uint64_t i) { return sq_at(q, i).s; }
+static int64_t sq_e(const seq *q, uint64_t i) { return sq_at(q, i).e; }
 
 /* Clamped, so that a damaged tier can give wrong counts but never reads outside its level. */
 static uint64_t sq_first(const seq *q, uint64_t i)
 {
-    if (q->z || i >= q->n)
+    if (!q->tier || i >= q->n)
         return i >= q->n ? q->level_n : i;
-    return q->r[i].first < q->level_n ? q->r[i].first : q->level_n;
+    uint64_t f = sq_at(q, i).first;
+    return f < q->level_n ? f : q->level_n;
 }
 
 static uint64_t sq_count(const seq *q, uint64_t a, uint64_t b)
@@ -44,15 +55,13 @@ static uint64_t sq_count(const seq *q, uint64_t a, uint64_t b)
 /* First item of [lo, hi) whose end is after t (ends are sorted within a level). */
 static uint64_t sq_end_after(const seq *q, uint64_t lo, uint64_t hi, int64_t t)
 {
-    return q->z ? mprof__vfirst_after(q->z, sizeof(vzone), offsetof(vzone, e), lo, hi, t)
-                : mprof__vfirst_after(q->r, sizeof(vrun), offsetof(vrun, e), lo, hi, t);
+    return mprof__vread_search(q->r, q->a, offsetof(vzone, e), lo, hi, t, 1, 1);
 }
 
 /* First item of [lo, hi) that starts at or after t. */
 static uint64_t sq_start_from(const seq *q, uint64_t lo, uint64_t hi, int64_t t)
 {
-    return q->z ? mprof__vfirst_from(q->z, sizeof(vzone), offsetof(vzone, s), lo, hi, t)
-                : mprof__vfirst_from(q->r, sizeof(vrun), offsetof(vrun, s), lo, hi, t);
+    return mprof__vread_search(q->r, q->a, offsetof(vzone, s), lo, hi, t, 0, 0);
 }
 
 /* The merge of one level: zones at least a pixel wide are drawn; a run of narrower zones, each
@@ -108,10 +117,8 @@ static void merge_feed(merge *g, const seq *q, uint64_t i, uint64_t end)
         if (sq_s(q, i) >= g->t1)
             return;
         if (sq_wide(q, i, g->px)) {
-            const vzone *z = q->z ? &q->z[i] : NULL;
-            const vrun *r = q->r ? &q->r[i] : NULL;
-            fprintf(g->out, "%s%" PRId64 ",%" PRId64 ",%" PRIu32 ",%" PRId64, g->fz ? "" : ",", z ? z->s : r->s,
-                    z ? z->e : r->e, z ? z->loc : r->loc, z ? z->self : r->self);
+            vzone z = sq_at(q, i);
+            fprintf(g->out, "%s%" PRId64 ",%" PRId64 ",%" PRIu32 ",%" PRId64, g->fz ? "" : ",", z.s, z.e, z.loc, z.self);
             g->fz = 0;
             g->drawn++;
             i++;
@@ -128,11 +135,11 @@ static void merge_feed(merge *g, const seq *q, uint64_t i, uint64_t end)
 /* Zones [a, b) of one run of a tier: they are narrower than a pixel and each follows the previous
  * one by less than a pixel, so they join one merged span whatever comes before or after; fed as
  * one item, without reading the zones between. */
-static void merge_piece(merge *g, const vzone *z, uint64_t a, uint64_t b)
+static void merge_piece(merge *g, const seq *z, uint64_t a, uint64_t b)
 {
     if (a >= b)
         return;
-    int64_t s = z[a].s, e = z[b - 1].e;
+    int64_t s = sq_s(z, a), e = sq_e(z, b - 1);
     int64_t lim = mprof__vq_add(g->be, g->px) < g->t1 ? mprof__vq_add(g->be, g->px) : g->t1;
     if (g->open && s < lim) {
         g->cnt += b - a;
@@ -149,7 +156,7 @@ static void merge_piece(merge *g, const vzone *z, uint64_t a, uint64_t b)
     g->cnt = b - a;
 }
 
-/* The coarsest tier of l whose resolution is at most px; 0 when there is none (the zones). */
+/* The coarsest tier of l whose resolution is at most px; NULL when there is none (the zones). */
 static const vtier *tier_for(const mprof_vindex *x, const vlevel *l, int64_t px)
 {
     const vtier *best = NULL;
@@ -159,17 +166,20 @@ static const vtier *tier_for(const mprof_vindex *x, const vlevel *l, int64_t px)
     return best;
 }
 
-int mprof__vidx_answer_zones(const mprof_vindex *x, const mprof_vquery *q, FILE *out)
+int mprof__vidx_answer_zones(const mprof_vindex *x, const mprof_vquery *q, FILE *out, char *err, size_t errlen)
 {
     int64_t px = mprof__vq_px_ns(q);
     uint64_t drawn = 0, merged = 0;
+    vread rd;
+    mprof__vread_init(&rd, x);
     fprintf(out, "{\"t0\":%" PRId64 ",\"t1\":%" PRId64 ",\"px_ns\":%" PRId64 ",\"levels\":[", q->t0, q->t1, px);
     int first_level = 1;
-    for (uint64_t li = 0; li < x->h->n_levels; li++) {
+    for (uint64_t li = 0; li < x->d->n_levels && !rd.err; li++) {
         const vlevel *l = &x->levels[li];
-        seq base = {mprof__vidx_level_zones(x, l), NULL, l->n, l->n};
+        const varr *za = &x->arrays[l->arr];
+        seq base = {&rd, za, 0, za->n, za->n};
         const vtier *tr = q->no_lod ? NULL : tier_for(x, l, px);
-        seq tier = {NULL, tr ? (const vrun *)(x->map + tr->off) : NULL, tr ? tr->n : 0, l->n};
+        seq tier = {&rd, tr ? &x->arrays[tr->arr] : NULL, 1, tr ? x->arrays[tr->arr].n : 0, za->n};
         const seq *top = tr ? &tier : &base;
         uint64_t i = sq_end_after(top, 0, top->n, q->t0);
         if (i >= top->n || sq_s(top, i) >= q->t1)
@@ -182,28 +192,31 @@ int mprof__vidx_answer_zones(const mprof_vindex *x, const mprof_vquery *q, FILE 
         char *mbuf = NULL;
         size_t mlen = 0;
         merge g = {out, open_memstream(&mbuf, &mlen), px, q->t1, 1, 1, 0, 0, 0, 0, 0, 0};
-        if (!g.m)
+        if (!g.m) {
+            mprof__vread_free(&rd);
+            tool_seterr(err, errlen, "out of memory");
             return -1;
+        }
         if (!tr)
             merge_feed(&g, &base, i, j);
         else {
             /* Runs of the tier that reach outside [t0, t1) hold zones that are not in the range:
              * those are read from the level's zones, up to the range's edges. */
             uint64_t ti = i, tj = j;
-            if (sq_count(&tier, i, i + 1) > 1 && tier.r[i].s <= q->t0) {
+            if (sq_count(&tier, i, i + 1) > 1 && sq_s(&tier, i) <= q->t0) {
                 uint64_t f0 = sq_first(&tier, i), f1 = sq_first(&tier, i + 1);
                 uint64_t a = sq_end_after(&base, f0, f1, q->t0);
-                uint64_t b = i + 1 == j && tier.r[i].e >= q->t1 ? sq_start_from(&base, a, f1, q->t1) : f1;
-                merge_piece(&g, base.z, a, b);
+                uint64_t b = i + 1 == j && sq_e(&tier, i) >= q->t1 ? sq_start_from(&base, a, f1, q->t1) : f1;
+                merge_piece(&g, &base, a, b);
                 ti = i + 1;
             }
             uint64_t tail = tj;
-            if (tj > ti && sq_count(&tier, tj - 1, tj) > 1 && tier.r[tj - 1].e >= q->t1)
+            if (tj > ti && sq_count(&tier, tj - 1, tj) > 1 && sq_e(&tier, tj - 1) >= q->t1)
                 tail = tj - 1;
             merge_feed(&g, &tier, ti, tail);
             if (tail < tj) {
                 uint64_t f0 = sq_first(&tier, tail), f1 = sq_first(&tier, tail + 1);
-                merge_piece(&g, base.z, f0, sq_start_from(&base, f0, f1, q->t1));
+                merge_piece(&g, &base, f0, sq_start_from(&base, f0, f1, q->t1));
             }
         }
         merge_close(&g);
@@ -214,5 +227,9 @@ int mprof__vidx_answer_zones(const mprof_vindex *x, const mprof_vquery *q, FILE 
         free(mbuf);
     }
     fprintf(out, "],\"drawn\":%" PRIu64 ",\"merged\":%" PRIu64 "}", drawn, merged);
-    return 0;
+    int rc = rd.err ? -1 : 0;
+    if (rc)
+        tool_seterr(err, errlen, "%s", rd.why);
+    mprof__vread_free(&rd);
+    return rc;
 }

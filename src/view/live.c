@@ -10,6 +10,7 @@
 #include "view/serve.h"
 
 #include "util/tool.h"
+#include "view/index_cache.h"
 #include "view/server.h"
 
 #include <signal.h>
@@ -74,11 +75,9 @@ int mprof__view_live(const mprof_view_live_opts *o)
         mprof__vserver_end(&s, d);
         return tool_error("view", EXIT_IO, "cannot start mprof capture: %s", strerror(e));
     }
-    char idx[4200];
+    char idx[4200] = "";
     if (o->index_path)
         snprintf(idx, sizeof idx, "%s", o->index_path);
-    else
-        snprintf(idx, sizeof idx, "%s.vidx", o->capture);
     fprintf(stderr, "mprof view: live: capturing %s:%u into %s; the page follows it; stop with Ctrl-C\n",
             o->process_address, o->port, o->capture);
     uint64_t indexed = 0;
@@ -111,6 +110,10 @@ int mprof__view_live(const mprof_view_live_opts *o)
         if (have && (uint64_t)st.st_size != indexed && (mono_s() >= next || child_rc >= 0)) {
             double t = mono_s();
             char err[512];
+            /* The index cache's name for the capture, once it exists (view/index_cache.h); where
+             * there is no cache folder, beside the capture. */
+            if (!idx[0] && mprof__vcache_path(o->capture, idx, sizeof idx, err, sizeof err) != 0)
+                snprintf(idx, sizeof idx, "%s.vidx", o->capture);
             uint64_t size = (uint64_t)st.st_size;
             mprof_vindex *x = NULL;
             if (mprof__vindex_build(o->capture, idx, err, sizeof err) == 0)

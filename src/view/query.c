@@ -29,10 +29,11 @@ static const api_path paths[] = {
     {"/api/zones", MPROF_VQ_ZONES, "!t0 !t1 !w lod"},
     {"/api/plots", MPROF_VQ_PLOTS, "!t0 !t1 !w"},
     {"/api/messages", MPROF_VQ_MESSAGES, "!t0 !t1 limit"},
-    {"/api/frames", MPROF_VQ_FRAMES, "from to !w"},
-    {"/api/stats", MPROF_VQ_STATS, "!t0 !t1"},
-    {"/api/hist", MPROF_VQ_HIST, "!loc"},
-    {"/api/instances", MPROF_VQ_INSTANCES, "!loc dmin dmax limit"},
+    {"/api/frames", MPROF_VQ_FRAMES, "from to !w set"},
+    {"/api/stats", MPROF_VQ_STATS, "!t0 !t1 set"},
+    {"/api/hist", MPROF_VQ_HIST, "!loc t0 t1 set"},
+    {"/api/instances", MPROF_VQ_INSTANCES, "!loc dmin dmax limit t0 t1 set"},
+    {"/api/pairs", MPROF_VQ_PAIRS, ""},
     {"/api/system", MPROF_VQ_SYSTEM, ""},
     {"/api/states", MPROF_VQ_STATES, "!t0 !t1 !w"},
     {"/api/cpu", MPROF_VQ_CPU, "!t0 !t1 !w"},
@@ -90,7 +91,8 @@ static int key_allowed(const char *list, const char *k, size_t kn, int *required
     return 0;
 }
 
-static const char *const key_names[] = {"t0", "t1", "w", "loc", "dmin", "dmax", "limit", "from", "to", "frame", "lod", "track"};
+static const char *const key_names[] = {"t0",  "t1",    "w",   "loc", "dmin", "dmax", "limit",
+                                        "from", "to", "frame", "lod", "track", "set", "c"};
 #define N_KEYS (sizeof key_names / sizeof key_names[0])
 
 static int key_index(const char *k, size_t kn)
@@ -154,7 +156,8 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
             return fail(err, errlen, "a query part without '=':", p, (size_t)(e - p));
         size_t kn = (size_t)(eq - p);
         int req, ki = key_index(p, kn);
-        if (ki < 0 || !key_allowed(ap->keys, p, kn, &req))
+        /* c= (which capture of a comparison) goes with every query. */
+        if (ki < 0 || (ki != 13 && !key_allowed(ap->keys, p, kn, &req)))
             return fail(err, errlen, "unknown query key", p, kn);
         if (seen[ki])
             return fail(err, errlen, "query key given twice:", p, kn);
@@ -170,8 +173,10 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
             hi = 10000;
         } else if (ki == 0 || ki == 1) { /* t0, t1: the page may look before the start */
             lo = -MAX_NS;
-        } else if (ki == 10) { /* lod: 0 or 1 */
+        } else if (ki == 10 || ki == 13) { /* lod: 0 or 1; c: capture 0 or 1 */
             hi = 1;
+        } else if (ki == 12) { /* set */
+            hi = UINT32_MAX;
         }
         if (parse_int(eq + 1, (size_t)(e - eq - 1), lo, hi, &vals[ki]) != 0) {
             char what[96];
@@ -188,6 +193,10 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
             tool_seterr(err, errlen, "%s needs %s", ap->path, key_names[i]);
             return -1;
         }
+    }
+    if (seen[0] != seen[1]) {
+        tool_seterr(err, errlen, "%s wants t0 and t1 together", ap->path);
+        return -1;
     }
     if (seen[0]) {
         out->t0 = vals[0];
@@ -222,6 +231,12 @@ int mprof__vquery_parse(const char *target, size_t len, mprof_vquery *out, char 
         out->from = vals[9]; /* the frame of /api/image */
     if (seen[10])
         out->no_lod = vals[10] == 0;
+    if (seen[12]) {
+        out->set = (uint32_t)vals[12];
+        out->has_set = 1;
+    }
+    if (seen[13])
+        out->cap = (uint32_t)vals[13];
     if (seen[7] || seen[8]) {
         if (!seen[7] || !seen[8] || vals[8] < vals[7]) {
             tool_seterr(err, errlen, "frames want from and to with from <= to");

@@ -30,6 +30,7 @@ enum {
     MPROF_VQ_CPU,       /* /api/cpu?t0&t1&w: CPU usage, min/max per pixel */
     MPROF_VQ_SAMPLES,   /* /api/samples?t0&t1[&track]: the flame graph of the samples of a range */
     MPROF_VQ_LOCKS,     /* /api/locks?t0&t1: waits and holds per lock in a range */
+    MPROF_VQ_PAIRS,     /* /api/pairs: the zones of two compared captures paired (the server) */
     MPROF_VQ_ASSET      /* any other path: a file of the page (name in asset) */
 };
 
@@ -43,6 +44,9 @@ typedef struct mprof_vquery {
     uint32_t limit;
     int has_t, has_frames, has_loc;
     int no_lod;         /* /api/zones: lod=0 */
+    uint32_t set;       /* a frame set (its index in /api/meta's frame_sets) */
+    int has_set;
+    uint32_t cap;       /* c=: which capture of a comparison (0 or 1) */
     char asset[64];     /* MPROF_VQ_ASSET: the path without the leading '/', "" for the page */
 } mprof_vquery;
 

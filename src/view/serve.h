@@ -5,11 +5,12 @@
 #ifndef MPROF_VIEW_SERVE_H
 #define MPROF_VIEW_SERVE_H
 
-/* mprof view --serve: indexes capture (index_path NULL = beside it) and serves the viewer on
- * address:port (0 = any free port, printed on stdout) until SIGINT or SIGTERM, max_connections
- * at once (0: the default, server_guard.h). Returns an exit code. */
-int mprof__view_serve(const char *capture, const char *index_path, const char *address, unsigned port,
-                      unsigned max_connections);
+/* mprof view --serve: indexes capture (index_path NULL = in the index cache, view/index_cache.h)
+ * and serves the viewer on address:port (0 = any free port, printed on stdout) until SIGINT or
+ * SIGTERM, max_connections at once (0: the default, server_guard.h). With compare (a second
+ * capture, NULL: none) the page compares the two (view/compare.h). Returns an exit code. */
+int mprof__view_serve(const char *capture, const char *compare, const char *index_path, const char *address,
+                      unsigned port, unsigned max_connections);
 /* mprof view --live: runs `mprof capture` into capture and serves the growing capture. */
 typedef struct mprof_view_live_opts {
     const char *capture, *index_path;   /* -o FILE; --index */

@@ -242,6 +242,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             return MHD_NO;
         return send_buf(c, MHD_HTTP_OK, "application/json", b, (size_t)k, MHD_RESPMEM_MUST_FREE);
     }
+    if (q.kind == MPROF_VQ_PAIRS || q.cap == 1) {
+        if (!s->second)
+            return send_error(c, MHD_HTTP_BAD_REQUEST, "one capture is served; a comparison needs two "
+                                                        "(mprof view --serve A.mprof B.mprof)");
+        if (q.kind == MPROF_VQ_PAIRS)
+            return send_buf(c, MHD_HTTP_OK, "application/json", s->pairs, strlen(s->pairs), MHD_RESPMEM_PERSISTENT);
+    }
     pthread_mutex_lock(&s->mu);
     held *h = s->cur;
     if (h)
@@ -256,7 +263,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         held_release(s, h);
         return MHD_NO;
     }
-    int rc = mprof__vindex_answer(h->x, &q, m, err, sizeof err);
+    /* c=1 asks the comparison's second capture, fixed for the server's life. */
+    int rc = mprof__vindex_answer(q.cap == 1 ? s->second : h->x, &q, m, err, sizeof err);
     held_release(s, h);
     if (fclose(m) != 0 || cap.over)
         rc = -1;
@@ -419,5 +427,9 @@ void mprof__vserver_end(vserver *s, struct MHD_Daemon *d)
         held_release(s, s->cur);
         s->cur = NULL;
     }
+    mprof__vindex_close(s->second);
+    s->second = NULL;
+    free(s->pairs);
+    s->pairs = NULL;
     pthread_mutex_destroy(&s->mu);
 }

@@ -34,6 +34,10 @@ typedef struct vserver {
     vguard *guard;            /* set by mprof__vserver_start */
     int started;              /* under mu: the daemon runs; its messages are counted, not printed */
     uint64_t quiet_messages;  /* under mu */
+    /* A comparison (`--serve A B`): the second capture's index, answered for queries with c=1,
+     * and /api/pairs (view/compare.h); both fixed before the server starts. */
+    mprof_vindex *second;
+    char *pairs;
 } vserver;
 
 /* Serves x, the index of capture_bytes bytes of the capture, to every later request (s takes

@@ -83,6 +83,7 @@ Data.decodeTrack = function (t, index) {
         start: start, dur: dur, end: end, depth: depth, loc: loc, parent: parent, self: self,
         levels: levels,
         maxDepth: maxDepth,
+        unfinished: new Set(t.unfinished || []),
         texts: Data.sparseMap(t.text),
         names: Data.sparseMap(t.name_override),
         values: Data.sparseMap(t.value),
@@ -110,7 +111,11 @@ Data.load = function (raw) {
         plots: [],
         locks: raw.locks || [],
         memory: raw.memory || null,
-        diff: raw.diff || null
+        diff: raw.diff || null,
+        /* The whole capture's zone figures, computed by the one definition of mprof report
+         * (analysis/site_stats.h): rows [srcloc, count, total, self, min, max, mean, p50, p95,
+         * in_frames]. */
+        zoneStats: raw.zone_stats || null
     };
     for (const s of D.srclocs) s.rgb = require_rgb(s);
     /* Message colors come with the document (mprof_log_level_color in the public header). */

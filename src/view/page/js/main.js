@@ -38,7 +38,7 @@ class App {
         this.buildHeader();
         this.buildTabs();
         this.frameGraph.setView(D.start, D.end);
-        this.setRange(D.start, D.end, 'whole embedded range');
+        this.setRange(D.start, D.end, 'whole embedded range', D.range.mode === 'all');
     }
 
     buildHeader() {
@@ -94,10 +94,16 @@ class App {
         all.addEventListener('click', () => {
             this.timeline.sel = null;
             this.timeline.requestDraw();
-            this.setRange(D.start, D.end, 'whole embedded range');
+            this.setRange(D.start, D.end, 'whole embedded range', D.range.mode === 'all');
         });
         nav.appendChild(U.el('span', { class: 'spacer' }));
         nav.appendChild(this.rangeInfo);
+        if (D.zoneStats && D.range.mode !== 'all') {
+            /* Part of the capture is embedded: its statistics still cover every zone. */
+            const cap = U.el('button', { text: 'Whole capture', title: 'Statistics of every zone of the capture, embedded or not' });
+            cap.addEventListener('click', () => this.stats.setRange(D.start, D.end, '', true));
+            nav.appendChild(cap);
+        }
         nav.appendChild(useView);
         nav.appendChild(all);
 
@@ -124,11 +130,12 @@ class App {
     }
 
     /* Statistics and flame graph follow this range. */
-    setRange(t0, t1, label) {
+    /* whole: statistics of the whole capture (the document's figures). */
+    setRange(t0, t1, label, whole) {
         this.range = [t0, t1];
         this.rangeLabel = label;
         this.rangeInfo.textContent = label + ': ' + U.fmtNs(t1 - t0);
-        this.stats.setRange(t0, t1, label);
+        this.stats.setRange(t0, t1, label, whole);
         this.flame.setRange(t0, t1);
         if (this.samples) this.samples.setRange(t0, t1);
     }
@@ -167,7 +174,7 @@ class App {
     }
 
     onSelection(t0, t1) {
-        if (t0 === null) this.setRange(this.D.start, this.D.end, 'whole embedded range');
+        if (t0 === null) this.setRange(this.D.start, this.D.end, 'whole embedded range', this.D.range.mode === 'all');
         else this.setRange(t0, t1, 'selection');
     }
 

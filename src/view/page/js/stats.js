@@ -2,56 +2,118 @@
  * stats.js - zone statistics of a time range: one row per source location with count, total,
  * self, mean, median, p95, min and max, sortable by any column. Clicking a row highlights that
  * zone in the timeline; the range is the selection (or the clicked frame, or the whole range).
+ *
+ * The figures are those of `mprof report`, defined once in analysis/site_stats.h: for the whole
+ * capture the page shows the document's zone_stats, computed by that code over every zone
+ * (embedded or not); for a range it computes them here by the same rules, which this file
+ * restates (tests/view_stats.js checks that both agree on real captures):
+ *   - the zones of a range are those that start and end inside it; CPU zones (threads and
+ *     fibers) that ended; GPU zones have rows of their own; lock spans are not zones;
+ *   - total counts recursion once: a zone adds its duration unless an ancestor of its source
+ *     location is inside the range too;
+ *   - percentiles come from the log-linear histogram of analysis/hist.c (Stats.hist* below,
+ *     the same buckets), so they equal the report's.
  */
 'use strict';
 
 const Stats = {};
 
-/* Aggregates the zones overlapping [t0, t1] by source location. Durations are whole zones (a
- * zone that crosses the range's edge counts whole). Total is inclusive time counted once per
- * stretch of time on a track, as in `mprof report`: a zone nested inside another instance of
- * the same source location (recursion, direct or through other zones) adds its calls to the
- * count and its self time, not its duration, which its outer instance already holds. Mean, p50,
- * p95, min and max are over every call. */
+/* analysis/hist.c, restated: values below 64 have their own bucket; above, each power of two is
+ * split in 32; a percentile is the middle of the bucket that holds its rank, within min..max. */
+Stats.HIST_SUB = 32;
+Stats.histBucket = function (v) {
+    if (v < 64) return Math.max(0, Math.floor(v));
+    let e = 6;
+    while (Math.pow(2, e + 1) <= v) e++;
+    const sub = Math.floor(v / Math.pow(2, e - 5)) & (Stats.HIST_SUB - 1);
+    return 64 + (e - 6) * Stats.HIST_SUB + sub;
+};
+Stats.histValue = function (b) {
+    if (b < 64) return b;
+    const e = Math.floor((b - 64) / Stats.HIST_SUB) + 6, sub = (b - 64) % Stats.HIST_SUB;
+    const lo = Math.pow(2, e) + sub * Math.pow(2, e - 5);
+    return lo + Math.floor(Math.pow(2, e - 5) / 2);
+};
+Stats.histQuantile = function (h, n, min, max, q) {
+    if (!n) return 0;
+    if (q <= 0) return min;
+    if (q >= 1) return max;
+    const rank = Math.max(1, Math.ceil(q * n));
+    const keys = Array.from(h.keys()).sort((a, b) => a - b);
+    let seen = 0;
+    for (const b of keys) {
+        seen += h.get(b);
+        if (seen >= rank) return Math.min(max, Math.max(min, Stats.histValue(b)));
+    }
+    return max;
+};
+
+/* Whether zone i of track t has an ancestor of its source location inside [t0, t1]. Ancestors
+ * hold each other: once one is outside the range, so are the rest. */
+Stats.nestedInside = function (t, i, t0, t1) {
+    const loc = t.loc[i];
+    for (let p = t.parent[i]; p >= 0; p = t.parent[p]) {
+        if (!(t.start[p] >= t0 && t.start[p] < t1 && t.end[p] <= t1)) return false;
+        if (t.loc[p] === loc) return true;
+    }
+    return false;
+};
+
+Stats.row = function (D, loc, gpu, f) {
+    const sl = D.srclocs[loc];
+    return {
+        loc: loc, name: sl.name + (gpu ? ' (GPU)' : ''), where: (sl.file ? sl.file + ':' + sl.line : ''), func: sl.func,
+        count: f.count, total: f.total, self: f.self, mean: f.mean, p50: f.p50, p95: f.p95, min: f.min, max: f.max,
+        inFrames: f.inFrames, rgb: sl.rgb, gpu: gpu
+    };
+};
+
+/* The figures of the zones inside [t0, t1] of the embedded tracks. */
 Stats.compute = function (D, t0, t1) {
     const rows = new Map();
+    const span = D.zoneStats && D.zoneStats.span && D.zoneStats.span[0] >= 0 ? D.zoneStats.span : null;
     Data.forZonesIn(D, t0, t1, (t, i) => {
-        const loc = t.loc[i];
-        let r = rows.get(loc);
+        const s = t.start[i], e = t.end[i];
+        if (!(s >= t0 && s < t1 && e <= t1) || t.unfinished.has(i)) return;
+        const gpu = t.kind === 'gpu', loc = t.loc[i], key = (gpu ? 'g' : 'c') + loc;
+        let r = rows.get(key);
         if (!r) {
-            r = { loc: loc, count: 0, total: 0, calls: 0, self: 0, min: Infinity, max: 0, durs: [] };
-            rows.set(loc, r);
+            r = { loc: loc, gpu: gpu, count: 0, total: 0, calls: 0, self: 0, min: Infinity, max: 0, inFrames: 0, h: new Map() };
+            rows.set(key, r);
         }
         const d = t.dur[i];
         r.count++;
         r.calls += d;
-        if (!Stats.nested(t, i)) r.total += d;
-        r.self += t.self[i];
+        if (gpu || !Stats.nestedInside(t, i, t0, t1)) {
+            r.total += d;
+            if (span) r.inFrames += Math.max(0, Math.min(e, span[1]) - Math.max(s, span[0]));
+        }
+        r.self += Math.max(0, t.self[i]);
         if (d < r.min) r.min = d;
         if (d > r.max) r.max = d;
-        r.durs.push(d);
+        const b = Stats.histBucket(d);
+        r.h.set(b, (r.h.get(b) || 0) + 1);
     });
     const out = [];
-    for (const r of rows.values()) {
-        const sorted = Float64Array.from(r.durs).sort();
-        const sl = D.srclocs[r.loc];
-        out.push({
-            loc: r.loc, name: sl.name, where: (sl.file ? sl.file + ':' + sl.line : ''), func: sl.func,
-            count: r.count, total: r.total, self: r.self, mean: r.calls / r.count,
-            p50: U.percentile(sorted, 50), p95: U.percentile(sorted, 95), min: r.min, max: r.max,
-            rgb: sl.rgb
-        });
-    }
+    for (const r of rows.values())
+        out.push(Stats.row(D, r.loc, r.gpu, {
+            count: r.count, total: r.total, self: r.self, mean: r.calls / r.count, min: r.min, max: r.max,
+            p50: Stats.histQuantile(r.h, r.count, r.min, r.max, 0.5), p95: Stats.histQuantile(r.h, r.count, r.min, r.max, 0.95),
+            inFrames: r.inFrames
+        }));
     return out;
 };
 
-/* Whether zone i of track t runs inside another instance of its own source location. The outer
- * instance contains it, so it overlaps any range the inner one overlaps and is counted there. */
-Stats.nested = function (t, i) {
-    const loc = t.loc[i];
-    for (let p = t.parent[i]; p >= 0; p = t.parent[p])
-        if (t.loc[p] === loc) return true;
-    return false;
+/* The whole capture's figures from the document (every zone, embedded or not). */
+Stats.whole = function (D) {
+    const z = D.zoneStats, out = [];
+    if (!z) return null;
+    const add = (r, gpu) => out.push(Stats.row(D, r[0], gpu, {
+        count: r[1], total: r[2], self: r[3], min: r[4], max: r[5], mean: r[6], p50: r[7], p95: r[8], inFrames: r[9]
+    }));
+    for (const r of z.rows || []) add(r, false);
+    for (const r of z.gpu_rows || []) add(r, true);
+    return out;
 };
 
 Stats.COLUMNS = [
@@ -78,9 +140,11 @@ class StatsTable {
         this.filter = '';
     }
 
-    setRange(t0, t1, label) {
-        this.rows = Stats.compute(this.D, t0, t1);
-        this.label = label;
+    /* whole: the whole capture (the document's figures), else the zones inside [t0, t1]. */
+    setRange(t0, t1, label, whole) {
+        const w = whole ? Stats.whole(this.D) : null;
+        this.rows = w || Stats.compute(this.D, t0, t1);
+        this.label = w ? 'whole capture' : label;
         this.render();
     }
 

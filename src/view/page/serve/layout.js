@@ -3,7 +3,9 @@
  * enough to carry it, with something loaded under it, gets a marker at its left end; clicking
  * the marker folds its descendants (they are not drawn or hit until it is clicked again), so a
  * deep recursion takes its outermost row only where it is folded and the rest of the track keeps
- * its rows. Uses serve.js's hooks: S.hidden (a zone is skipped), S.onZoneClick, addTrackPainter.
+ * its rows. The marker sits before the zone's label, which starts after it (S.labelInset), so it
+ * never covers the first letters of the name. Uses serve.js's hooks: S.hidden (a zone is
+ * skipped), S.onZoneClick, S.labelInset, addTrackPainter.
  */
 'use strict';
 
@@ -36,10 +38,27 @@
         };
     }
 
+    /* The child index of the last answer, made once per answer. */
+    let hasFor = null, hasFn = null;
+    function hasChildren() {
+        if (hasFor !== S.zones) {
+            hasFor = S.zones;
+            hasFn = childIndex();
+        }
+        return hasFn;
+    }
+
+    /* Whether a zone drawn w pixels wide carries a marker: wide enough, with something under it
+     * (or folded). serve.js starts the zone's label after it (S.labelInset). */
+    function marked(track, depth, s, e, w) {
+        if (w < 4 * MARK || S.hidden(track, depth, s, e)) return false;
+        return folded(track, depth, s, e) >= 0 || hasChildren()(track, depth, s, e);
+    }
+    S.labelInset = (track, depth, s, e, w) => (marked(track, depth, s, e, w) ? MARK : 0);
+
     M.addTrackPainter((ctx, o) => {
         S.foldMarkers = [];
         if (!S.zones) return;
-        const has = childIndex();
         ctx.font = '10px system-ui, sans-serif';
         for (const lv of S.zones.levels) {
             const row = o.rows.find((r) => r.track === lv.track && r.depth === lv.depth);
@@ -47,9 +66,8 @@
             const a = lv.z;
             for (let i = 0; i < a.length; i += 4) {
                 const x0 = Math.max(0, o.xOf(a[i])), x1 = Math.min(o.w, o.xOf(a[i + 1]));
-                if (x1 - x0 < 2 * MARK || S.hidden(lv.track, lv.depth, a[i], a[i + 1])) continue;
+                if (!marked(lv.track, lv.depth, a[i], a[i + 1], x1 - x0)) continue;
                 const isFolded = folded(lv.track, lv.depth, a[i], a[i + 1]) >= 0;
-                if (!isFolded && !has(lv.track, lv.depth, a[i], a[i + 1])) continue;
                 ctx.fillStyle = 'rgba(0,0,0,0.55)';
                 ctx.fillRect(x0 + 1, row.y + 3, MARK - 2, ROW - 6);
                 ctx.fillStyle = '#fff';

@@ -13,7 +13,9 @@
  *
  * Layout: one track per thread, fiber, GPU context and lock; a track header collapses it, its
  * arrows move it; deep tracks show 12 levels until their "deeper" row is clicked; plots and
- * memory have their own strip under the timeline, never behind the tracks.
+ * memory have their own strip under the timeline, never behind the tracks (plots.js: grouped,
+ * folded when there are many, never taking the tracks' room); the frame graph is framegraph.js.
+ * With two captures (compare.js) every query names the capture shown (S.cap).
  *
  * Extensions (more track kinds, panels) call MPROF_SERVE.addTrackPainter(fn) and
  * MPROF_SERVE.addPanel(name, fn) from a script loaded after this one.
@@ -25,7 +27,10 @@ const S = {
     view: { t0: 0, t1: 1 }, loaded: null, zones: null, plots: null, msgs: null, frames: null,
     selZone: null, hilite: -1, selRange: null, scrollY: 0, tab: 'find', requests: 0, errors: 0,
     inflight: false, pending: false, painters: [], panels: {}, rows: [], hist: null, histLoc: -1,
-    inst: null, stats: null,
+    inst: null, stats: null, cap: 0,
+    /* Set by the scripts loaded after this one: plots.js draws the plot strip, framegraph.js the
+     * frame graph and loads its frames, layout.js says where a fold marker takes a label's room. */
+    drawPlots: null, drawFrames: null, loadFrames: null, labelInset: null,
 };
 const ROW = 18, HEAD = 18, RULER = 22, DEPTH_CAP = 12, PLOT_H = 36;
 const status = document.getElementById('mprof-status');
@@ -33,8 +38,12 @@ const status = document.getElementById('mprof-status');
 window.addEventListener('error', () => { S.errors++; status.dataset.errors = S.errors; });
 window.addEventListener('unhandledrejection', () => { S.errors++; status.dataset.errors = S.errors; });
 
-function api(path) {
+/* A query of the capture shown (c=1: the second of a comparison, compare.js), or of capture c. */
+function api(path, c) {
     S.requests++;
+    const cap = c === undefined ? S.cap : c;
+    if (cap && path.startsWith('/api/') && !path.startsWith('/api/live') && !path.startsWith('/api/pairs'))
+        path += (path.includes('?') ? '&' : '?') + 'c=' + cap;
     return fetch(path).then((r) => r.json().then((j) => {
         if (!r.ok) throw new Error(j.error || r.statusText);
         return j;
@@ -74,8 +83,6 @@ function rowOf(track, depth) {
 /* ---- timeline drawing ------------------------------------------------------------------------ */
 
 const tl = document.getElementById('timeline');
-const fg = document.getElementById('framegraph');
-const pc = document.getElementById('plots');
 
 function tlSize() { const r = tl.parentElement.getBoundingClientRect(); return { w: r.width, h: r.height }; }
 function xOf(t, w) { return ((t - S.view.t0) / (S.view.t1 - S.view.t0)) * w; }
@@ -93,6 +100,7 @@ function drawTimeline() {
     ctx.font = '11px system-ui, sans-serif';
     ctx.textBaseline = 'middle';
     let drawn = 0, merged = 0;
+    const labels = []; /* what each label says and where it starts (for tests: S.labels) */
     ctx.save();
     ctx.translate(0, -S.scrollY);
     /* Track headers and backgrounds. */
@@ -131,9 +139,14 @@ function drawTimeline() {
                     ctx.lineWidth = 2;
                     ctx.strokeRect(cx + 1, r.y + 2, cw - 2, ROW - 4);
                 }
-                if (cw > 30) {
+                /* The label starts after a fold marker (layout.js), never under it, and is cut at
+                 * its end: the start of the name stays. */
+                const inset = S.labelInset ? S.labelInset(lv.track, lv.depth, a[i], a[i + 1], Math.min(x1, w) - Math.max(x0, 0)) : 0;
+                if (cw - inset > 30) {
                     ctx.fillStyle = U.textOn(rgb);
-                    ctx.fillText(U.fitText(ctx, loc(a[i + 2])[0] + ' ' + U.fmtNs(a[i + 1] - a[i]), cw - 6, 6), cx + 3, r.y + ROW / 2);
+                    const text = U.fitText(ctx, loc(a[i + 2])[0] + ' ' + U.fmtNs(a[i + 1] - a[i]), cw - 6 - inset, 6);
+                    ctx.fillText(text, cx + 3 + inset, r.y + ROW / 2);
+                    labels.push({ track: lv.track, depth: lv.depth, s: a[i], x: cx + 3 + inset, text: text, name: loc(a[i + 2])[0] });
                 }
                 drawn++;
             }
@@ -190,84 +203,16 @@ function drawTimeline() {
         ctx.fillStyle = 'rgba(120,160,255,0.18)';
         ctx.fillRect(x0, RULER, x1 - x0, h);
     }
+    S.labels = labels;
     setStatus('drawnZones', drawn);
     setStatus('mergedZones', merged);
     drawPlots();
     drawFrames();
 }
 
-function drawPlots() {
-    const plots = S.meta.plots;
-    const w = tl.getBoundingClientRect().width;
-    const ctx = U.fitCanvas(pc, w, Math.max(1, plots.length * PLOT_H), true);
-    ctx.fillStyle = '#1b1c1f';
-    ctx.fillRect(0, 0, w, plots.length * PLOT_H);
-    ctx.font = '11px system-ui, sans-serif';
-    if (!S.plots) return;
-    plots.forEach((pl, k) => {
-        /* A live page may hold metadata of a newer index than the last answer: a plot the answer
-         * does not have yet is drawn empty. */
-        const sp = S.plots.plots.find((q) => q.id === pl.id);
-        const p = sp ? sp.p : [];
-        const y0 = k * PLOT_H;
-        let mn = Infinity, mx = -Infinity;
-        for (let i = 0; i < p.length; i += 3) {
-            if (p[i + 1] !== null && p[i + 1] < mn) mn = p[i + 1];
-            if (p[i + 2] !== null && p[i + 2] > mx) mx = p[i + 2];
-        }
-        if (!(mx >= mn)) { mn = 0; mx = 1; }
-        if (mx === mn) mx = mn + 1;
-        const yv = (v) => y0 + PLOT_H - 3 - ((v - mn) / (mx - mn)) * (PLOT_H - 8);
-        ctx.strokeStyle = pl.color ? U.rgbCss(pl.color) : '#8fd0ff';
-        ctx.fillStyle = ctx.strokeStyle;
-        ctx.beginPath();
-        for (let i = 0; i < p.length; i += 3) {
-            const x = xOf(p[i], w);
-            if (i === 0) ctx.moveTo(x, yv(p[i + 1]));
-            else ctx.lineTo(x, yv(p[i + 1]));
-            if (p[i + 2] !== p[i + 1]) ctx.lineTo(x, yv(p[i + 2]));
-        }
-        ctx.stroke();
-        ctx.fillStyle = '#cfd3da';
-        ctx.fillText(pl.name + '  ' + U.fmtValue(mx, pl.format), 6, y0 + 10);
-        ctx.fillStyle = '#333';
-        ctx.fillRect(0, y0 + PLOT_H - 1, w, 1);
-    });
-}
+function drawPlots() { if (S.drawPlots) S.drawPlots(); }
 
-function budgetNs() { return S.meta.budget_ns || 16666667; }
-
-function drawFrames() {
-    const r = fg.getBoundingClientRect();
-    const ctx = U.fitCanvas(fg, r.width, r.height);
-    ctx.fillStyle = '#17181b';
-    ctx.fillRect(0, 0, r.width, r.height);
-    if (!S.frames || !S.frames.f.length) {
-        ctx.fillStyle = '#8b8f98';
-        ctx.fillText('no frames in this capture', 8, 14);
-        return;
-    }
-    const f = S.frames.f, n = f.length / 3;
-    let mx = budgetNs() * 1.5;
-    for (let i = 0; i < f.length; i += 3) mx = Math.max(mx, f[i + 2]);
-    const bw = r.width / n;
-    for (let k = 0; k < n; k++) {
-        const s = f[3 * k + 1], d = f[3 * k + 2];
-        const hgt = Math.max(1, (d / mx) * (r.height - 4));
-        const inView = s + d > S.view.t0 && s < S.view.t1;
-        const col = d <= budgetNs() ? '#3d9a4f' : d <= 2 * budgetNs() ? '#d9b53c' : '#c0392b';
-        ctx.fillStyle = inView ? col : U.rgbCss(U.shade(parseInt(col.slice(1), 16), 0.55));
-        ctx.fillRect(k * bw, r.height - hgt, Math.max(1, bw - (bw > 3 ? 1 : 0)), hgt);
-    }
-    const yb = r.height - (budgetNs() / mx) * (r.height - 4);
-    ctx.strokeStyle = '#ddd';
-    ctx.setLineDash([4, 4]);
-    ctx.beginPath();
-    ctx.moveTo(0, yb);
-    ctx.lineTo(r.width, yb);
-    ctx.stroke();
-    ctx.setLineDash([]);
-}
+function drawFrames() { if (S.drawFrames) S.drawFrames(); }
 
 /* ---- data ------------------------------------------------------------------------------------ */
 
@@ -464,51 +409,6 @@ function initInput() {
         else if (e.key === 'Home') { setView(S.meta.start_ns, S.meta.end_ns || 1); S.follow = true; }
         else if (e.key === 'Escape') { S.selRange = null; S.hilite = -1; selectZone(null); }
     });
-    fg.addEventListener('click', (e) => {
-        if (!S.frames || !S.frames.f.length) return;
-        const r = fg.getBoundingClientRect(), n = S.frames.f.length / 3;
-        const k = Math.max(0, Math.min(n - 1, Math.floor(((e.clientX - r.left) / r.width) * n)));
-        const s = S.frames.f[3 * k + 1], d = S.frames.f[3 * k + 2];
-        setStatus('frame', S.frames.f[3 * k]);
-        zoomTo(s, s + d);
-    });
-    /* Hovering a frame shows its duration and, when the capture has MPROF_FRAME_IMAGE, its picture. */
-    let imgBusy = false, imgWant = -1;
-    const showImage = (k, ev) => {
-        const tip = document.getElementById('tooltip');
-        const idx = S.frames.f[3 * k], d = S.frames.f[3 * k + 2];
-        tip.textContent = 'frame ' + idx + ': ' + U.fmtNs(d) + ' (click to zoom to it)';
-        tip.style.display = 'block';
-        tip.style.left = Math.min(ev.clientX + 14, window.innerWidth - 260) + 'px';
-        tip.style.top = (ev.clientY + 14) + 'px';
-        if (!S.meta.frame_images) return;
-        imgWant = idx;
-        if (imgBusy) return;
-        imgBusy = true;
-        api('/api/image?frame=' + idx).then((im) => {
-            if (im.frame !== imgWant) return;
-            const bin = atob(im.rgb), cv = U.el('canvas', { width: im.w, height: im.h, id: 'frame-image' });
-            cv.style.cssText = 'display:block;margin-top:4px;width:' + im.w * 2 + 'px;height:' + im.h * 2 + 'px;image-rendering:pixelated';
-            const ctx = cv.getContext('2d'), data = ctx.createImageData(im.w, im.h);
-            for (let i = 0, o = 0; i < bin.length; i += 3, o += 4) {
-                data.data[o] = bin.charCodeAt(i);
-                data.data[o + 1] = bin.charCodeAt(i + 1);
-                data.data[o + 2] = bin.charCodeAt(i + 2);
-                data.data[o + 3] = 255;
-            }
-            ctx.putImageData(data, 0, 0);
-            tip.appendChild(cv);
-            setStatus('imageFrame', im.frame);
-            setStatus('imageSize', im.w + 'x' + im.h);
-            setStatus('imageRed', bin.charCodeAt(0));
-        }).catch(() => {}).finally(() => { imgBusy = false; });
-    };
-    fg.addEventListener('mousemove', (e) => {
-        if (!S.frames || !S.frames.f.length) return;
-        const r = fg.getBoundingClientRect(), n = S.frames.f.length / 3;
-        showImage(Math.max(0, Math.min(n - 1, Math.floor(((e.clientX - r.left) / r.width) * n))), e);
-    });
-    fg.addEventListener('mouseleave', () => { document.getElementById('tooltip').style.display = 'none'; });
     window.addEventListener('resize', () => { loadFrames(); setView(S.view.t0, S.view.t1, true); });
 }
 
@@ -636,29 +536,50 @@ function showInstances() {
     setStatus('instances', rows.length);
 }
 
+/* The zone figures of the selected range, the view or a section, as `mprof report` defines them
+ * (analysis/site_stats.h): the zones that start and end inside, recursion counted once. */
 function panelStats(p) {
     const rg = S.selRange || [S.view.t0, S.view.t1];
     const head = U.el('div', { class: 'panel-head' });
-    head.appendChild(U.el('span', { text: 'Zones inside ' + U.fmtTs(rg[0], 1000) + ' .. ' + U.fmtTs(rg[1], 1000) +
-        ' (' + U.fmtNs(rg[1] - rg[0]) + ')' + (S.selRange ? '' : ', the view; shift+drag selects a range') }));
+    const sets = S.meta.frame_sets || [];
+    const section = S.statsSet !== undefined && S.statsSet !== null ? sets.find((f) => f.set === S.statsSet) : null;
+    head.appendChild(U.el('span', { text: section ? 'Zones inside the frames of "' + section.name + '" (' + U.fmtCount(section.count) + ' frames)'
+        : 'Zones inside ' + U.fmtTs(rg[0], 1000) + ' .. ' + U.fmtTs(rg[1], 1000) + ' (' + U.fmtNs(rg[1] - rg[0]) + ')' +
+        (S.selRange ? '' : ', the view; shift+drag selects a range') }));
     const useView = U.el('button', { text: 'Use view' });
-    useView.addEventListener('click', () => { S.selRange = null; showTab(); drawTimeline(); });
+    useView.addEventListener('click', () => { S.selRange = null; S.statsSet = null; showTab(); drawTimeline(); });
     const whole = U.el('button', { text: 'Whole capture' });
-    whole.addEventListener('click', () => { S.selRange = [S.meta.start_ns, S.meta.end_ns + 1]; showTab(); });
+    whole.addEventListener('click', () => { S.selRange = [S.meta.start_ns - 1, S.meta.end_ns + 1]; S.statsSet = null; showTab(); });
     head.appendChild(useView);
     head.appendChild(whole);
+    if (sets.length > 1) {
+        const pick = U.el('select', { id: 'stats-set' });
+        pick.appendChild(U.el('option', { value: '', text: 'a section...' }));
+        for (const f of sets) pick.appendChild(U.el('option', { value: String(f.set), text: f.name + (f.main ? ' (main frames)' : '') }));
+        pick.value = section ? String(section.set) : '';
+        pick.addEventListener('change', () => { S.statsSet = pick.value === '' ? null : +pick.value; showTab(); });
+        head.appendChild(pick);
+    }
     p.appendChild(head);
     const body = U.el('div', { text: 'loading...' });
     p.appendChild(body);
-    api('/api/stats?t0=' + Math.floor(rg[0]) + '&t1=' + Math.max(Math.ceil(rg[1]), Math.floor(rg[0]) + 1)).then((st) => {
+    const q = section ? 't0=' + (S.meta.start_ns - 1) + '&t1=' + (S.meta.end_ns + 1) + '&set=' + section.set
+        : 't0=' + Math.floor(rg[0]) + '&t1=' + Math.max(Math.ceil(rg[1]), Math.floor(rg[0]) + 1);
+    api('/api/stats?' + q).then((st) => {
         S.stats = st;
-        const rows = st.rows.slice().sort((a, b) => b[2] - a[2]);
+        const rows = st.rows.map((r) => [r, false]).concat((st.gpu_rows || []).map((r) => [r, true]))
+            .sort((a, b) => b[0][2] - a[0][2]);
         body.textContent = '';
-        body.appendChild(table(['zone', 'count', 'total', 'self', 'mean', 'min', 'max'],
-            rows.map((r) => [loc(r[0])[0], U.fmtCount(r[1]), U.fmtNs(r[2]), U.fmtNs(r[3]), U.fmtNs(r[2] / r[1]), U.fmtNs(r[4]), U.fmtNs(r[5])]),
-            (k) => findZone(rows[k][0])));
+        body.appendChild(U.el('div', { class: 'dim', text: U.fmtCount(st.zones) + ' zones' + (st.whole ? ' (the whole capture: the figures of mprof report)' : '') +
+            (st.frames ? '; ' + U.fmtCount(st.frames) + ' main frames inside' : '') + '. Total counts recursion once; %frames is the time inside the main frames over their span.' }));
+        body.appendChild(table(['zone', 'count', 'total', 'self', 'mean', 'p50', 'p95', 'min', 'max', '%frames', 'per frame'],
+            rows.map(([r, gpu]) => [loc(r[0])[0] + (gpu ? ' (GPU)' : ''), U.fmtCount(r[1]), U.fmtNs(r[2]), U.fmtNs(r[3]), U.fmtNs(r[6]),
+                U.fmtNs(r[7]), U.fmtNs(r[8]), U.fmtNs(r[4]), U.fmtNs(r[5]),
+                st.span_ns > 0 ? (100 * r[9] / st.span_ns).toFixed(1) + ' %' : '-', st.frames ? U.fmtNs(r[9] / st.frames) : '-']),
+            (k) => findZone(rows[k][0][0])));
         setStatus('statsRows', rows.length);
         setStatus('statsZones', st.zones);
+        setStatus('statsWhole', st.whole ? 1 : 0);
     }).catch(() => { S.errors++; setStatus('errors', S.errors); });
 }
 
@@ -691,13 +612,17 @@ function showTab() {
     p.textContent = '';
     (all[S.tab] || all.find)[1](p);
     setStatus('tab', S.tab);
+    if (document.body.dataset.tab !== S.tab) {
+        /* serve.css gives some tabs more room: the timeline is drawn again at its new size. */
+        document.body.dataset.tab = S.tab;
+        if (S.meta) requestAnimationFrame(() => drawTimeline());
+    }
 }
 
 /* ---- start ----------------------------------------------------------------------------------- */
 
 function loadFrames() {
-    const w = Math.max(1, Math.round(fg.getBoundingClientRect().width));
-    return api('/api/frames?w=' + w).then((f) => { S.frames = f; drawFrames(); });
+    return S.loadFrames ? S.loadFrames() : Promise.resolve();
 }
 
 window.MPROF_SERVE = {
@@ -709,6 +634,15 @@ window.MPROF_SERVE = {
     /* For scripts that ask their own queries (panels.js): the counted fetch, a redraw of the
      * timeline from what is loaded, the tabs again. */
     api: api,
+    zoomTo: (s0, e0) => zoomTo(s0, e0),
+    loadFrames: () => loadFrames(),
+    /* Reloads everything the page shows of the capture (compare.js switches captures). */
+    reload: () => api('/api/meta').then((m) => {
+        /* Another capture: nothing of the last one's (its source location slots differ) stays. */
+        S.meta = null; S.zones = null; S.plots = null; S.msgs = null; S.stats = null; S.hist = null; S.inst = null;
+        S.histLoc = -1; S.hilite = -1; S.selZone = null; S.selRange = null; S.statsSet = null;
+        applyMeta(m); showTab(); return loadFrames();
+    }).then(() => setView(S.meta.start_ns, S.meta.end_ns || 1, true)),
     redraw: () => drawTimeline(),
     showTab: () => showTab(),
     addPanel: (key, title, fn) => { S.panels[key] = [title, fn]; if (S.meta) showTab(); },
