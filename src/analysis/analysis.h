@@ -16,6 +16,7 @@
 #ifndef MPROF_ANALYSIS_H
 #define MPROF_ANALYSIS_H
 
+#include "format/batch.h"
 #include "format/format.h"
 #include "util/json_out.h"
 #include "analysis/hist.h"
@@ -34,10 +35,17 @@ typedef struct mprof_pass_vtbl {
     void (*print_text)(void *state, mprof_analysis *a, FILE *out, int top_n);
     void (*print_json)(void *state, mprof_analysis *a, mprof_json *j); /* writes "key": value */
     void (*destroy)(void *state);
-    /* Optional: every event of the first read (before any call to event), with that read's
-     * reader; prescan_end after its last event, when the reader holds every definition. */
-    void (*prescan)(void *state, const mprof_reader *r, const mprof_event *ev);
+    /* Optional: the first read (before any call to event), with that read's reader. It hands out
+     * definitions, the main frame marks and the tags prescan_want sets in want; prescan_batch
+     * sees each of its batches (batch.h: max_ts_ns covers the events left out too), and
+     * prescan_end comes after the last, when the reader holds every definition. */
+    void (*prescan_want)(unsigned char want[MPROF_EV_MAX]);
+    void (*prescan_batch)(void *state, const mprof_reader *r, const mprof_batch *b);
     void (*prescan_end)(void *state, const mprof_reader *r);
+    /* Optional, in place of event: every record of a batch in file order (format/batch.h), so
+     * that a pass walks records without a call per event, or reads only b->ev when zones do not
+     * concern it. */
+    void (*batch)(void *state, mprof_analysis *a, const mprof_batch *b);
 } mprof_pass_vtbl;
 
 /* The six hooks every pass has, named after its prefix: prefix_create, prefix_event, ... */
@@ -49,6 +57,7 @@ typedef struct mprof_pass_vtbl {
 typedef struct mprof_analysis_opts {
     int top_n;                /* rows in each text table (0 = default 20; INT_MAX = all) */
     const char *passes;       /* comma list of optional passes to enable, "all", or NULL */
+    int jobs;                 /* threads that decode the capture (0 = one a core, 1 = none) */
 } mprof_analysis_opts;
 
 /* Runs every pass over the capture at path. Returns NULL with a message in err on failure. */

@@ -259,19 +259,10 @@ static void *fibers_create(mprof_analysis *a)
     return calloc(1, sizeof(fibers_state));
 }
 
-static void fibers_event(void *state, mprof_analysis *a, const mprof_event *ev)
+/* A fiber event (enter, leave, a thread's exit) of thread t, whose zone events before it have
+ * been read. */
+static void fiber_event(fibers_state *s, mprof_analysis *a, fthread *t, const mprof_event *ev)
 {
-    fibers_state *s = state;
-    if (ev->type < 0x10 && ev->type != MPROF_EV_THREAD_EXIT)
-        return;
-    fthread *t = get_thread(s, ev->thread);
-    if (!t)
-        return;
-    if (mprof_event_desc_get(ev->type)->has_ts) {
-        t->last_ts = ev->ts_ns;
-        if (ev->ts_ns > s->newest)
-            s->newest = ev->ts_ns;
-    }
     switch (ev->type) {
     case MPROF_EV_FIBER_ENTER:
         /* Entering a fiber while in another implies leaving the first. */
@@ -279,22 +270,75 @@ static void fibers_event(void *state, mprof_analysis *a, const mprof_event *ev)
         open_segment(s, t, ev->thread, (uint32_t)ev->u[0], ev->ts_ns);
         break;
     case MPROF_EV_FIBER_LEAVE:
-        close_segment(s, a, t, ev->ts_ns);
-        break;
-    case MPROF_EV_ZONE_BEGIN:
-        if (t->cur)
-            add_op(t->cur, ev->ts_ns, ev->u[0] ? (uint32_t)ev->u[0] : UINT32_MAX);
-        break;
-    case MPROF_EV_ZONE_END:
-        if (t->cur)
-            add_op(t->cur, ev->ts_ns, 0);
-        break;
     case MPROF_EV_THREAD_EXIT:
         close_segment(s, a, t, ev->ts_ns);
         break;
     default:
         break;
     }
+}
+
+/* Every record in file order: each thread's latest time, the newest time overall (the replay's
+ * watermark), and the zone events of threads inside a fiber, which go to the fiber's run. */
+static void fibers_batch(void *state, mprof_analysis *a, const mprof_batch *b)
+{
+    fibers_state *s = state;
+    int64_t newest = s->newest;
+    for (uint32_t ri = 0; ri < b->n_run; ri++) {
+        const mprof_run *run = &b->run[ri];
+        fthread *t = NULL;
+        int64_t last = 0;
+        int timed = 0;
+        for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
+            int type = mprof_rec_type(e);
+            if (type < 0x10 && type != MPROF_EV_THREAD_EXIT)
+                continue;
+            if (!t && !(t = get_thread(s, run->thread)))
+                break;
+            int64_t ts = e->ts_ns;
+            switch (type) {
+            case MPROF_REC_LEAF: {
+                int64_t te = ts + mprof_rec_dur(e);
+                last = te;
+                timed = 1;
+                newest = ts > newest ? ts : newest;
+                newest = te > newest ? te : newest;
+                if (t->cur) {
+                    add_op(t->cur, ts, e->x ? e->x : UINT32_MAX);
+                    add_op(t->cur, te, 0);
+                }
+                continue;
+            }
+            case MPROF_EV_ZONE_BEGIN:
+            case MPROF_EV_ZONE_END:
+                last = ts;
+                timed = 1;
+                newest = ts > newest ? ts : newest;
+                if (t->cur)
+                    add_op(t->cur, ts, type == MPROF_EV_ZONE_END ? 0 : e->x ? e->x : UINT32_MAX);
+                continue;
+            default: {
+                const mprof_event *ev = &b->ev[e->x];
+                if (mprof_event_desc_get(type)->has_ts) {
+                    last = ts;
+                    timed = 1;
+                    newest = ts > newest ? ts : newest;
+                }
+                if (type == MPROF_EV_FIBER_ENTER || type == MPROF_EV_FIBER_LEAVE ||
+                    type == MPROF_EV_THREAD_EXIT) {
+                    s->newest = newest;
+                    if (timed)
+                        t->last_ts = last;
+                    fiber_event(s, a, t, ev);
+                }
+                continue;
+            }
+            }
+        }
+        if (t && timed)
+            t->last_ts = last;
+    }
+    s->newest = newest;
 }
 
 static void fibers_finish(void *state, mprof_analysis *a)
@@ -417,7 +461,12 @@ static void fibers_print_json(void *state, mprof_analysis *a, mprof_json *j)
 const mprof_pass_vtbl mprof__fibers_pass = {
     .name = "fibers",
     .always = true, /* fiber zones must reach the zone table even without --fibers */
-    MPROF_PASS_HOOKS(fibers),
+    .create = fibers_create,
+    .batch = fibers_batch,
+    .finish = fibers_finish,
+    .print_text = fibers_print_text,
+    .print_json = fibers_print_json,
+    .destroy = fibers_destroy,
 };
 
 /* ---- results for tests and tools (passes.h) ------------------------------------------------- */
