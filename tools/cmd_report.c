@@ -29,8 +29,7 @@ static const char *const help =
     "  --samples       add the hot functions of the callstack samples (MPROF_SAMPLE_HZ),\n"
     "                  overall and per innermost zone (docs/SYSTEM.md)\n"
     "  --all           add every section\n"
-    "  --jobs N        threads that decode the capture (default: one a core; 1 = none, for\n"
-    "                  reproducible timings); the output is the same for any N\n"
+    TOOL_JOBS_HELP
     "  -h, --help      show this help\n"
     "\n"
     "The capture is read in two streaming passes: memory grows with the number of distinct\n"
@@ -41,7 +40,7 @@ int cmd_report(int argc, char **argv)
 {
     const char *path = NULL;
     int json = 0;
-    unsigned long long top = 20, jobs = 0;
+    unsigned long long top = 20;
     char passes[256] = "";
     tool_args args = tool_args_start("report", help, argc, argv, &path, 1);
     for (const char *a; tool_args_option(&args, &a);) {
@@ -51,7 +50,7 @@ int cmd_report(int argc, char **argv)
             if (tool_parse_uint("report", "--top", tool_args_value(&args), 100000, &top))
                 return EXIT_USAGE;
         } else if (strcmp(a, "--jobs") == 0) {
-            if (tool_parse_uint("report", "--jobs", tool_args_value(&args), 256, &jobs))
+            if (tool_jobs("report", &args))
                 return EXIT_USAGE;
         } else if (strcmp(a, "--all") == 0) {
             snprintf(passes, sizeof passes, "all");
@@ -69,7 +68,7 @@ int cmd_report(int argc, char **argv)
     if (tool_args_finish(&args, 1) != 0)
         return args.code;
     mprof_analysis_opts opts = {.top_n = top ? (int)top : INT_MAX,
-                                .passes = passes[0] ? passes : NULL, .jobs = (int)jobs};
+                                .passes = passes[0] ? passes : NULL};
     char err[512];
     mprof_analysis *an = mprof_analysis_run(path, &opts, err, sizeof err);
     if (!an)

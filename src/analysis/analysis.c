@@ -468,7 +468,8 @@ static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_
         if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->prescan_want)
             pass_table[i]->prescan_want(want);
     mprof_reader_want(r, want);
-    mprof_reader_set_jobs(r, a->opts.jobs);
+    if (a->opts.jobs)
+        mprof_reader_set_jobs(r, a->opts.jobs);
     uint32_t thread = 0;
     uint64_t n = 0;
     int64_t lo = 0, hi = 0;
@@ -574,7 +575,8 @@ mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *
         mprof_analysis_free(a);
         return NULL;
     }
-    mprof_reader_set_jobs(a->r, a->opts.jobs);
+    if (a->opts.jobs)
+        mprof_reader_set_jobs(a->r, a->opts.jobs);
     mprof_batch b;
     int rc;
     while ((rc = mprof_reader_next_batch(a->r, &b)) == 1) {

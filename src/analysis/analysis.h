@@ -57,7 +57,8 @@ typedef struct mprof_pass_vtbl {
 typedef struct mprof_analysis_opts {
     int top_n;                /* rows in each text table (0 = default 20; INT_MAX = all) */
     const char *passes;       /* comma list of optional passes to enable, "all", or NULL */
-    int jobs;                 /* threads that decode the capture (0 = one a core, 1 = none) */
+    int jobs;                 /* threads that decode the capture (0 = the process's setting,
+                                 mprof_set_read_jobs; 1 = none) */
 } mprof_analysis_opts;
 
 /* Runs every pass over the capture at path. Returns NULL with a message in err on failure. */

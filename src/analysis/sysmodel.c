@@ -138,9 +138,14 @@ int mprof__sys_batch(mprof_sysmodel *m, const mprof_reader *r, const mprof_batch
     for (uint32_t i = 0; i < b->n_ev; i++)
         if (MPROF_EV_IS_PROCESS(b->ev[i].type) && mprof__sys_event(m, r, &b->ev[i]) != 0)
             rc = -1;
-    if (b->max_ts_ns > m->last_ts)
-        m->last_ts = b->max_ts_ns;
+    mprof__sys_saw(m, b->max_ts_ns);
     return rc;
+}
+
+void mprof__sys_saw(mprof_sysmodel *m, int64_t ts)
+{
+    if (ts > m->last_ts)
+        m->last_ts = ts;
 }
 
 int mprof__sys_event(mprof_sysmodel *m, const mprof_reader *r, const mprof_event *ev)

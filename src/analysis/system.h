@@ -44,6 +44,9 @@ void mprof__sys_want(unsigned char want[MPROF_EV_MAX]);
 /* Feeds the events of a batch, and the latest time of those it left out. Returns 0, or -1 as
  * mprof__sys_event. */
 int mprof__sys_batch(mprof_sysmodel *m, const mprof_reader *r, const mprof_batch *b);
+/* The capture reached time ts (what mprof__sys_event notes of every event; a reader that feeds
+ * the model only some events gives it each batch's max_ts_ns). */
+void mprof__sys_saw(mprof_sysmodel *m, int64_t ts);
 /* After the last event: maps OS thread ids to capture threads and builds the timelines. */
 void mprof__sys_finish(mprof_sysmodel *m, const mprof_reader *r);
 int mprof__sys_incomplete(const mprof_sysmodel *m);

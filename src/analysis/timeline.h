@@ -17,6 +17,7 @@
 #ifndef MPROF_TIMELINE_H
 #define MPROF_TIMELINE_H
 
+#include "format/batch.h"
 #include "format/format.h"
 
 #include <stdint.h>
@@ -65,6 +66,10 @@ typedef struct mprof_tl_hooks {
     void (*memory)(void *user, uint32_t pool, int64_t ts_ns, int64_t in_use_bytes);
     /* A frame of a frame set (walker set index) ended. */
     void (*frame)(void *user, uint32_t set, uint64_t index, int64_t start_ns, int64_t end_ns);
+    /* Every event other than a zone's begin or end, before the walker applies it (an export
+     * that writes them in file order among the zones). Returns 0, or -1 to stop (out of
+     * memory). */
+    int (*other)(void *user, const mprof_event *ev);
 } mprof_tl_hooks;
 
 typedef struct mprof_tl_track {
@@ -108,6 +113,9 @@ mprof_walker *mprof__walker_new(const mprof_reader *r, const mprof_tl_hooks *hoo
 void mprof__walker_free(mprof_walker *w);
 /* Feeds one event. Returns 0, or -1 when out of memory. */
 int mprof__walker_event(mprof_walker *w, const mprof_event *ev);
+/* Feeds every record of a batch (format/batch.h): the same as feeding its events one at a time,
+ * zone records without the call per event. Returns 0, or -1 when out of memory. */
+int mprof__walker_batch(mprof_walker *w, const mprof_batch *b);
 /* Ends the capture: open zones are reported as unfinished, ending at the last timestamp. */
 void mprof__walker_finish(mprof_walker *w);
 /* Feeds w every event left in r, the loop of a pass that walks a capture with hooks of its own.

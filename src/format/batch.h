@@ -72,8 +72,15 @@ typedef struct mprof_batch {
 
 /* Decodes with jobs threads from the first batch on: 1 = on the caller's thread, 0 = one a
  * core (mprof_default_jobs). Call before the first read; returns 0, or -1 when reading has
- * begun (nothing changes). The caller's thread only takes batches when jobs > 1. */
+ * begun (nothing changes). The caller's thread only takes batches when jobs > 1. A reader
+ * starts with the process's setting (mprof_set_read_jobs). */
 int mprof_reader_set_jobs(mprof_reader *r, int jobs);
+
+/* The jobs of every reader opened from now on (1 until set: a library that reads a capture
+ * starts no thread unless its program asks). The tools set it from --jobs, one a core by
+ * default. Any thread; readers already open keep theirs. */
+void mprof_set_read_jobs(int jobs);
+int mprof_read_jobs(void);
 
 /* Only records of the tags set in want (256 flags; MPROF_EV_ZONE_BEGIN stands for zone begin,
  * end and leaf) are handed out; definitions are applied, and every event counted, either way.

@@ -568,7 +568,7 @@ static mprof_reader *open_common(mprof_reader *r, char *err, size_t errlen, cons
         return NULL;
     }
     r->ns_per_tick = r->rd_ns_per_tick = 1.0;
-    r->jobs = 1;
+    r->jobs = mprof_read_jobs();
     r->st.bytes_read = MPROF_FMT_HEADER_BYTES;
     /* Thread 0 is the process context (collector records such as CALIBRATION). */
     if (mprof_grow_zeroed((void **)&r->threads, &r->n_threads, 0, sizeof *r->threads, MAX_THREADS) != 0) {

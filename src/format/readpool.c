@@ -18,6 +18,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -216,6 +217,18 @@ mprof__pool *mprof__pool_start(mprof_reader *r, int workers, const unsigned char
         p->w[i].started = 1;
     }
     return p;
+}
+
+static _Atomic int read_jobs = 1;
+
+void mprof_set_read_jobs(int jobs)
+{
+    read_jobs = jobs <= 0 ? mprof_default_jobs() : jobs;
+}
+
+int mprof_read_jobs(void)
+{
+    return read_jobs;
 }
 
 int mprof_default_jobs(void)

@@ -251,6 +251,16 @@ static void builder_free(builder *b)
         fclose(b->sp.f);
 }
 
+/* The walker's hook for every event other than a zone's. */
+static int h_other(void *user, const mprof_event *ev)
+{
+    builder *b = user;
+    on_event(b, ev);
+    if (mprof__vsys_event(b->sys, b->r, ev) != 0)
+        b->oom = 1;
+    return b->oom ? -1 : 0;
+}
+
 int mprof__vindex_build(const char *capture_path, const char *index_path, char *err, size_t errlen)
 {
     builder b;
@@ -264,7 +274,9 @@ int mprof__vindex_build(const char *capture_path, const char *index_path, char *
     mprof_reader *r = mprof_reader_open(capture_path, err, errlen);
     if (!r)
         return -1;
-    mprof_tl_hooks hooks = {.user = &b, .zone = h_zone, .lock_span = h_lock, .memory = h_memory};
+    mprof_tl_hooks hooks = {.user = &b, .zone = h_zone, .lock_span = h_lock, .memory = h_memory,
+                            .other = h_other};
+    b.r = r;
     b.w = mprof__walker_new(r, &hooks, 1);
     b.sp.f = tmpfile();
     b.sys = mprof__vsys_new();
@@ -275,16 +287,16 @@ int mprof__vindex_build(const char *capture_path, const char *index_path, char *
         mprof_reader_close(r);
         return -1;
     }
-    mprof_event ev;
+    mprof_batch bt;
     int rc;
-    while ((rc = mprof_reader_next(r, &ev)) == 1) {
-        on_event(&b, &ev);
-        if (mprof__vsys_event(b.sys, r, &ev) != 0)
-            b.oom = 1;
-        if (mprof__walker_event(b.w, &ev) != 0 || b.oom) {
+    while ((rc = mprof_reader_next_batch(r, &bt)) == 1) {
+        /* Every event but the zones reaches h_other in file order; the zones' times reach the
+         * system model as the batch's latest time. */
+        if (mprof__walker_batch(b.w, &bt) != 0 || b.oom) {
             rc = -2;
             break;
         }
+        mprof__vsys_saw(b.sys, bt.max_ts_ns);
     }
     int ret = -1;
     if (rc == -1)
