@@ -72,13 +72,30 @@ void mprof__kv_free(mprof__kvlist *l)
     memset(l, 0, sizeof *l);
 }
 
-/* The event table by tag, fetched once (mprof_event_desc_get takes a once-lock per call). */
+static inline int is_def(int tag);
+
+/* The event table by tag, fetched once (mprof_event_desc_get takes a once-lock per call), and
+ * the tags that the decoding loop reads itself (simple: fixed fields only, no string or
+ * callstack, nothing applied to the decoder or the reader's tables, no value to refuse). */
 static const mprof_event_desc *descs[MPROF_EV_MAX];
+static unsigned char simple[MPROF_EV_MAX], counted[MPROF_EV_MAX], needs_thread[MPROF_EV_MAX];
 static pthread_once_t descs_once = PTHREAD_ONCE_INIT;
 static void descs_load(void)
 {
-    for (int t = 0; t < MPROF_EV_MAX; t++)
-        descs[t] = mprof_event_desc_get(t);
+    for (int t = 0; t < MPROF_EV_MAX; t++) {
+        const mprof_event_desc *d = descs[t] = mprof_event_desc_get(t);
+        counted[t] = (unsigned char)mprof_event_counted(t);
+        needs_thread[t] = (t >= 0x10 || t == MPROF_EV_THREAD_EXIT) && t != MPROF_EV_TS_SCALE &&
+                          !MPROF_EV_IS_PROCESS(t);
+        if (!d || is_def(t) || t == MPROF_EV_THREAD || t == MPROF_EV_TS_SCALE ||
+            t == MPROF_EV_ZONE_LEAF_LOC || t == MPROF_EV_SYS_SWITCH || t == MPROF_EV_SYS_WAKE ||
+            t == MPROF_EV_ZONE_BEGIN || t == MPROF_EV_ZONE_END)
+            continue;
+        int ok = 1;
+        for (int i = 0; i < d->n_fields; i++)
+            ok &= d->fields[i] != MPROF_F_STR && d->fields[i] != MPROF_F_CS;
+        simple[t] = (unsigned char)ok;
+    }
 }
 
 int mprof__decoder_start(mprof__decoder *d, const mprof__job *job, char *err, size_t errlen)
@@ -289,17 +306,44 @@ static int general(filler *f, const unsigned char **pp, const unsigned char *end
         close_batch(f);
         open_batch(f);
     }
-    mprof_event *ev = &s->ev[s->n_ev]; /* written in place; committed below if handed out */
-    memset(ev, 0, sizeof *ev);
-    ev->type = tag;
-    ev->thread = d->cur_thread;
+    /* The fields go to locals first; the event is written only when it is handed out. */
     const unsigned char *q = p + 1;
+    uint64_t u[MPROF_MAX_FIELDS] = {0};
+    const char *strs[3] = {NULL, NULL, NULL};
+    uint32_t str_lens[3] = {0, 0, 0};
+    int64_t ts_ns = 0;
     int ui = 0, si = 0;
     for (int i = 0; i < dd->n_fields; i++) {
         uint64_t v = 0;
-        if (mprof_get_field(&q, end, dd->fields[i], &v))
-            BAD_EVENT("event runs past the end of its chunk");
-        switch (dd->fields[i]) {
+        int kind = dd->fields[i];
+        switch (kind) {
+        case MPROF_F_U8:
+            if (q >= end)
+                BAD_EVENT("event runs past the end of its chunk");
+            v = *q++;
+            break;
+        case MPROF_F_F64:
+            if (end - q < 8)
+                BAD_EVENT("event runs past the end of its chunk");
+            v = mprof_rd_u64(q);
+            q += 8;
+            break;
+        case MPROF_F_STR:
+            if (varint(&q, end, &v) || v > (uint64_t)(end - q))
+                BAD_EVENT("event runs past the end of its chunk");
+            if (si < 3) {
+                strs[si] = (const char *)q;
+                str_lens[si] = (uint32_t)v;
+                si++;
+            }
+            q += v;
+            continue;
+        default:
+            if (varint(&q, end, &v))
+                BAD_EVENT("event runs past the end of its chunk");
+            break;
+        }
+        switch (kind) {
         case MPROF_F_TS: {
             mprof__dthread *t = &d->threads[d->cur_thread];
             /* A thread's first TS in a chunk is absolute; later ones are deltas, in units of the
@@ -309,16 +353,9 @@ static int general(filler *f, const unsigned char **pp, const unsigned char *end
                                  : (uint64_t)mprof_unzigzag(v);
             t->last_ticks = ticks;
             t->ts_stamp = stamp;
-            ev->ts_ns = tick_ns(d, (int64_t)(ticks - d->tick0));
+            ts_ns = tick_ns(d, (int64_t)(ticks - d->tick0));
             continue;
         }
-        case MPROF_F_STR:
-            if (si < 3) {
-                ev->strs[si] = (const char *)q - v;
-                ev->str_lens[si] = (uint32_t)v;
-                si++;
-            }
-            continue;
         case MPROF_F_I64:
             v = (uint64_t)mprof_unzigzag(v);
             break;
@@ -332,10 +369,18 @@ static int general(filler *f, const unsigned char **pp, const unsigned char *end
         default:
             break;
         }
-        ev->u[ui++] = v;
+        u[ui++] = v;
     }
-    ev->str = ev->strs[0];
-    ev->str_len = ev->str_lens[0];
+    mprof_event *ev = &s->ev[s->n_ev]; /* written in place; committed below if handed out */
+    ev->type = tag;
+    ev->thread = d->cur_thread;
+    ev->ts_ns = ts_ns;
+    memcpy(ev->u, u, sizeof u);
+    ev->str = strs[0];
+    ev->str_len = str_lens[0];
+    memcpy(ev->strs, strs, sizeof strs);
+    memcpy(ev->str_lens, str_lens, sizeof str_lens);
+    ev->frames = NULL;
     if (tag == MPROF_EV_DEF_CALLSTACK) {
         if (ev->u[1] > MPROF__MAX_STACK_FRAMES)
             BAD_EVENT("callstack deeper than 256 frames");
@@ -533,6 +578,84 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
             int64_t ns = CONV(dt);
             *out++ = (mprof_rec){ns, (uint32_t)loc, (uint32_t)tag};
             max_ns = ns > max_ns ? ns : max_ns;
+            continue;
+        }
+        if (simple[tag] && out <= out_lim && s->n_ev + 1 <= MPROF__SEG_EVS &&
+            (th || !needs_thread[tag]) && (run_ok || s->n_run + 2 <= MPROF__SEG_RUNS)) {
+            /* A record of fixed fields: read here, with the thread's time in the locals. */
+            const mprof_event_desc *dd = descs[tag];
+            const unsigned char *q = p + 1;
+            uint64_t u[MPROF_MAX_FIELDS] = {0};
+            int64_t ts_ns = 0;
+            int ui = 0;
+            for (int i = 0; i < dd->n_fields; i++) {
+                uint64_t v;
+                int kind = dd->fields[i];
+                if (kind == MPROF_F_U8) {
+                    if (q >= end) {
+                        SYNC();
+                        BAD_EVENT("event runs past the end of its chunk");
+                    }
+                    u[ui++] = *q++;
+                    continue;
+                }
+                if (kind == MPROF_F_F64) {
+                    if (end - q < 8) {
+                        SYNC();
+                        BAD_EVENT("event runs past the end of its chunk");
+                    }
+                    u[ui++] = mprof_rd_u64(q);
+                    q += 8;
+                    continue;
+                }
+                if (varint(&q, end, &v)) {
+                    SYNC();
+                    BAD_EVENT("event runs past the end of its chunk");
+                }
+                if (kind == MPROF_F_TS) {
+                    last = ts_ok ? last + (uint64_t)mprof_unzigzag(v) * scale
+                                 : (uint64_t)mprof_unzigzag(v);
+                    if (!ts_ok) {
+                        ts_ok = 1;
+                        leaf_ok = leaf_loc && th;
+                    }
+                    int64_t dt = (int64_t)(last - tick0);
+                    ts_ns = CONV(dt);
+                    continue;
+                }
+                if (kind == MPROF_F_I64)
+                    v = (uint64_t)mprof_unzigzag(v);
+                else if ((kind == MPROF_F_U32 || kind == MPROF_F_LOC || kind == MPROF_F_NAME) &&
+                         v > UINT32_MAX) {
+                    SYNC();
+                    BAD_EVENT("32-bit field out of range");
+                }
+                u[ui++] = v;
+            }
+            p = q;
+            f.events++;
+            f.counted += counted[tag];
+            max_ns = ts_ns > max_ns ? ts_ns : max_ns;
+            if (want && !want[tag])
+                continue;
+            if (!run_ok) {
+                s->n_rec = (uint32_t)(out - s->rec);
+                run_for(&f, th);
+                run_ok = 1;
+            }
+            f.only_defs = 0;
+            mprof_event *ev = &s->ev[s->n_ev];
+            ev->type = tag;
+            ev->thread = th;
+            ev->ts_ns = ts_ns;
+            memcpy(ev->u, u, sizeof u);
+            ev->str = NULL;
+            ev->str_len = 0;
+            memset(ev->strs, 0, sizeof ev->strs);
+            memset(ev->str_lens, 0, sizeof ev->str_lens);
+            ev->frames = NULL;
+            *out++ = (mprof_rec){ts_ns, s->n_ev - f.b->ev0, (uint32_t)tag};
+            s->n_ev++;
             continue;
         }
     slow:
