@@ -499,7 +499,8 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
         if (want_zones && (out > out_lim || !run_ok)) {
             /* Before a zone record: room for two records and the thread's run. */
             if (out > out_lim || s->n_run + 2 > MPROF__SEG_RUNS ||
-                !(MPROF_EV_IS_LEAF(tag) || tag == MPROF_EV_ZONE_BEGIN || tag == MPROF_EV_ZONE_END))
+                !(MPROF_EV_IS_LEAF(tag) || MPROF_EV_IS_LEAF_LONG(tag) || tag == MPROF_EV_ZONE_BEGIN ||
+                  tag == MPROF_EV_ZONE_END))
                 goto slow;
             if (th) { /* (before any THREAD record the zone paths below refuse it) */
                 s->n_rec = (uint32_t)(out - s->rec);
@@ -508,7 +509,7 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
                 run_ok = 1;
             }
         }
-        if (MPROF_EV_IS_LEAF(tag)) {
+        if (MPROF_EV_IS_LEAF(tag) || MPROF_EV_IS_LEAF_LONG(tag)) {
             if (!leaf_ok) {
                 SYNC();
                 if (th == 0)
@@ -521,16 +522,29 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
                              "ZONE_LEAF without a ZONE_LEAF_LOC before it in its chunk");
                 goto failed;
             }
-            if (table_scale != scale) {
-                for (unsigned k = 0; k < 128; k++) {
-                    lb[k] = (uint64_t)((k >> 4) & 7) * scale;
-                    le[k] = lb[k] + (uint64_t)(k & 15) * scale;
+            uint64_t begin;
+            if (MPROF_EV_IS_LEAF(tag)) {
+                if (table_scale != scale) {
+                    for (unsigned k = 0; k < 128; k++) {
+                        lb[k] = (uint64_t)((k >> 4) & 7) * scale;
+                        le[k] = lb[k] + (uint64_t)(k & 15) * scale;
+                    }
+                    table_scale = scale;
                 }
-                table_scale = scale;
+                p++;
+                begin = last + lb[tag & 0x7f];
+                last += le[tag & 0x7f];
+            } else {
+                const unsigned char *q = p + 1;
+                uint64_t dq;
+                if (varint(&q, end, &dq)) {
+                    SYNC();
+                    BAD_EVENT("event runs past the end of its chunk");
+                }
+                p = q;
+                begin = last + (uint64_t)(tag & 0x1f) * scale;
+                last = begin + dq * scale;
             }
-            p++;
-            uint64_t begin = last + lb[tag & 0x7f];
-            last += le[tag & 0x7f];
             zone_events += 2;
             int64_t db = (int64_t)(begin - tick0), de = (int64_t)(last - tick0);
             if (!want_zones) {
