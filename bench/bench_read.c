@@ -15,7 +15,11 @@
  *
  * usage: bench_read [--mprof PATH] [--base PATH] [--capture FILE]... [--zones N] [--reps N]
  *                   [--jobs N] [--dir DIR] [--no-index] [--no-ci] [--ci-seconds S]
+ *                   [--base-program PATH]
  *        bench_read --frame-loop SECONDS   (the 2,000 frames/s program mprof ci runs)
+ *
+ * --base-program: the frame loop built with the --base mprof's library (this program built
+ * from that tree), for the base's mprof ci: a capture is read by the mprof of its library.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -40,7 +44,7 @@
 
 extern char **environ;
 
-static const char *mprof_bin = "mprof", *base_bin = NULL, *dir = "/tmp";
+static const char *mprof_bin = "mprof", *base_bin = NULL, *dir = "/tmp", *base_program = NULL;
 static int reps = 3, jobs_all = 0, do_index = 1, do_ci = 1;
 static double ci_seconds = 3.0;
 
@@ -437,6 +441,8 @@ int main(int argc, char **argv)
             dir = v;
         else if (strcmp(a, "--ci-seconds") == 0)
             ci_seconds = atof(v);
+        else if (strcmp(a, "--base-program") == 0)
+            base_program = v;
         else {
             fprintf(stderr, "bench_read: unknown option %s\n", a);
             return 2;
@@ -466,8 +472,8 @@ int main(int argc, char **argv)
         if (n > 0) {
             self[n] = 0;
             bench_ci(self, mprof_bin, "new");
-            if (base_bin)
-                bench_ci(self, base_bin, "base");
+            if (base_bin && base_program)
+                bench_ci(base_program, base_bin, "base");
         }
     }
     return 0;

@@ -13,6 +13,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -506,6 +507,47 @@ static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_
     return 0;
 }
 
+/* The passes that run beside the core pass, on a thread of their own (jobs > 1): each batch is
+ * handed to it and both sides finish the batch before the next is read (the reader changes its
+ * tables, and the batch's memory, only when it hands out the next). */
+typedef struct beside {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    mprof_analysis *a;
+    const mprof_batch *b; /* the batch to run, NULL when done with it */
+    int stop, started;
+} beside;
+
+static void run_pass(mprof_analysis *a, size_t i, const mprof_batch *b);
+
+static void run_beside(mprof_analysis *a, const mprof_batch *b)
+{
+    for (size_t i = 0; pass_table[i]; i++)
+        if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->beside)
+            run_pass(a, i, b);
+}
+
+static void *beside_main(void *arg)
+{
+    beside *h = arg;
+    pthread_mutex_lock(&h->mu);
+    for (;;) {
+        while (!h->b && !h->stop)
+            pthread_cond_wait(&h->cv, &h->mu);
+        if (!h->b)
+            break;
+        const mprof_batch *b = h->b;
+        pthread_mutex_unlock(&h->mu);
+        run_beside(h->a, b);
+        pthread_mutex_lock(&h->mu);
+        h->b = NULL;
+        pthread_cond_broadcast(&h->cv);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
 /* Feeds a pass without a batch hook one event at a time, zone records as the events they
  * stand for. */
 static void events_of_batch(const mprof_pass_vtbl *p, void *state, mprof_analysis *a,
@@ -547,6 +589,15 @@ static int pass_wanted(const char *list, const char *name)
     return 0;
 }
 
+/* Pass i over a batch: its batch hook, or its event hook an event at a time. */
+static void run_pass(mprof_analysis *a, size_t i, const mprof_batch *b)
+{
+    if (pass_table[i]->batch)
+        pass_table[i]->batch(a->pass_state[i], a, b);
+    else
+        events_of_batch(pass_table[i], a->pass_state[i], a, b);
+}
+
 mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *opts, char *err,
                                    size_t errlen)
 {
@@ -577,18 +628,49 @@ mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *
     }
     if (a->opts.jobs)
         mprof_reader_set_jobs(a->r, a->opts.jobs);
+    /* With more than one job, the passes that can run beside the core pass do, on a thread. */
+    beside h = {.a = a};
+    int jobs = a->opts.jobs ? a->opts.jobs : mprof_read_jobs();
+    int any_beside = 0;
+    for (size_t i = 0; pass_table[i]; i++)
+        any_beside |= a->pass_on[i] && a->pass_state[i] && pass_table[i]->beside;
+    if (jobs > 1 && any_beside) {
+        pthread_mutex_init(&h.mu, NULL);
+        pthread_cond_init(&h.cv, NULL);
+        h.started = pthread_create(&h.th, NULL, beside_main, &h) == 0;
+        if (!h.started) {
+            pthread_cond_destroy(&h.cv);
+            pthread_mutex_destroy(&h.mu);
+        }
+    }
     mprof_batch b;
     int rc;
     while ((rc = mprof_reader_next_batch(a->r, &b)) == 1) {
-        core_batch(a, &b);
-        for (size_t i = 0; pass_table[i]; i++) {
-            if (!a->pass_on[i] || !a->pass_state[i])
-                continue;
-            if (pass_table[i]->batch)
-                pass_table[i]->batch(a->pass_state[i], a, &b);
-            else
-                events_of_batch(pass_table[i], a->pass_state[i], a, &b);
+        if (h.started) {
+            pthread_mutex_lock(&h.mu);
+            h.b = &b;
+            pthread_cond_broadcast(&h.cv);
+            pthread_mutex_unlock(&h.mu);
         }
+        core_batch(a, &b);
+        for (size_t i = 0; pass_table[i]; i++)
+            if (a->pass_on[i] && a->pass_state[i] && !(h.started && pass_table[i]->beside))
+                run_pass(a, i, &b);
+        if (h.started) {
+            pthread_mutex_lock(&h.mu);
+            while (h.b)
+                pthread_cond_wait(&h.cv, &h.mu);
+            pthread_mutex_unlock(&h.mu);
+        }
+    }
+    if (h.started) {
+        pthread_mutex_lock(&h.mu);
+        h.stop = 1;
+        pthread_cond_broadcast(&h.cv);
+        pthread_mutex_unlock(&h.mu);
+        pthread_join(h.th, NULL);
+        pthread_cond_destroy(&h.cv);
+        pthread_mutex_destroy(&h.mu);
     }
     if (rc < 0) {
         snprintf(err, errlen, "%s: %s", path, mprof_reader_error(a->r));

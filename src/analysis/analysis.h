@@ -29,6 +29,10 @@ typedef struct mprof_analysis mprof_analysis;
 typedef struct mprof_pass_vtbl {
     const char *name;   /* "memory"; also the report flag --memory */
     bool always;        /* run even when not asked for */
+    /* May run on a thread of its own beside the core pass (jobs > 1): it reads the reader's
+     * tables and writes its own state only. The core pass and the passes without it run on the
+     * caller's thread; both are done with a batch before the next one is read. */
+    bool beside;
     void *(*create)(mprof_analysis *a);
     void (*event)(void *state, mprof_analysis *a, const mprof_event *ev);
     void (*finish)(void *state, mprof_analysis *a); /* after the last event */

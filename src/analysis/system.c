@@ -1006,6 +1006,7 @@ static void sys_destroy(void *state)
 const mprof_pass_vtbl mprof__system_pass = {
     .name = "samples",
     .always = true,
+    .beside = true,
     .create = sys_create,
     .batch = sys_batch,
     .finish = sys_finish,
