@@ -81,6 +81,7 @@ typedef struct fibers_state {
     uint64_t segments;
     int64_t newest;     /* latest timestamp read */
     int64_t next_drain; /* the next sweep happens once the watermark passes this */
+    unsigned char has_ts[MPROF_EV_MAX]; /* tags whose first field is TS */
 } fibers_state;
 
 static fthread *get_thread(fibers_state *s, uint32_t idx)
@@ -256,7 +257,12 @@ static void add_op(segment *g, int64_t ts, uint32_t loc)
 static void *fibers_create(mprof_analysis *a)
 {
     (void)a;
-    return calloc(1, sizeof(fibers_state));
+    fibers_state *s = calloc(1, sizeof(fibers_state));
+    for (int t = 0; s && t < MPROF_EV_MAX; t++) {
+        const mprof_event_desc *d = mprof_event_desc_get(t);
+        s->has_ts[t] = d && d->has_ts;
+    }
+    return s;
 }
 
 /* A fiber event (enter, leave, a thread's exit) of thread t, whose zone events before it have
@@ -287,52 +293,51 @@ static void fibers_batch(void *state, mprof_analysis *a, const mprof_batch *b)
     for (uint32_t ri = 0; ri < b->n_run; ri++) {
         const mprof_run *run = &b->run[ri];
         fthread *t = NULL;
+        segment *cur = NULL; /* t->cur, which only a fiber event changes */
         int64_t last = 0;
         int timed = 0;
         for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
             int type = mprof_rec_type(e);
             if (type < 0x10 && type != MPROF_EV_THREAD_EXIT)
                 continue;
-            if (!t && !(t = get_thread(s, run->thread)))
-                break;
+            if (!t) {
+                if (!(t = get_thread(s, run->thread)))
+                    break;
+                cur = t->cur;
+            }
             int64_t ts = e->ts_ns;
-            switch (type) {
-            case MPROF_REC_LEAF: {
-                int64_t te = ts + mprof_rec_dur(e);
+            if (type == MPROF_REC_LEAF) {
+                int64_t te = ts + mprof_rec_dur(e); /* te >= ts */
                 last = te;
                 timed = 1;
-                newest = ts > newest ? ts : newest;
                 newest = te > newest ? te : newest;
-                if (t->cur) {
-                    add_op(t->cur, ts, e->x ? e->x : UINT32_MAX);
-                    add_op(t->cur, te, 0);
+                if (cur) {
+                    add_op(cur, ts, e->x ? e->x : UINT32_MAX);
+                    add_op(cur, te, 0);
                 }
                 continue;
             }
-            case MPROF_EV_ZONE_BEGIN:
-            case MPROF_EV_ZONE_END:
+            if (type == MPROF_EV_ZONE_BEGIN || type == MPROF_EV_ZONE_END) {
                 last = ts;
                 timed = 1;
                 newest = ts > newest ? ts : newest;
-                if (t->cur)
-                    add_op(t->cur, ts, type == MPROF_EV_ZONE_END ? 0 : e->x ? e->x : UINT32_MAX);
-                continue;
-            default: {
-                const mprof_event *ev = &b->ev[e->x];
-                if (mprof_event_desc_get(type)->has_ts) {
-                    last = ts;
-                    timed = 1;
-                    newest = ts > newest ? ts : newest;
-                }
-                if (type == MPROF_EV_FIBER_ENTER || type == MPROF_EV_FIBER_LEAVE ||
-                    type == MPROF_EV_THREAD_EXIT) {
-                    s->newest = newest;
-                    if (timed)
-                        t->last_ts = last;
-                    fiber_event(s, a, t, ev);
-                }
+                if (cur)
+                    add_op(cur, ts, type == MPROF_EV_ZONE_END ? 0 : e->x ? e->x : UINT32_MAX);
                 continue;
             }
+            const mprof_event *ev = &b->ev[e->x];
+            if (s->has_ts[type]) {
+                last = ts;
+                timed = 1;
+                newest = ts > newest ? ts : newest;
+            }
+            if (type == MPROF_EV_FIBER_ENTER || type == MPROF_EV_FIBER_LEAVE ||
+                type == MPROF_EV_THREAD_EXIT) {
+                s->newest = newest;
+                if (timed)
+                    t->last_ts = last;
+                fiber_event(s, a, t, ev);
+                cur = t->cur;
             }
         }
         if (t && timed)
