@@ -62,6 +62,13 @@ outputs() {
     (cd $o && for f in $(ls | sort); do echo "$(sha256sum < $f | cut -c1-64)  $f"; done)
 }
 
+# A checkout without the captures (they are committed beside their hashes) compares nothing:
+# that is a failure, not a pass.
+n_caps=$(ls "$data"/*.mprof 2>/dev/null | wc -l)
+if [ "$n_caps" = 0 ]; then
+    echo "read_identity: no capture in $data (tests/data/read_identity/*.mprof)" >&2
+    exit 1
+fi
 for cap in "$data"/*.mprof; do
     name=$(basename "$cap" .mprof)
     case $name in big_*) big=1 ;; *) big=0 ;; esac
