@@ -2,11 +2,50 @@
  * fuzz_reader.c - libFuzzer target for the capture reader: any bytes must be read or refused
  * with a message, never crash, hang or read out of bounds. Built with -fsanitize=fuzzer when
  * MPROF_BUILD_FUZZ is on; replay_main.c replays the corpus in the normal test run.
+ *
+ * The same bytes are then read through batches, by two workers, handing out only a few tags:
+ * every way of reading must count the same events and stop with the same message (a
+ * difference aborts, which the fuzzer reports as a crash).
  */
+#include "format/batch.h"
 #include "format/format.h"
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Reads data through batches with jobs workers; *events gets the reader's count. */
+static int batch_read(const uint8_t *data, size_t size, int jobs, int filter, uint64_t *events,
+                      char *err, size_t errlen)
+{
+    char e[256];
+    mprof_reader *r = mprof_reader_open_mem(data, size, e, sizeof e);
+    if (!r)
+        return -2;
+    mprof_reader_set_jobs(r, jobs);
+    if (filter) {
+        unsigned char want[MPROF_EV_MAX] = {0};
+        want[MPROF_EV_FRAME_MARK] = want[MPROF_EV_SYS_SWITCH] = want[MPROF_EV_MESSAGE] = 1;
+        mprof_reader_want(r, want);
+    }
+    mprof_batch b;
+    int rc;
+    uint64_t n = 0;
+    while ((rc = mprof_reader_next_batch(r, &b)) == 1 && n++ < 10000000)
+        for (uint32_t i = 0; i < b.n_rec; i++)
+            if (b.rec[i].x >= b.n_ev && mprof_rec_type(&b.rec[i]) != MPROF_REC_LEAF &&
+                mprof_rec_type(&b.rec[i]) != MPROF_EV_ZONE_BEGIN &&
+                mprof_rec_type(&b.rec[i]) != MPROF_EV_ZONE_END)
+                abort(); /* a record pointing past its batch's events */
+    mprof_reader_stats st;
+    mprof_reader_get_stats(r, &st);
+    *events = st.events;
+    snprintf(err, errlen, "%s", mprof_reader_error(r));
+    mprof_reader_close(r);
+    return rc;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,6 +66,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     (void)mprof_reader_info(r, "app");
+    mprof_reader_stats st;
+    mprof_reader_get_stats(r, &st);
+    int rc = mprof_reader_next(r, &ev);
+    char err1[256];
+    snprintf(err1, sizeof err1, "%s", mprof_reader_error(r));
     mprof_reader_close(r);
+    if (n >= 10000000)
+        return 0;
+    const struct {
+        int jobs, filter;
+    } ways[] = {{1, 0}, {2, 0}, {2, 1}};
+    for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
+        uint64_t events;
+        char err2[256];
+        int rc2 = batch_read(data, size, ways[w].jobs, ways[w].filter, &events, err2, sizeof err2);
+        if (rc2 != rc || events != st.events || strcmp(err1, err2) != 0)
+            abort();
+    }
     return 0;
 }

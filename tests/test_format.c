@@ -424,6 +424,90 @@ static void test_zone_leaf(void **state)
     mprof_buf_free(&f);
 }
 
+/* ZONE_LEAF_LONG (format 1.3): tag 0x60 | b and a varint length, in units of the chunk's scale
+ * (ticks when unscaled), at the thread's ZONE_LEAF_LOC; returned as a ZONE_BEGIN and a ZONE_END,
+ * counted as two events by the reader and the live stream's scan; its errors are ZONE_LEAF's,
+ * and a length cut off by the chunk's end is one. */
+static void test_zone_leaf_long(void **state)
+{
+    (void)state;
+    mprof_buf f = {0};
+    unit_clock_capture(&f);
+    unsigned char ev[64], *o = ev;
+    *o++ = MPROF_EV_THREAD;
+    o = mprof_put_varint(o, 1);
+    *o++ = MPROF_EV_ZONE_BEGIN; /* a parent, absolute: 1000, location 1 */
+    o = mprof_put_varint(o, mprof_zigzag(1000));
+    o = mprof_put_varint(o, 1);
+    *o++ = MPROF_EV_ZONE_LEAF_LOC;
+    o = mprof_put_varint(o, 2);
+    *o++ = (unsigned char)(MPROF_EV_ZONE_LEAF_LONG | 31); /* unscaled: 1031 .. 2331 */
+    o = mprof_put_varint(o, 1300);
+    *o++ = MPROF_EV_TS_SCALE;
+    o = mprof_put_varint(o, 21);
+    *o++ = (unsigned char)(MPROF_EV_ZONE_LEAF_LONG | 2); /* scaled: 2373 .. 2373 + 62 * 21 */
+    o = mprof_put_varint(o, 62);
+    *o++ = MPROF_EV_ZONE_END; /* +1 step */
+    o = mprof_put_varint(o, mprof_zigzag(1));
+    size_t len = (size_t)(o - ev);
+    assert_int_equal(mprof_fmt_chunk(&f, MPROF_CHUNK_EVENTS, ev, len, 1, NULL), 0);
+    mprof_wire_counts wc = {0};
+    assert_int_equal(mprof_wire_scan_events(ev, len, &wc, NULL, 0), 0);
+    assert_int_equal(wc.events, 6);
+    assert_int_equal(wc.zones, 3);
+
+    mprof_reader *r = mprof_reader_open_mem(f.data, f.len, NULL, 0);
+    assert_non_null(r);
+    const int64_t want[] = {1000, 1031, 2331, 2373, 2373 + 62 * 21, 2373 + 63 * 21};
+    size_t n = 0;
+    mprof_event e;
+    while (mprof_reader_next(r, &e) == 1) {
+        if (e.type != MPROF_EV_ZONE_BEGIN && e.type != MPROF_EV_ZONE_END)
+            continue;
+        assert_true(n < 6);
+        assert_int_equal(e.type, n == 0 || n == 1 || n == 3 ? MPROF_EV_ZONE_BEGIN : MPROF_EV_ZONE_END);
+        assert_int_equal(e.ts_ns, want[n]);
+        if (e.type == MPROF_EV_ZONE_BEGIN)
+            assert_int_equal(e.u[0], n == 0 ? 1 : 2);
+        n++;
+    }
+    assert_int_equal(n, 6);
+    assert_string_equal(mprof_reader_error(r), "");
+    mprof_reader_stats st;
+    mprof_reader_get_stats(r, &st);
+    assert_int_equal(st.events, 7); /* the THREAD record too */
+    mprof_reader_close(r);
+
+    const struct {
+        unsigned char rec[8];
+        size_t len;
+        const char *err;
+    } bad[] = {
+        {{MPROF_EV_THREAD, 1, MPROF_EV_ZONE_END, 2, MPROF_EV_ZONE_LEAF_LONG, 5}, 6,
+         "without a ZONE_LEAF_LOC"},
+        {{MPROF_EV_THREAD, 1, MPROF_EV_ZONE_LEAF_LOC, 1, MPROF_EV_ZONE_LEAF_LONG, 5}, 6,
+         "first timestamp"},
+        {{MPROF_EV_THREAD, 1, MPROF_EV_ZONE_END, 2, MPROF_EV_ZONE_LEAF_LOC, 1,
+          MPROF_EV_ZONE_LEAF_LONG, 0x85}, 8, "runs past the end"},
+        {{MPROF_EV_ZONE_LEAF_LONG, 1}, 2, "before any THREAD"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        mprof_buf z = {0};
+        mprof_buf_reserve(&z, 16);
+        mprof_fmt_file_header(z.data);
+        z.len = 16;
+        assert_int_equal(mprof_fmt_chunk(&z, MPROF_CHUNK_EVENTS, bad[k].rec, bad[k].len, 0, NULL),
+                         0);
+        result res = read_mem(z.data, z.len);
+        assert_int_equal(res.rc, -1);
+        if (!strstr(res.err, bad[k].err))
+            print_message("case %zu: %s\n", k, res.err);
+        assert_non_null(strstr(res.err, bad[k].err));
+        mprof_buf_free(&z);
+    }
+    mprof_buf_free(&f);
+}
+
 static void test_varint(void **state)
 {
     (void)state;
@@ -454,6 +538,7 @@ int main(void)
         cmocka_unit_test(test_bad_events),
         cmocka_unit_test(test_ts_scale),
         cmocka_unit_test(test_zone_leaf),
+        cmocka_unit_test(test_zone_leaf_long),
         cmocka_unit_test(test_varint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

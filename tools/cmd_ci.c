@@ -68,6 +68,8 @@ static const char *const help =
     "  --self-test               check this installation: run a built-in instrumented workload\n"
     "                            against its own baseline (must pass) and with Physics made 30 %\n"
     "                            slower (must be a regression naming Physics)\n"
+    "  --jobs N                  threads that decode the capture (default: one a core; 1:\n"
+    "                            none); the export is the same for any N\n"
     "  -h, --help                show this help\n"
     "\n"
     "The environment of COMMAND gets MPROF_LISTEN=1, MPROF_ADDRESS, MPROF_PORT, MPROF_GIT_SHA\n"
@@ -469,6 +471,9 @@ int cmd_ci(int argc, char **argv)
                 return tool_args_unknown(&args, a);
             first = args.i - 1; /* the command starts here (the -- is optional) */
             break;
+        } else if (strcmp(a, "--jobs") == 0) {
+            if (tool_jobs("ci", &args))
+                return EXIT_USAGE;
         } else if (strcmp(a, "--self-test") == 0) {
             self = 1;
         } else if (strcmp(a, "--self-test-workload") == 0) {

@@ -18,6 +18,7 @@ static const char *const help =
     "Options:\n"
     "  --json          print one JSON object (docs/EXPORT.md) instead of text\n"
     "  --top N         zone rows (default 30; 0 = all)\n"
+    TOOL_JOBS_HELP
     "  -h, --help      show this help\n"
     "\n"
     "mprof view A.mprof B.mprof shows the same comparison in the page of B.\n"
@@ -30,7 +31,10 @@ int cmd_diff(int argc, char **argv)
     unsigned long long top = 30;
     tool_args args = tool_args_start("diff", help, argc, argv, paths, 2);
     for (const char *a; tool_args_option(&args, &a);) {
-        if (strcmp(a, "--json") == 0) {
+        if (strcmp(a, "--jobs") == 0) {
+            if (tool_jobs("diff", &args))
+                return EXIT_USAGE;
+        } else if (strcmp(a, "--json") == 0) {
             json = 1;
         } else if (strcmp(a, "--top") == 0) {
             if (tool_parse_uint("diff", "--top", tool_args_value(&args), 1000000, &top))

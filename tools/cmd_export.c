@@ -44,6 +44,7 @@ static const char *const help =
     "                  messages, plots and memory changes inside them; every format\n"
     "  --time S0:S1    the same for a time window, in seconds on the capture's clock (the\n"
     "                  Chrome export's ts / 1e6)\n"
+    TOOL_JOBS_HELP
     "  -h, --help      show this help\n"
     "\n"
     "The capture is read once, as a stream: a capture larger than memory exports.\n"
@@ -57,7 +58,10 @@ int cmd_export(int argc, char **argv)
     char rerr[512];
     tool_args args = tool_args_start("export", help, argc, argv, &path, 1);
     for (const char *a; tool_args_option(&args, &a);) {
-        if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
+        if (strcmp(a, "--jobs") == 0) {
+            if (tool_jobs("export", &args))
+                return EXIT_USAGE;
+        } else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0) {
             if (!(format = tool_args_value(&args)))
                 return tool_error("export", EXIT_USAGE, "%s needs a value: perfetto, chrome, csv or frames", a);
         } else if (strncmp(a, "--format=", 9) == 0) {

@@ -29,6 +29,7 @@ static const char *const help =
     "  --samples       add the hot functions of the callstack samples (MPROF_SAMPLE_HZ),\n"
     "                  overall and per innermost zone (docs/SYSTEM.md)\n"
     "  --all           add every section\n"
+    TOOL_JOBS_HELP
     "  -h, --help      show this help\n"
     "\n"
     "The capture is read in two streaming passes: memory grows with the number of distinct\n"
@@ -48,6 +49,9 @@ int cmd_report(int argc, char **argv)
         } else if (strcmp(a, "--top") == 0) {
             if (tool_parse_uint("report", "--top", tool_args_value(&args), 100000, &top))
                 return EXIT_USAGE;
+        } else if (strcmp(a, "--jobs") == 0) {
+            if (tool_jobs("report", &args))
+                return EXIT_USAGE;
         } else if (strcmp(a, "--all") == 0) {
             snprintf(passes, sizeof passes, "all");
         } else if (strcmp(a, "--memory") == 0 || strcmp(a, "--locks") == 0 ||
@@ -63,7 +67,8 @@ int cmd_report(int argc, char **argv)
     }
     if (tool_args_finish(&args, 1) != 0)
         return args.code;
-    mprof_analysis_opts opts = {.top_n = top ? (int)top : INT_MAX, .passes = passes[0] ? passes : NULL};
+    mprof_analysis_opts opts = {.top_n = top ? (int)top : INT_MAX,
+                                .passes = passes[0] ? passes : NULL};
     char err[512];
     mprof_analysis *an = mprof_analysis_run(path, &opts, err, sizeof err);
     if (!an)

@@ -51,6 +51,7 @@ static const char *const help =
     "                  and serve the capture while it grows: the page follows its end\n"
     "  -a ADDR, -p PORT  with --live: the process to attach to (default 127.0.0.1:8086)\n"
     "  -f              with --live: overwrite FILE\n"
+    TOOL_JOBS_HELP
     "  -h, --help      show this help\n"
     "\n"
     "Exit status: 0 ok, 2 usage error, 3 a capture cannot be read or the output not written.\n";
@@ -105,7 +106,10 @@ int cmd_view(int argc, char **argv)
     mprof_view_opts opts = {.first_frame = -1, .last_frame = -1};
     tool_args args = tool_args_start("view", help, argc, argv, paths, 2);
     for (const char *a; tool_args_option(&args, &a);) {
-        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+        if (strcmp(a, "--jobs") == 0) {
+            if (tool_jobs("view", &args))
+                return EXIT_USAGE;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (!(out_path = tool_args_value(&args)))
                 return tool_error("view", EXIT_USAGE, "%s needs a file name", a);
         } else if (strcmp(a, "--frames") == 0) {

@@ -105,6 +105,8 @@ int main(int argc, char **argv)
         printf("mprof 0.1\n");
         return tool_finish("version", EXIT_OK);
     }
+    /* Captures are decoded with one thread a core unless a command's --jobs says otherwise. */
+    mprof_set_read_jobs(0);
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (strcmp(argv[1], commands[i].name) == 0) {
             int n = argc - 1;

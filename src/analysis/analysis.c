@@ -15,6 +15,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -143,14 +144,28 @@ static void zone_begin(mprof_analysis *a, thread_acc *t, uint32_t tid, uint32_t 
     }
 }
 
-/* Adds one completed call. nested: another instance of loc was open on the same track. */
-static void add_zone(mprof_analysis *a, uint32_t loc, int64_t start, int64_t dur, int64_t self,
-                     int nested)
+/* The accumulator of loc, NULL when the reader does not know the location (yet). A location
+ * with a call counted is known (once defined, a location stays defined), so the reader is asked
+ * once per location. */
+static inline __attribute__((always_inline)) zone_acc *zone_of(mprof_analysis *a, uint32_t loc)
 {
+    if (loc < a->n_zones && a->zones[loc].count)
+        return &a->zones[loc];
     if (!mprof_reader_srcloc(a->r, loc) || GROW(a->zones, a->n_zones, loc) != 0)
+        return NULL;
+    return &a->zones[loc];
+}
+
+/* Adds one completed call. nested: another instance of loc was open on the same track. */
+static inline __attribute__((always_inline)) void add_zone(mprof_analysis *a, uint32_t loc,
+                                                           int64_t start, int64_t dur,
+                                                           int64_t self, int nested)
+{
+    zone_acc *z = zone_of(a, loc);
+    if (!z)
         return;
     mprof_frame_span span = {a->span_first, a->span_last};
-    mprof__site_add(&a->zones[loc], &span, start, dur, self, mprof__site_outermost(nested, 0, 0));
+    mprof__site_add(z, &span, start, dur, self, mprof__site_outermost(nested, 0, 0));
 }
 
 static void zone_end(mprof_analysis *a, thread_acc *t, uint32_t tid, int64_t ts)
@@ -327,6 +342,86 @@ static void core_event(mprof_analysis *a, const mprof_event *ev)
     }
 }
 
+/* A zone without children (a ZONE_LEAF record): what zone_begin then zone_end do, without the
+ * stack. */
+static inline __attribute__((always_inline)) void leaf_zone(mprof_analysis *a, thread_acc *t,
+                                                            uint32_t tid, uint32_t loc,
+                                                            int64_t start, int64_t dur)
+{
+    uint32_t d = t->depth;
+    if (d)
+        t->stack[d - 1].child += dur;
+    int nested = 0;
+    for (uint32_t k = 0; k < d && !nested; k++)
+        nested = t->stack[k].loc == loc;
+    add_zone(a, loc, start, dur, dur, nested);
+    t->zones++;
+    if (d == 0 && tid == a->main_thread) {
+        if (a->first_mark >= 0) {
+            int64_t s = start > a->first_mark ? start : a->first_mark;
+            if (start + dur > s)
+                a->covered += start + dur - s;
+        }
+        a->top_open = 0;
+    }
+}
+
+/* The core pass over a batch: zone records take the short way, every other record goes through
+ * core_event. */
+static void core_batch(mprof_analysis *a, const mprof_batch *b)
+{
+    for (uint32_t ri = 0; ri < b->n_run; ri++) {
+        const mprof_run *run = &b->run[ri];
+        uint32_t tid = run->thread;
+        if (GROW(a->threads, a->n_threads, tid) != 0)
+            continue;
+        thread_acc *t = &a->threads[tid];
+        uint64_t n = 0;
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
+            int64_t ts = e->ts_ns;
+            switch (mprof_rec_type(e)) {
+            case MPROF_REC_LEAF: {
+                int64_t dur = mprof_rec_dur(e);
+                n += 2;
+                lo = ts < lo ? ts : lo;
+                hi = ts + dur > hi ? ts + dur : hi;
+                if (!t->in_fiber)
+                    leaf_zone(a, t, tid, e->x, ts, dur);
+                break;
+            }
+            case MPROF_EV_ZONE_BEGIN:
+                n++;
+                lo = ts < lo ? ts : lo;
+                hi = ts > hi ? ts : hi;
+                if (!t->in_fiber)
+                    zone_begin(a, t, tid, e->x, ts);
+                break;
+            case MPROF_EV_ZONE_END:
+                n++;
+                lo = ts < lo ? ts : lo;
+                hi = ts > hi ? ts : hi;
+                if (!t->in_fiber)
+                    zone_end(a, t, tid, ts);
+                break;
+            default:
+                core_event(a, &b->ev[e->x]);
+                break;
+            }
+        }
+        if (n) {
+            t->seen = 1;
+            t->events += n;
+            a->events += n;
+            if (!a->have_ts || lo < a->first_ts)
+                a->first_ts = lo;
+            if (!a->have_ts || hi > a->last_ts)
+                a->last_ts = hi;
+            a->have_ts = 1;
+        }
+    }
+}
+
 /* Seconds between the first and last timestamps (in double: corrupt extremes cannot overflow). */
 static double duration_s(const mprof_analysis *a)
 {
@@ -351,22 +446,35 @@ static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_
     mprof_reader *r = mprof_reader_open(path, err, errlen);
     if (!r)
         return -1;
+    /* Only what the first read needs is handed out: the frame marks and what the passes ask
+     * for (the reader still decodes, and counts, the rest). */
+    unsigned char want[MPROF_EV_MAX] = {0};
+    want[MPROF_EV_FRAME_MARK] = 1;
+    for (size_t i = 0; pass_table[i]; i++)
+        if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->prescan_want)
+            pass_table[i]->prescan_want(want);
+    mprof_reader_want(r, want);
+    if (a->opts.jobs)
+        mprof_reader_set_jobs(r, a->opts.jobs);
     uint32_t thread = 0;
     uint64_t n = 0;
     int64_t lo = 0, hi = 0;
-    mprof_event ev;
+    mprof_batch b;
     int rc;
-    while ((rc = mprof_reader_next(r, &ev)) == 1) {
+    while ((rc = mprof_reader_next_batch(r, &b)) == 1) {
         for (size_t i = 0; pass_table[i]; i++)
-            if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->prescan)
-                pass_table[i]->prescan(a->pass_state[i], r, &ev);
-        if (!mprof__is_main_mark(&ev, &thread))
-            continue;
-        if (!n || ev.ts_ns < lo)
-            lo = ev.ts_ns;
-        if (!n || ev.ts_ns > hi)
-            hi = ev.ts_ns;
-        n++;
+            if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->prescan_batch)
+                pass_table[i]->prescan_batch(a->pass_state[i], r, &b);
+        for (uint32_t k = 0; k < b.n_ev; k++) {
+            const mprof_event *ev = &b.ev[k];
+            if (!mprof__is_main_mark(ev, &thread))
+                continue;
+            if (!n || ev->ts_ns < lo)
+                lo = ev->ts_ns;
+            if (!n || ev->ts_ns > hi)
+                hi = ev->ts_ns;
+            n++;
+        }
     }
     if (rc < 0) {
         snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
@@ -387,6 +495,75 @@ static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_
     return 0;
 }
 
+/* The passes that run beside the core pass, on a thread of their own (jobs > 1): each batch is
+ * handed to it and both sides finish the batch before the next is read (the reader changes its
+ * tables, and the batch's memory, only when it hands out the next). */
+typedef struct beside {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    mprof_analysis *a;
+    const mprof_batch *b; /* the batch to run, NULL when done with it */
+    int stop, started;
+} beside;
+
+static void run_pass(mprof_analysis *a, size_t i, const mprof_batch *b);
+
+static void run_beside(mprof_analysis *a, const mprof_batch *b)
+{
+    for (size_t i = 0; pass_table[i]; i++)
+        if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->beside)
+            run_pass(a, i, b);
+}
+
+static void *beside_main(void *arg)
+{
+    beside *h = arg;
+    pthread_mutex_lock(&h->mu);
+    for (;;) {
+        while (!h->b && !h->stop)
+            pthread_cond_wait(&h->cv, &h->mu);
+        if (!h->b)
+            break;
+        const mprof_batch *b = h->b;
+        pthread_mutex_unlock(&h->mu);
+        run_beside(h->a, b);
+        pthread_mutex_lock(&h->mu);
+        h->b = NULL;
+        pthread_cond_broadcast(&h->cv);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+/* Feeds a pass without a batch hook one event at a time, zone records as the events they
+ * stand for. */
+static void events_of_batch(const mprof_pass_vtbl *p, void *state, mprof_analysis *a,
+                            const mprof_batch *b)
+{
+    for (uint32_t ri = 0; ri < b->n_run; ri++) {
+        const mprof_run *run = &b->run[ri];
+        for (uint32_t k = run->first; k < run->end; k++) {
+            const mprof_rec *e = &b->rec[k];
+            int type = mprof_rec_type(e);
+            if (type != MPROF_REC_LEAF && type != MPROF_EV_ZONE_BEGIN && type != MPROF_EV_ZONE_END) {
+                p->event(state, a, &b->ev[e->x]);
+                continue;
+            }
+            mprof_event ev = {.type = type == MPROF_REC_LEAF ? MPROF_EV_ZONE_BEGIN : type,
+                              .thread = run->thread, .ts_ns = e->ts_ns};
+            if (type != MPROF_EV_ZONE_END)
+                ev.u[0] = e->x;
+            p->event(state, a, &ev);
+            if (type == MPROF_REC_LEAF) {
+                mprof_event end = {.type = MPROF_EV_ZONE_END, .thread = run->thread,
+                                   .ts_ns = e->ts_ns + mprof_rec_dur(e)};
+                p->event(state, a, &end);
+            }
+        }
+    }
+}
+
 static int pass_wanted(const char *list, const char *name)
 {
     if (!list)
@@ -398,6 +575,15 @@ static int pass_wanted(const char *list, const char *name)
         if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
             return 1;
     return 0;
+}
+
+/* Pass i over a batch: its batch hook, or its event hook an event at a time. */
+static void run_pass(mprof_analysis *a, size_t i, const mprof_batch *b)
+{
+    if (pass_table[i]->batch)
+        pass_table[i]->batch(a->pass_state[i], a, b);
+    else
+        events_of_batch(pass_table[i], a->pass_state[i], a, b);
 }
 
 mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *opts, char *err,
@@ -428,13 +614,51 @@ mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *
         mprof_analysis_free(a);
         return NULL;
     }
-    mprof_event ev;
+    if (a->opts.jobs)
+        mprof_reader_set_jobs(a->r, a->opts.jobs);
+    /* With more than one job, the passes that can run beside the core pass do, on a thread. */
+    beside h = {.a = a};
+    int jobs = a->opts.jobs ? a->opts.jobs : mprof_read_jobs();
+    int any_beside = 0;
+    for (size_t i = 0; pass_table[i]; i++)
+        any_beside |= a->pass_on[i] && a->pass_state[i] && pass_table[i]->beside;
+    if (jobs > 1 && any_beside) {
+        pthread_mutex_init(&h.mu, NULL);
+        pthread_cond_init(&h.cv, NULL);
+        h.started = pthread_create(&h.th, NULL, beside_main, &h) == 0;
+        if (!h.started) {
+            pthread_cond_destroy(&h.cv);
+            pthread_mutex_destroy(&h.mu);
+        }
+    }
+    mprof_batch b;
     int rc;
-    while ((rc = mprof_reader_next(a->r, &ev)) == 1) {
-        core_event(a, &ev);
+    while ((rc = mprof_reader_next_batch(a->r, &b)) == 1) {
+        if (h.started) {
+            pthread_mutex_lock(&h.mu);
+            h.b = &b;
+            pthread_cond_broadcast(&h.cv);
+            pthread_mutex_unlock(&h.mu);
+        }
+        core_batch(a, &b);
         for (size_t i = 0; pass_table[i]; i++)
-            if (a->pass_on[i] && a->pass_state[i])
-                pass_table[i]->event(a->pass_state[i], a, &ev);
+            if (a->pass_on[i] && a->pass_state[i] && !(h.started && pass_table[i]->beside))
+                run_pass(a, i, &b);
+        if (h.started) {
+            pthread_mutex_lock(&h.mu);
+            while (h.b)
+                pthread_cond_wait(&h.cv, &h.mu);
+            pthread_mutex_unlock(&h.mu);
+        }
+    }
+    if (h.started) {
+        pthread_mutex_lock(&h.mu);
+        h.stop = 1;
+        pthread_cond_broadcast(&h.cv);
+        pthread_mutex_unlock(&h.mu);
+        pthread_join(h.th, NULL);
+        pthread_cond_destroy(&h.cv);
+        pthread_mutex_destroy(&h.mu);
     }
     if (rc < 0) {
         snprintf(err, errlen, "%s: %s", path, mprof_reader_error(a->r));

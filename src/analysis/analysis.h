@@ -16,6 +16,7 @@
 #ifndef MPROF_ANALYSIS_H
 #define MPROF_ANALYSIS_H
 
+#include "format/batch.h"
 #include "format/format.h"
 #include "util/json_out.h"
 #include "analysis/hist.h"
@@ -28,16 +29,27 @@ typedef struct mprof_analysis mprof_analysis;
 typedef struct mprof_pass_vtbl {
     const char *name;   /* "memory"; also the report flag --memory */
     bool always;        /* run even when not asked for */
+    /* May run on a thread of its own beside the core pass (jobs > 1): it reads the reader's
+     * tables and writes its own state only. The core pass and the passes without it run on the
+     * caller's thread; both are done with a batch before the next one is read. */
+    bool beside;
     void *(*create)(mprof_analysis *a);
     void (*event)(void *state, mprof_analysis *a, const mprof_event *ev);
     void (*finish)(void *state, mprof_analysis *a); /* after the last event */
     void (*print_text)(void *state, mprof_analysis *a, FILE *out, int top_n);
     void (*print_json)(void *state, mprof_analysis *a, mprof_json *j); /* writes "key": value */
     void (*destroy)(void *state);
-    /* Optional: every event of the first read (before any call to event), with that read's
-     * reader; prescan_end after its last event, when the reader holds every definition. */
-    void (*prescan)(void *state, const mprof_reader *r, const mprof_event *ev);
+    /* Optional: the first read (before any call to event), with that read's reader. It hands out
+     * definitions, the main frame marks and the tags prescan_want sets in want; prescan_batch
+     * sees each of its batches (batch.h: max_ts_ns covers the events left out too), and
+     * prescan_end comes after the last, when the reader holds every definition. */
+    void (*prescan_want)(unsigned char want[MPROF_EV_MAX]);
+    void (*prescan_batch)(void *state, const mprof_reader *r, const mprof_batch *b);
     void (*prescan_end)(void *state, const mprof_reader *r);
+    /* Optional, in place of event: every record of a batch in file order (format/batch.h), so
+     * that a pass walks records without a call per event, or reads only b->ev when zones do not
+     * concern it. */
+    void (*batch)(void *state, mprof_analysis *a, const mprof_batch *b);
 } mprof_pass_vtbl;
 
 /* The six hooks every pass has, named after its prefix: prefix_create, prefix_event, ... */
@@ -49,6 +61,8 @@ typedef struct mprof_pass_vtbl {
 typedef struct mprof_analysis_opts {
     int top_n;                /* rows in each text table (0 = default 20; INT_MAX = all) */
     const char *passes;       /* comma list of optional passes to enable, "all", or NULL */
+    int jobs;                 /* threads that decode the capture (0 = the process's setting,
+                                 mprof_set_read_jobs; 1 = none) */
 } mprof_analysis_opts;
 
 /* Runs every pass over the capture at path. Returns NULL with a message in err on failure. */

@@ -82,6 +82,7 @@ typedef struct fibers_state {
     uint64_t segments;
     int64_t newest;     /* latest timestamp read */
     int64_t next_drain; /* the next sweep happens once the watermark passes this */
+    unsigned char has_ts[MPROF_EV_MAX]; /* tags whose first field is TS */
 } fibers_state;
 
 static fthread *get_thread(fibers_state *s, uint32_t idx)
@@ -257,22 +258,18 @@ static void add_op(segment *g, int64_t ts, uint32_t loc)
 static void *fibers_create(mprof_analysis *a)
 {
     (void)a;
-    return calloc(1, sizeof(fibers_state));
+    fibers_state *s = calloc(1, sizeof(fibers_state));
+    for (int t = 0; s && t < MPROF_EV_MAX; t++) {
+        const mprof_event_desc *d = mprof_event_desc_get(t);
+        s->has_ts[t] = d && d->has_ts;
+    }
+    return s;
 }
 
-static void fibers_event(void *state, mprof_analysis *a, const mprof_event *ev)
+/* A fiber event (enter, leave, a thread's exit) of thread t, whose zone events before it have
+ * been read. */
+static void fiber_event(fibers_state *s, mprof_analysis *a, fthread *t, const mprof_event *ev)
 {
-    fibers_state *s = state;
-    if (ev->type < 0x10 && ev->type != MPROF_EV_THREAD_EXIT)
-        return;
-    fthread *t = get_thread(s, ev->thread);
-    if (!t)
-        return;
-    if (mprof_event_desc_get(ev->type)->has_ts) {
-        t->last_ts = ev->ts_ns;
-        if (ev->ts_ns > s->newest)
-            s->newest = ev->ts_ns;
-    }
     switch (ev->type) {
     case MPROF_EV_FIBER_ENTER:
         /* Entering a fiber while in another implies leaving the first. */
@@ -280,22 +277,74 @@ static void fibers_event(void *state, mprof_analysis *a, const mprof_event *ev)
         open_segment(s, t, ev->thread, (uint32_t)ev->u[0], ev->ts_ns);
         break;
     case MPROF_EV_FIBER_LEAVE:
-        close_segment(s, a, t, ev->ts_ns);
-        break;
-    case MPROF_EV_ZONE_BEGIN:
-        if (t->cur)
-            add_op(t->cur, ev->ts_ns, ev->u[0] ? (uint32_t)ev->u[0] : UINT32_MAX);
-        break;
-    case MPROF_EV_ZONE_END:
-        if (t->cur)
-            add_op(t->cur, ev->ts_ns, 0);
-        break;
     case MPROF_EV_THREAD_EXIT:
         close_segment(s, a, t, ev->ts_ns);
         break;
     default:
         break;
     }
+}
+
+/* Every record in file order: each thread's latest time, the newest time overall (the replay's
+ * watermark), and the zone events of threads inside a fiber, which go to the fiber's run. */
+static void fibers_batch(void *state, mprof_analysis *a, const mprof_batch *b)
+{
+    fibers_state *s = state;
+    int64_t newest = s->newest;
+    for (uint32_t ri = 0; ri < b->n_run; ri++) {
+        const mprof_run *run = &b->run[ri];
+        fthread *t = NULL;
+        segment *cur = NULL; /* t->cur, which only a fiber event changes */
+        int64_t last = 0;
+        int timed = 0;
+        for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
+            int type = mprof_rec_type(e);
+            if (type < 0x10 && type != MPROF_EV_THREAD_EXIT)
+                continue;
+            if (!t) {
+                if (!(t = get_thread(s, run->thread)))
+                    break;
+                cur = t->cur;
+            }
+            int64_t ts = e->ts_ns;
+            if (type == MPROF_REC_LEAF) {
+                int64_t te = ts + mprof_rec_dur(e); /* te >= ts */
+                last = te;
+                timed = 1;
+                newest = te > newest ? te : newest;
+                if (cur) {
+                    add_op(cur, ts, e->x ? e->x : UINT32_MAX);
+                    add_op(cur, te, 0);
+                }
+                continue;
+            }
+            if (type == MPROF_EV_ZONE_BEGIN || type == MPROF_EV_ZONE_END) {
+                last = ts;
+                timed = 1;
+                newest = ts > newest ? ts : newest;
+                if (cur)
+                    add_op(cur, ts, type == MPROF_EV_ZONE_END ? 0 : e->x ? e->x : UINT32_MAX);
+                continue;
+            }
+            const mprof_event *ev = &b->ev[e->x];
+            if (s->has_ts[type]) {
+                last = ts;
+                timed = 1;
+                newest = ts > newest ? ts : newest;
+            }
+            if (type == MPROF_EV_FIBER_ENTER || type == MPROF_EV_FIBER_LEAVE ||
+                type == MPROF_EV_THREAD_EXIT) {
+                s->newest = newest;
+                if (timed)
+                    t->last_ts = last;
+                fiber_event(s, a, t, ev);
+                cur = t->cur;
+            }
+        }
+        if (t && timed)
+            t->last_ts = last;
+    }
+    s->newest = newest;
 }
 
 static void fibers_finish(void *state, mprof_analysis *a)
@@ -420,7 +469,12 @@ static void fibers_print_json(void *state, mprof_analysis *a, mprof_json *j)
 const mprof_pass_vtbl mprof__fibers_pass = {
     .name = "fibers",
     .always = true, /* fiber zones must reach the zone table even without --fibers */
-    MPROF_PASS_HOOKS(fibers),
+    .create = fibers_create,
+    .batch = fibers_batch,
+    .finish = fibers_finish,
+    .print_text = fibers_print_text,
+    .print_json = fibers_print_json,
+    .destroy = fibers_destroy,
 };
 
 /* ---- results for tests and tools (passes.h) ------------------------------------------------- */

@@ -723,8 +723,17 @@ static void gpu_print_json(void *p, mprof_analysis *a, mprof_json *j)
     mprof_json_obj_end(j);
 }
 
+/* Zones do not concern it: the events of the batch other than zones, in file order. */
+static void gpu_batch(void *state, mprof_analysis *a, const mprof_batch *b)
+{
+    for (uint32_t i = 0; i < b->n_ev; i++)
+        gpu_event(state, a, &b->ev[i]);
+}
+
 const mprof_pass_vtbl mprof__pass_gpu = {
     .name = "gpu",
     .always = false,
     MPROF_PASS_HOOKS(gpu),
+    .batch = gpu_batch,
+    .beside = true,
 };

@@ -8,11 +8,7 @@
 
 static unsigned bucket_of(uint64_t v)
 {
-    if (v < 64)
-        return (unsigned)v;
-    unsigned e = 63u - (unsigned)__builtin_clzll(v); /* v in [2^e, 2^(e+1)), e >= 6 */
-    unsigned sub = (unsigned)((v >> (e - 5)) & (MPROF_HIST_SUB - 1));
-    return 64 + (e - 6) * MPROF_HIST_SUB + sub;
+    return mprof_hist_bucket(v);
 }
 
 /* The middle of bucket b's value range. */

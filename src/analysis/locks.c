@@ -511,6 +511,7 @@ const mprof_pass_vtbl mprof__locks_pass = {
     .name = "locks",
     .always = false,
     MPROF_PASS_HOOKS(locks),
+    .beside = true,
 };
 
 /* ---- results for tests and tools (passes.h) ------------------------------------------------- */

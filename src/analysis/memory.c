@@ -907,10 +907,19 @@ static void mem_print_json(void *state, mprof_analysis *a, mprof_json *j)
     mprof_json_obj_end(j);
 }
 
+/* Zones do not concern it: the events of the batch other than zones, in file order. */
+static void mem_batch(void *state, mprof_analysis *a, const mprof_batch *b)
+{
+    for (uint32_t i = 0; i < b->n_ev; i++)
+        mem_event(state, a, &b->ev[i]);
+}
+
 const mprof_pass_vtbl mprof__memory_pass = {
     .name = "memory",
     .always = false,
     MPROF_PASS_HOOKS(mem),
+    .batch = mem_batch,
+    .beside = true,
 };
 
 /* ---- results for tests and tools (passes.h) ------------------------------------------------- */

@@ -2,6 +2,7 @@
  * range.c - parsing and resolving a --frames / --time range of a capture (range.h).
  */
 #include "analysis/range.h"
+#include "format/batch.h"
 #include "format/format.h"
 #include "util/grow.h"
 
@@ -102,18 +103,23 @@ int mprof__export_range_resolve(const char *path, mprof_export_range *r, char *e
     int64_t *marks = NULL;
     size_t n = 0, cap = 0;
     uint32_t thread = 0;
-    mprof_event ev;
+    unsigned char want[MPROF_EV_MAX] = {0};
+    want[MPROF_EV_FRAME_MARK] = 1; /* only the marks are handed out */
+    mprof_reader_want(rd, want);
+    mprof_batch b;
     int rc;
-    while ((rc = mprof_reader_next(rd, &ev)) == 1) {
-        if (!mprof__is_main_mark(&ev, &thread))
-            continue;
-        if (MPROF_GROW(marks, cap, n + 1, 1024) != 0) {
-            snprintf(err, errlen, "%s: out of memory", path);
-            free(marks);
-            mprof_reader_close(rd);
-            return -1;
+    while ((rc = mprof_reader_next_batch(rd, &b)) == 1) {
+        for (uint32_t i = 0; i < b.n_ev; i++) {
+            if (!mprof__is_main_mark(&b.ev[i], &thread))
+                continue;
+            if (MPROF_GROW(marks, cap, n + 1, 1024) != 0) {
+                snprintf(err, errlen, "%s: out of memory", path);
+                free(marks);
+                mprof_reader_close(rd);
+                return -1;
+            }
+            marks[n++] = b.ev[i].ts_ns;
         }
-        marks[n++] = ev.ts_ns;
     }
     if (rc < 0) {
         snprintf(err, errlen, "%s: %s", path, mprof_reader_error(rd));

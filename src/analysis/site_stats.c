@@ -10,26 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int mprof__site_add(mprof_site_stat *s, const mprof_frame_span *span, int64_t start_ns,
-                    int64_t dur_ns, int64_t self_ns, int outermost)
-{
-    if (dur_ns < 0)
-        dur_ns = 0; /* out-of-order or corrupt timestamps */
-    s->count++;
-    s->self_ns += self_ns > 0 ? self_ns : 0;
-    int rc = mprof_hist_add(&s->hist, (uint64_t)dur_ns);
-    if (!outermost)
-        return rc;
-    s->total_ns += dur_ns;
-    if (span && span->first_ns >= 0) {
-        int64_t a = start_ns > span->first_ns ? start_ns : span->first_ns;
-        int64_t e = start_ns + dur_ns < span->last_ns ? start_ns + dur_ns : span->last_ns;
-        if (e > a)
-            s->in_frames_ns += e - a;
-    }
-    return rc;
-}
-
 int mprof__site_merge(mprof_site_stat *dst, const mprof_site_stat *src)
 {
     if (!src->count)

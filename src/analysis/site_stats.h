@@ -63,9 +63,31 @@ static inline int mprof__site_outermost(int nested, uint32_t nest_depth, uint32_
 
 /* Adds one call of dur_ns (self_ns of it outside its direct children) that started at start_ns;
  * outermost: it adds its duration to total (see above). span: the main frames (may say none).
- * Returns 0, or -1 when the histogram could not be allocated (the call is still counted). */
-int mprof__site_add(mprof_site_stat *s, const mprof_frame_span *span, int64_t start_ns,
-                    int64_t dur_ns, int64_t self_ns, int outermost);
+ * Returns 0, or -1 when the histogram could not be allocated (the call is still counted).
+ * Inline: the report adds every zone of the capture through it. */
+static inline int mprof__site_add(mprof_site_stat *s, const mprof_frame_span *span, int64_t start_ns,
+                                  int64_t dur_ns, int64_t self_ns, int outermost)
+{
+    if (dur_ns < 0)
+        dur_ns = 0; /* out-of-order or corrupt timestamps */
+    s->count++;
+    s->self_ns += self_ns > 0 ? self_ns : 0;
+    int rc = 0;
+    if (s->hist.counts)
+        mprof_hist_put(&s->hist, (uint64_t)dur_ns);
+    else
+        rc = mprof_hist_add(&s->hist, (uint64_t)dur_ns);
+    if (!outermost)
+        return rc;
+    s->total_ns += dur_ns;
+    if (span && span->first_ns >= 0) {
+        int64_t a = start_ns > span->first_ns ? start_ns : span->first_ns;
+        int64_t e = start_ns + dur_ns < span->last_ns ? start_ns + dur_ns : span->last_ns;
+        if (e > a)
+            s->in_frames_ns += e - a;
+    }
+    return rc;
+}
 /* Adds every call of src to dst (the sum of two disjoint sets of calls). 0, or -1 when out of
  * memory. */
 int mprof__site_merge(mprof_site_stat *dst, const mprof_site_stat *src);

@@ -132,6 +132,29 @@ static otid *get_tid(mprof_sysmodel *m, uint64_t tid)
     return t;
 }
 
+void mprof__sys_want(unsigned char want[MPROF_EV_MAX])
+{
+    for (int t = 0x50; t <= 0x57; t++)
+        if (MPROF_EV_IS_PROCESS(t))
+            want[t] = 1;
+}
+
+int mprof__sys_batch(mprof_sysmodel *m, const mprof_reader *r, const mprof_batch *b)
+{
+    int rc = 0;
+    for (uint32_t i = 0; i < b->n_ev; i++)
+        if (MPROF_EV_IS_PROCESS(b->ev[i].type) && mprof__sys_event(m, r, &b->ev[i]) != 0)
+            rc = -1;
+    mprof__sys_saw(m, b->max_ts_ns);
+    return rc;
+}
+
+void mprof__sys_saw(mprof_sysmodel *m, int64_t ts)
+{
+    if (ts > m->last_ts)
+        m->last_ts = ts;
+}
+
 int mprof__sys_event(mprof_sysmodel *m, const mprof_reader *r, const mprof_event *ev)
 {
     (void)r; /* kept for records that need the reader's tables */
@@ -414,6 +437,48 @@ static int64_t off_before(const otid *t, int64_t x)
     uint32_t k = lo - 1;
     int64_t e = x < t->oe[k] ? x : t->oe[k];
     return t->pre[k] + (e - t->os[k]);
+}
+
+int64_t mprof__sys_off_at(const mprof_sysmodel *m, uint32_t tx, int64_t x, uint32_t *cursor,
+                          int64_t *out_lo, int64_t *out_hi)
+{
+    const otid *t = &m->t[tx];
+    int64_t raw = x;
+    if (x < t->start)
+        x = t->start;
+    if (x > t->end)
+        x = t->end;
+    uint32_t lo = *cursor;
+    if (lo > t->n_off || (lo > 0 && t->os[lo - 1] > x))
+        lo = (uint32_t)mprof_first_after(t->os, t->n_off, x); /* went back: search */
+    else
+        while (lo < t->n_off && t->os[lo] <= x)
+            lo++;
+    *cursor = lo;
+    /* Between two intervals (or outside all) the value holds from the end of the one before to
+     * the start of the next; inside an interval it holds only at x. Clamping stretches the
+     * span to everything before the traced start or after its end when those fall in it. */
+    int64_t a = lo ? t->oe[lo - 1] : INT64_MIN, b = lo < t->n_off ? t->os[lo] - 1 : INT64_MAX;
+    if (lo && x < t->oe[lo - 1]) {
+        *out_lo = *out_hi = raw;
+    } else {
+        *out_lo = a <= t->start ? INT64_MIN : a;
+        *out_hi = b >= t->end ? INT64_MAX : b;
+    }
+    if (lo == 0)
+        return 0;
+    uint32_t k = lo - 1;
+    int64_t e = x < t->oe[k] ? x : t->oe[k];
+    return t->pre[k] + (e - t->os[k]);
+}
+
+void mprof__sys_tid_clamp(const mprof_sysmodel *m, uint32_t tx, int64_t *a, int64_t *b)
+{
+    const otid *t = &m->t[tx];
+    if (*a < t->start)
+        *a = t->start;
+    if (*b > t->end)
+        *b = t->end;
 }
 
 static void tid_time(const otid *t, int64_t a, int64_t b, int64_t *off, int64_t *traced)

@@ -25,6 +25,7 @@ typedef struct zopen {
     uint32_t loc;
     int64_t begin;
     int64_t child_off; /* off-CPU time of its closed children */
+    int64_t off_at;    /* the thread's off-CPU time before begin (mprof__sys_off_at) */
 } zopen;
 
 typedef struct zthread {
@@ -34,7 +35,14 @@ typedef struct zthread {
     uint32_t s_next, s_end; /* this thread's samples not yet attributed: p->s[s_next, s_end) */
     int64_t tx;             /* its timeline in the system model; -1 none */
     uint32_t o_next, o_n;   /* its off-CPU intervals not yet given to a zone: [o_next, o_n) */
+    int64_t o_os, o_oe;     /* interval o_next, when o_next < o_n */
     int64_t mark;           /* its last zone event (flush_waits) */
+    int64_t tl;             /* its timeline for zone off-CPU times; -1 none, -2 not looked up */
+    uint32_t cursor;        /* its place in that timeline (mprof__sys_off_at) */
+    int64_t c_lo, c_hi, c_val; /* off_at is c_val on [c_lo, c_hi] */
+    /* Zone events from mark up to quiet have nothing to flush: no sample of the thread before
+     * them, no off-CPU interval starting by then. */
+    int64_t quiet;
 } zthread;
 
 typedef struct sample {
@@ -120,17 +128,39 @@ static zthread *zt(sys_pass *p, uint32_t idx)
     uint32_t old = p->n_th;
     if (GROW(p->th, p->n_th, idx) != 0)
         return NULL;
-    for (uint32_t i = old; i < p->n_th; i++)
+    for (uint32_t i = old; i < p->n_th; i++) {
         p->th[i].tx = -1;
+        p->th[i].tl = -2;
+        p->th[i].c_lo = 1;
+        p->th[i].c_hi = 0; /* empty: the first question asks the model */
+        p->th[i].quiet = INT64_MAX;
+        p->th[i].mark = INT64_MIN;
+    }
     return &p->th[idx];
 }
 
 static void count_by_zone(sys_pass *p, uint32_t loc, uint32_t fn);
 
-/* Attributes thread t's samples taken before ts to the zone on top of its stack. */
-static void flush_samples(sys_pass *p, zthread *t, int64_t ts)
+/* After the thread's samples or intervals moved on: how far zone events need no flush. */
+static void refresh_quiet(const sys_pass *p, zthread *t)
 {
-    uint32_t loc = t->depth ? t->stack[t->depth - 1].loc : 0;
+    int64_t q = t->s_next < t->s_end ? p->s[t->s_next].ts : INT64_MAX;
+    if (p->zone_reason && t->tx >= 0 && t->o_next < t->o_n) {
+        int64_t o = t->o_os > INT64_MIN ? t->o_os - 1 : INT64_MIN;
+        q = o < q ? o : q;
+    }
+    t->quiet = q;
+}
+
+/* The innermost zone open on thread t, 0 when none. */
+static inline uint32_t top_loc(const zthread *t)
+{
+    return t->depth ? t->stack[t->depth - 1].loc : 0;
+}
+
+/* Attributes thread t's samples taken before ts to loc, the zone on top of its stack. */
+static void flush_samples_to(sys_pass *p, zthread *t, int64_t ts, uint32_t loc)
+{
     while (t->s_next < t->s_end && (p->s[t->s_next].ts < ts || ts == INT64_MAX)) {
         const sample *s = &p->s[t->s_next++];
         if (s->fn == UINT32_MAX)
@@ -139,6 +169,13 @@ static void flush_samples(sys_pass *p, zthread *t, int64_t ts)
             p->samples_in_no_zone++;
         count_by_zone(p, loc, s->fn);
     }
+    refresh_quiet(p, t);
+}
+
+static inline void flush_samples(sys_pass *p, zthread *t, int64_t ts)
+{
+    if (t->s_next < t->s_end)
+        flush_samples_to(p, t, ts, top_loc(t));
 }
 
 static void give_wait(sys_pass *p, uint32_t loc, uint32_t tx, uint32_t k, int reason, int64_t ns,
@@ -171,13 +208,23 @@ static void give_wait(sys_pass *p, uint32_t loc, uint32_t tx, uint32_t k, int re
  * was the innermost open one (its self time): by reason, and by waker when the tracepoints said
  * who. An interval that spans zone events is split among the zones, as self_off is; its wake-up
  * is counted once, to the zone it began in. */
-static void flush_waits(sys_pass *p, zthread *t, int64_t ts)
+static void next_interval(sys_pass *p, zthread *t)
+{
+    int reason;
+    if (t->o_next < t->o_n)
+        mprof__sys_tid_off(p->m, (uint32_t)t->tx, t->o_next, &t->o_os, &t->o_oe, &reason);
+}
+
+static void flush_waits_to(sys_pass *p, zthread *t, int64_t ts, uint32_t loc)
 {
     if (!p->zone_reason || t->tx < 0)
         return;
     int64_t a = t->mark;
     t->mark = ts;
-    uint32_t loc = t->depth ? t->stack[t->depth - 1].loc : 0;
+    /* Nothing of the next interval falls in [a, ts): the usual case, decided without a call. */
+    if (t->o_next >= t->o_n || (t->o_os >= ts && t->o_oe > a))
+        return;
+    uint32_t before = t->o_next;
     while (t->o_next < t->o_n) {
         int64_t os, oe;
         int reason;
@@ -198,68 +245,179 @@ static void flush_waits(sys_pass *p, zthread *t, int64_t ts)
         if (!ended)
             break; /* it goes on past ts: the rest belongs to the next stretch */
     }
+    if (t->o_next != before) {
+        next_interval(p, t);
+        refresh_quiet(p, t);
+    }
 }
 
-static void zone_event(sys_pass *p, const mprof_event *ev)
+static inline void flush_waits(sys_pass *p, zthread *t, int64_t ts)
 {
-    zthread *t = zt(p, ev->thread);
-    if (!t) {
+    flush_waits_to(p, t, ts, top_loc(t));
+}
+
+static int64_t off_at_slow(sys_pass *p, zthread *t, uint32_t idx, int64_t ts)
+{
+    if (t->tl == -2)
+        t->tl = mprof__sys_thread_tidx(p->m, idx);
+    if (t->tl < 0) {
+        t->c_lo = INT64_MIN;
+        t->c_hi = INT64_MAX;
+        t->c_val = 0;
+        return 0;
+    }
+    t->c_val = mprof__sys_off_at(p->m, (uint32_t)t->tl, ts, &t->cursor, &t->c_lo, &t->c_hi);
+    return t->c_val;
+}
+
+/* The thread's off-CPU time before ts on its timeline (0 for an untraced thread). */
+static inline int64_t off_at(sys_pass *p, zthread *t, uint32_t idx, int64_t ts)
+{
+    if (ts >= t->c_lo && ts <= t->c_hi)
+        return t->c_val;
+    return off_at_slow(p, t, idx, ts);
+}
+
+/* Off-CPU time of a zone of thread t open over [begin, end) whose off_at(begin) was off_begin. */
+static inline int64_t zone_off(sys_pass *p, zthread *t, uint32_t idx, int64_t begin, int64_t end,
+                               int64_t off_begin)
+{
+    int64_t off_end = off_at(p, t, idx, end);
+    if (off_end == off_begin || t->tl < 0)
+        return 0;
+    int64_t a = begin, b = end;
+    mprof__sys_tid_clamp(p->m, (uint32_t)t->tl, &a, &b);
+    return b > a ? off_end - off_begin : 0;
+}
+
+/* A zone of thread t ends with its off-CPU time off: its own, its self time's, its parent's. */
+static inline void zone_done(sys_pass *p, zthread *t, uint32_t loc, int64_t off, int64_t child_off)
+{
+    if (loc < p->n_loc) {
+        p->zone_off[loc] += off;
+        int64_t self = off - child_off;
+        p->zone_self_off[loc] += self > 0 ? self : 0;
+    }
+    if (t->depth)
+        t->stack[t->depth - 1].child_off += off;
+}
+
+static void track_begin(sys_pass *p, zthread *t, uint32_t idx, uint32_t loc, int64_t ts)
+{
+    flush_samples(p, t, ts);
+    flush_waits(p, t, ts);
+    if (mprof_array_reserve((void **)&t->stack, &t->scap, t->depth + 1, sizeof *t->stack) != 0) {
         p->incomplete = 1;
         return;
     }
-    switch (ev->type) {
-    case MPROF_EV_FIBER_ENTER:
-        t->in_fiber = 1;
+    t->stack[t->depth++] = (zopen){loc, ts, 0, off_at(p, t, idx, ts)};
+}
+
+static void track_end(sys_pass *p, zthread *t, uint32_t idx, int64_t ts)
+{
+    flush_samples(p, t, ts);
+    flush_waits(p, t, ts);
+    const zopen z = t->stack[--t->depth];
+    int64_t end = ts > z.begin ? ts : z.begin;
+    zone_done(p, t, z.loc, zone_off(p, t, idx, z.begin, end, z.off_at), z.child_off);
+}
+
+/* A zone without children, begun at ts, dur long: track_begin then track_end, without the
+ * stack. */
+static void track_leaf(sys_pass *p, zthread *t, uint32_t idx, uint32_t loc, int64_t ts,
+                       int64_t dur)
+{
+    flush_samples(p, t, ts);
+    flush_waits(p, t, ts);
+    int64_t off_begin = off_at(p, t, idx, ts), end = ts + dur;
+    if (t->s_next < t->s_end)
+        flush_samples_to(p, t, end, loc);
+    flush_waits_to(p, t, end, loc);
+    zone_done(p, t, loc, zone_off(p, t, idx, ts, end, off_begin), 0);
+}
+
+/* The zone read: each thread's zones with their off-CPU time, its samples and its waits. */
+static void sys_batch(void *state, mprof_analysis *a, const mprof_batch *b)
+{
+    sys_pass *p = state;
+    (void)a;
+    if (!p->track)
         return;
-    case MPROF_EV_FIBER_LEAVE:
-        t->in_fiber = 0;
-        return;
-    case MPROF_EV_LOST:
-        flush_samples(p, t, ev->ts_ns);
-        flush_waits(p, t, ev->ts_ns);
-        t->depth = 0; /* the zones open here never get their ends */
-        return;
-    case MPROF_EV_ZONE_BEGIN:
-        if (t->in_fiber)
-            return;
-        flush_samples(p, t, ev->ts_ns);
-        flush_waits(p, t, ev->ts_ns);
-        if (mprof_array_reserve((void **)&t->stack, &t->scap, t->depth + 1, sizeof *t->stack) != 0) {
+    for (uint32_t ri = 0; ri < b->n_run; ri++) {
+        const mprof_run *run = &b->run[ri];
+        uint32_t idx = run->thread;
+        zthread *t = zt(p, idx);
+        if (!t) {
             p->incomplete = 1;
-            return;
+            continue;
         }
-        t->stack[t->depth++] = (zopen){(uint32_t)ev->u[0], ev->ts_ns, 0};
-        return;
-    case MPROF_EV_ZONE_END:
-        if (t->in_fiber || !t->depth)
-            return;
-        flush_samples(p, t, ev->ts_ns);
-        flush_waits(p, t, ev->ts_ns);
-        {
-            const zopen *z = &t->stack[--t->depth];
-            int64_t end = ev->ts_ns > z->begin ? ev->ts_ns : z->begin;
-            int64_t off, traced;
-            mprof__sys_thread_time(p->m, ev->thread, z->begin, end, &off, &traced);
-            if (z->loc < p->n_loc) {
-                p->zone_off[z->loc] += off;
-                int64_t self = off - z->child_off;
-                p->zone_self_off[z->loc] += self > 0 ? self : 0;
+        for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
+            int64_t ts = e->ts_ns;
+            switch (mprof_rec_type(e)) {
+            case MPROF_REC_LEAF: {
+                if (t->in_fiber)
+                    continue;
+                int64_t te = ts + mprof_rec_dur(e);
+                /* Nothing to flush and no time off the CPU inside: nothing to count. */
+                if (ts >= t->mark && te <= t->quiet && ts >= t->c_lo && te <= t->c_hi) {
+                    t->mark = te;
+                    continue;
+                }
+                track_leaf(p, t, idx, e->x, ts, te - ts);
+                continue;
             }
-            if (t->depth)
-                t->stack[t->depth - 1].child_off += off;
+            case MPROF_EV_ZONE_BEGIN:
+                if (t->in_fiber)
+                    continue;
+                if (ts >= t->mark && ts <= t->quiet && t->depth < t->scap) {
+                    t->mark = ts;
+                    t->stack[t->depth++] = (zopen){e->x, ts, 0, off_at(p, t, idx, ts)};
+                    continue;
+                }
+                track_begin(p, t, idx, e->x, ts);
+                continue;
+            case MPROF_EV_ZONE_END:
+                if (t->in_fiber || !t->depth)
+                    continue;
+                if (ts >= t->mark && ts <= t->quiet) {
+                    const zopen *z = &t->stack[t->depth - 1];
+                    int64_t zend = ts > z->begin ? ts : z->begin;
+                    if (zend >= t->c_lo && zend <= t->c_hi && z->off_at == t->c_val &&
+                        !z->child_off) {
+                        t->mark = ts;
+                        t->depth--; /* no time off the CPU in it or its children */
+                        continue;
+                    }
+                }
+                track_end(p, t, idx, ts);
+                continue;
+            case MPROF_EV_FIBER_ENTER:
+                t->in_fiber = 1;
+                continue;
+            case MPROF_EV_FIBER_LEAVE:
+                t->in_fiber = 0;
+                continue;
+            case MPROF_EV_LOST:
+                flush_samples(p, t, e->ts_ns);
+                flush_waits(p, t, e->ts_ns);
+                t->depth = 0; /* the zones open here never get their ends */
+                continue;
+            default:
+                continue;
+            }
         }
-        return;
-    default:
-        return;
     }
 }
 
 /* The first read: system records, samples and modules. */
-static void sys_prescan(void *state, const mprof_reader *r, const mprof_event *ev)
+static void sys_prescan_want(unsigned char want[MPROF_EV_MAX])
 {
-    sys_pass *p = state;
-    if (mprof__sys_event(p->m, r, ev) != 0)
-        p->incomplete = 1;
+    mprof__sys_want(want);
+    want[MPROF_EV_DEF_MODULE] = 1;
+}
+
+static void sys_prescan_event(sys_pass *p, const mprof_event *ev)
+{
     switch (ev->type) {
     case MPROF_EV_SYS_SAMPLE:
         if (p->n_s == UINT32_MAX ||
@@ -284,22 +442,13 @@ static void sys_prescan(void *state, const mprof_reader *r, const mprof_event *e
     }
 }
 
-static void sys_event(void *state, mprof_analysis *a, const mprof_event *ev)
+static void sys_prescan_batch(void *state, const mprof_reader *r, const mprof_batch *b)
 {
     sys_pass *p = state;
-    (void)a;
-    switch (ev->type) {
-    case MPROF_EV_ZONE_BEGIN:
-    case MPROF_EV_ZONE_END:
-    case MPROF_EV_FIBER_ENTER:
-    case MPROF_EV_FIBER_LEAVE:
-    case MPROF_EV_LOST:
-        if (p->track)
-            zone_event(p, ev);
-        return;
-    default:
-        return;
-    }
+    if (mprof__sys_batch(p->m, r, b) != 0)
+        p->incomplete = 1;
+    for (uint32_t i = 0; i < b->n_ev; i++)
+        sys_prescan_event(p, &b->ev[i]);
 }
 
 /* ---- finish: samples ------------------------------------------------------------------------ */
@@ -437,6 +586,7 @@ static void sys_prescan_end(void *state, const mprof_reader *r)
         if (t) {
             t->s_next = i;
             t->s_end = k;
+            refresh_quiet(p, t);
         } else if (p->s[i].thread) {
             p->incomplete = 1;
         }
@@ -481,6 +631,8 @@ static void sys_prescan_end(void *state, const mprof_reader *r)
         t->o_next = 0;
         t->o_n = n_off;
         t->mark = INT64_MIN;
+        next_interval(p, t);
+        refresh_quiet(p, t);
     }
 }
 
@@ -860,8 +1012,15 @@ static void sys_destroy(void *state)
 const mprof_pass_vtbl mprof__system_pass = {
     .name = "samples",
     .always = true,
-    MPROF_PASS_HOOKS(sys),
-    .prescan = sys_prescan,
+    .beside = true,
+    .create = sys_create,
+    .batch = sys_batch,
+    .finish = sys_finish,
+    .print_text = sys_print_text,
+    .print_json = sys_print_json,
+    .destroy = sys_destroy,
+    .prescan_want = sys_prescan_want,
+    .prescan_batch = sys_prescan_batch,
     .prescan_end = sys_prescan_end,
 };
 

@@ -13,6 +13,7 @@
 #define MPROF_ANALYSIS_SYSTEM_H
 
 #include "analysis/analysis.h"
+#include "format/batch.h"
 #include "format/format.h"
 #include "util/umap.h"
 
@@ -37,6 +38,15 @@ void mprof__sys_free(mprof_sysmodel *m); /* NULL is a no-op */
 /* Feeds one event (any kind; the rest are ignored). Returns 0, or -1 when out of memory (the
  * model then answers with what it kept, and mprof__sys_incomplete says so). */
 int mprof__sys_event(mprof_sysmodel *m, const mprof_reader *r, const mprof_event *ev);
+/* The tags mprof__sys_event reads, set in want (a read that hands out only these feeds the
+ * model with mprof__sys_batch). */
+void mprof__sys_want(unsigned char want[MPROF_EV_MAX]);
+/* Feeds the events of a batch, and the latest time of those it left out. Returns 0, or -1 as
+ * mprof__sys_event. */
+int mprof__sys_batch(mprof_sysmodel *m, const mprof_reader *r, const mprof_batch *b);
+/* The capture reached time ts (what mprof__sys_event notes of every event; a reader that feeds
+ * the model only some events gives it each batch's max_ts_ns). */
+void mprof__sys_saw(mprof_sysmodel *m, int64_t ts);
 /* After the last event: maps OS thread ids to capture threads and builds the timelines. */
 void mprof__sys_finish(mprof_sysmodel *m, const mprof_reader *r);
 int mprof__sys_incomplete(const mprof_sysmodel *m);
@@ -48,6 +58,16 @@ int mprof__sys_has_switches(const mprof_sysmodel *m);
  * Both 0 for a thread that was never traced. */
 void mprof__sys_thread_time(const mprof_sysmodel *m, uint32_t idx, int64_t a, int64_t b,
                             int64_t *out_off, int64_t *out_traced);
+/* The same in two steps, for a walk through one thread's times in order: off_at gives the
+ * thread's off-CPU time before t (t clamped to its traced range; timeline tx as
+ * mprof__sys_thread_tidx gives it), keeping its place in *cursor (0 to start) so that later
+ * times cost no search (a time before the last one asked still gets the right answer), and the
+ * span [*out_lo, *out_hi] around t in which the answer is the same. The off-CPU time within
+ * [a, b) is off_at(b) - off_at(a) when the clamped b is after the clamped a, else 0;
+ * mprof__sys_tid_clamp says what the clamped a and b are. */
+int64_t mprof__sys_off_at(const mprof_sysmodel *m, uint32_t tx, int64_t t, uint32_t *cursor,
+                          int64_t *out_lo, int64_t *out_hi);
+void mprof__sys_tid_clamp(const mprof_sysmodel *m, uint32_t tx, int64_t *a, int64_t *b);
 /* Switches off the CPU of capture thread idx, and whether it was traced at all. */
 uint64_t mprof__sys_thread_switches(const mprof_sysmodel *m, uint32_t idx);
 int mprof__sys_thread_traced(const mprof_sysmodel *m, uint32_t idx);

@@ -698,6 +698,9 @@ static void frame_add(mprof_walker *w, struct frameset_st *f, int64_t s, int64_t
 
 int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
 {
+    if (w->hooks.other && ev->type != MPROF_EV_ZONE_BEGIN && ev->type != MPROF_EV_ZONE_END &&
+        w->hooks.other(w->hooks.user, ev) != 0)
+        w->oom = 1;
     const mprof_event_desc *d = mprof_event_desc_get(ev->type);
     if (d && d->has_ts) {
         if (!w->have_ts || ev->ts_ns < w->first_ns)
@@ -886,6 +889,80 @@ static void on_async(void *user, const mprof_async_span *s)
     w->hooks.async_span(w->hooks.user, s);
 }
 
+/* A zone without children (a ZONE_LEAF record): zone_begin then zone_end, without the stack. */
+static inline void leaf_zone(mprof_walker *w, track_st *t, uint32_t loc, int64_t ts, int64_t dur)
+{
+    uint32_t d = t->depth;
+    if (d)
+        t->stack[d - 1].child += dur;
+    t->pub.zones++;
+    if (d > t->pub.max_depth)
+        t->pub.max_depth = d;
+    w->zones++;
+    if (w->hooks.zone) {
+        int nested = 0;
+        for (uint32_t k = 0; k < d && !nested; k++)
+            nested = t->stack[k].loc == loc;
+        mprof_tl_zone out = {.track = (uint32_t)(t - w->tracks), .loc = loc, .depth = d,
+                             .nested = nested, .start_ns = ts, .end_ns = ts + dur};
+        w->hooks.zone(w->hooks.user, &out);
+    }
+}
+
+int mprof__walker_batch(mprof_walker *w, const mprof_batch *b)
+{
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (uint32_t ri = 0; ri < b->n_run && !w->oom; ri++) {
+        const mprof_run *run = &b->run[ri];
+        track_st *t = NULL; /* the run's zone track; looked up again after any other event */
+        for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
+            int64_t ts = e->ts_ns;
+            switch (mprof_rec_type(e)) {
+            case MPROF_REC_LEAF: {
+                int64_t dur = mprof_rec_dur(e);
+                lo = ts < lo ? ts : lo;
+                hi = ts + dur > hi ? ts + dur : hi;
+                if (!t && !(t = zone_track(w, run->thread))) {
+                    w->oom = 1;
+                    return -1;
+                }
+                leaf_zone(w, t, e->x, ts, dur);
+                continue;
+            }
+            case MPROF_EV_ZONE_BEGIN:
+                lo = ts < lo ? ts : lo;
+                hi = ts > hi ? ts : hi;
+                if (!t && !(t = zone_track(w, run->thread))) {
+                    w->oom = 1;
+                    return -1;
+                }
+                zone_begin(w, t, e->x, ts);
+                continue;
+            case MPROF_EV_ZONE_END:
+                lo = ts < lo ? ts : lo;
+                hi = ts > hi ? ts : hi;
+                if (!t && !(t = zone_track(w, run->thread)))
+                    continue;
+                zone_end(w, t, ts, 0);
+                continue;
+            default:
+                if (mprof__walker_event(w, &b->ev[e->x]) != 0)
+                    return -1;
+                t = NULL;
+                continue;
+            }
+        }
+    }
+    if (lo <= hi) {
+        if (!w->have_ts || lo < w->first_ns)
+            w->first_ns = lo;
+        if (!w->have_ts || hi > w->last_ns)
+            w->last_ns = hi;
+        w->have_ts = 1;
+    }
+    return w->oom ? -1 : 0;
+}
+
 void mprof__walker_finish(mprof_walker *w)
 {
     if (w->async)
@@ -969,10 +1046,10 @@ void mprof__walker_free(mprof_walker *w)
 int mprof__walker_feed(mprof_walker *w, mprof_reader *r, const int *oom, const char *path,
                        char *err, size_t errlen)
 {
-    mprof_event ev;
+    mprof_batch b;
     int rc;
-    while ((rc = mprof_reader_next(r, &ev)) == 1)
-        if (mprof__walker_event(w, &ev) != 0 || (oom && *oom)) {
+    while ((rc = mprof_reader_next_batch(r, &b)) == 1)
+        if (mprof__walker_batch(w, &b) != 0 || (oom && *oom)) {
             rc = -2;
             break;
         }
@@ -995,10 +1072,10 @@ mprof_walker *mprof__walk_file(const char *path, const mprof_tl_hooks *hooks, in
         mprof_reader_close(r);
         return NULL;
     }
-    mprof_event ev;
+    mprof_batch b;
     int rc;
-    while ((rc = mprof_reader_next(r, &ev)) == 1) {
-        if (mprof__walker_event(w, &ev) != 0) {
+    while ((rc = mprof_reader_next_batch(r, &b)) == 1) {
+        if (mprof__walker_batch(w, &b) != 0) {
             snprintf(err, errlen, "%s: out of memory while reading the capture", path);
             rc = -2;
             break;

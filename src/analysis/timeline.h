@@ -18,6 +18,7 @@
 #define MPROF_TIMELINE_H
 
 #include "analysis/async.h"
+#include "format/batch.h"
 #include "format/format.h"
 
 #include <stdint.h>
@@ -72,6 +73,10 @@ typedef struct mprof_tl_hooks {
     /* An async span completed (analysis/async.h); at the end, every span still open. Its track's
      * name: mprof__async_track_name(mprof__walker_async(w), s->track). */
     void (*async_span)(void *user, const mprof_async_span *s);
+    /* Every event other than a zone's begin or end, before the walker applies it (an export
+     * that writes them in file order among the zones). Returns 0, or -1 to stop (out of
+     * memory). */
+    int (*other)(void *user, const mprof_event *ev);
 } mprof_tl_hooks;
 
 typedef struct mprof_tl_track {
@@ -115,6 +120,9 @@ mprof_walker *mprof__walker_new(const mprof_reader *r, const mprof_tl_hooks *hoo
 void mprof__walker_free(mprof_walker *w);
 /* Feeds one event. Returns 0, or -1 when out of memory. */
 int mprof__walker_event(mprof_walker *w, const mprof_event *ev);
+/* Feeds every record of a batch (format/batch.h): the same as feeding its events one at a time,
+ * zone records without the call per event. Returns 0, or -1 when out of memory. */
+int mprof__walker_batch(mprof_walker *w, const mprof_batch *b);
 /* Ends the capture: open zones are reported as unfinished, ending at the last timestamp. */
 void mprof__walker_finish(mprof_walker *w);
 /* Feeds w every event left in r, the loop of a pass that walks a capture with hooks of its own.

@@ -15,6 +15,11 @@
  *   names         "M" metadata events (process_name, thread_name, thread_sort_index) at the end,
  *                 since thread names may arrive late in the stream; the format allows any order.
  * Timestamps and durations are microseconds with three decimals (nanosecond precision).
+ *
+ * Zones are nearly all of the output, so they are written without printf: into a buffer of the
+ * exporter's own, from pieces made once per source location (its escaped name, its args) and
+ * per track (its cat, pid and tid), with the numbers formatted by hand. Every other writer
+ * empties the buffer first, so the output is in file order byte for byte.
  */
 #include "export/export.h"
 #include "util/json_out.h"
@@ -22,9 +27,11 @@
 #include "export/chrome_system.h"
 #include "analysis/timeline.h"
 #include "mprof/mprof.h"
+#include "format/batch.h"
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +45,14 @@
 #define FRAME_TID_BASE 0x30000000u
 #define FIBER_TID_BASE 0x40000000u
 
+/* A piece of output made once: bytes and length. */
+typedef struct piece {
+    char *s;
+    size_t n;
+} piece;
+
+#define BUF_BYTES (256u << 10)
+
 typedef struct chrome {
     FILE *out;
     mprof_reader *r;
@@ -45,11 +60,113 @@ typedef struct chrome {
     uint64_t events;
     const mprof_export_range *range; /* NULL = everything */
     mprof_sys_chrome *sys;
+    char *buf; /* zones' output not yet written */
+    size_t len;
+    piece *loc_name, *loc_args; /* by source location: "name" and "file":...,"function":... */
+    uint32_t n_loc;
+    piece *trk; /* by track: ,"cat":...,"pid":...,"tid":...,"ts": */
+    uint32_t n_trk;
+    int oom;
 } chrome;
+
+/* Writes out what the buffer holds; every writer other than on_zone calls it first. */
+static void flush_buf(chrome *c)
+{
+    if (c->len)
+        fwrite(c->buf, 1, c->len, c->out);
+    c->len = 0;
+}
+
+static inline void put(chrome *c, const char *s, size_t n)
+{
+    if (c->len + n > BUF_BYTES) {
+        flush_buf(c);
+        if (n > BUF_BYTES) {
+            fwrite(s, 1, n, c->out);
+            return;
+        }
+    }
+    memcpy(c->buf + c->len, s, n);
+    c->len += n;
+}
+#define PUT_LIT(c, lit) put((c), (lit), sizeof(lit) - 1)
+
+/* Writes v in decimal at p (room for 20 digits); returns the end. Two digits a step, from the
+ * last. */
+static inline char *fmt_u64(char *p, uint64_t v)
+{
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930"
+                                   "31323334353637383940414243444546474849505152535455565758596061"
+                                   "62636465666768697071727374757677787980818283848586878889909192"
+                                   "939495969798990";
+    static const uint64_t pow10[20] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull,
+                                       1000000ull, 10000000ull, 100000000ull, 1000000000ull,
+                                       10000000000ull, 100000000000ull, 1000000000000ull,
+                                       10000000000000ull, 100000000000000ull,
+                                       1000000000000000ull, 10000000000000000ull,
+                                       100000000000000000ull, 1000000000000000000ull,
+                                       10000000000000000000ull};
+    /* Digits from the bit length (1233/4096 ~ log10 2), corrected by one comparison. */
+    int bits = 64 - __builtin_clzll(v | 1);
+    int n = (bits * 1233) >> 12;
+    n += v >= pow10[n];
+    n += n == 0;
+    char *q = p + n;
+    while (v > UINT32_MAX) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        q -= 2;
+        q[0] = pairs[2 * r];
+        q[1] = pairs[2 * r + 1];
+    }
+    uint32_t w = (uint32_t)v; /* 32-bit steps are cheaper */
+    while (w >= 100) {
+        unsigned r = w % 100;
+        w /= 100;
+        q -= 2;
+        q[0] = pairs[2 * r];
+        q[1] = pairs[2 * r + 1];
+    }
+    v = w;
+    if (v >= 10) {
+        q[-2] = pairs[2 * v];
+        q[-1] = pairs[2 * v + 1];
+    } else {
+        q[-1] = (char)('0' + v);
+    }
+    return p + n;
+}
+
+/* Nanoseconds as microseconds with three decimals at p (integer arithmetic: exact for any
+ * capture length); returns the end. At most 26 bytes. */
+static inline char *fmt_us(char *p, int64_t ns)
+{
+    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    if (ns < 0)
+        *p++ = '-';
+    p = fmt_u64(p, a / 1000);
+    unsigned f = (unsigned)(a % 1000);
+    p[0] = '.';
+    p[1] = (char)('0' + f / 100);
+    p[2] = (char)('0' + f / 10 % 10);
+    p[3] = (char)('0' + f % 10);
+    return p + 4;
+}
+
+/* Room for n more bytes in the buffer; returns where they go. */
+static inline char *reserve(chrome *c, size_t n)
+{
+    if (c->len + n > BUF_BYTES)
+        flush_buf(c);
+    return c->buf + c->len;
+}
 
 static void sep(chrome *c)
 {
-    fputs(c->events++ ? ",\n" : "\n", c->out);
+    if (c->events++)
+        PUT_LIT(c, ",\n");
+    else
+        PUT_LIT(c, "\n");
 }
 
 static void us(FILE *o, int64_t ns)
@@ -57,6 +174,55 @@ static void us(FILE *o, int64_t ns)
     /* Integer arithmetic: exact for any capture length. */
     int64_t a = ns < 0 ? -ns : ns;
     fprintf(o, "%s%" PRId64 ".%03d", ns < 0 ? "-" : "", a / 1000, (int)(a % 1000));
+}
+
+/* Pieces keep this many bytes after their end, so that they are copied 16 bytes at a time. */
+#define PIECE_PAD 16
+
+/* Copies a piece to p, which has PIECE_PAD bytes of room after it; returns the end. */
+static inline char *put_piece(char *p, const piece *pc)
+{
+    for (size_t i = 0; i < pc->n; i += 16)
+        memcpy(p + i, pc->s + i, 16);
+    return p + pc->n;
+}
+
+/* A copy of what an in-memory stream wrote, padded (the caller frees it). */
+static int padded(char *s, size_t n, piece *out)
+{
+    out->s = malloc(n + PIECE_PAD);
+    if (out->s) {
+        memcpy(out->s, s, n);
+        memset(out->s + n, 0, PIECE_PAD);
+    }
+    out->n = out->s ? n : 0;
+    free(s);
+    return out->s ? 0 : -1;
+}
+
+/* A JSON string as mprof_json_write_string writes it, in memory (the caller frees it). */
+static int json_piece(const char *s, size_t n, piece *out)
+{
+    char *m_s = NULL;
+    size_t m_n = 0;
+    out->s = NULL;
+    out->n = 0;
+    FILE *m = open_memstream(&m_s, &m_n);
+    if (!m)
+        return -1;
+    mprof_json_write_string(m, s, n);
+    if (fclose(m) != 0) {
+        free(m_s);
+        return -1;
+    }
+    return padded(m_s, m_n, out);
+}
+
+static void piece_free(piece *p)
+{
+    free(p->s);
+    p->s = NULL;
+    p->n = 0;
 }
 
 static uint64_t track_tid(chrome *c, uint32_t track)
@@ -69,47 +235,152 @@ static uint64_t track_tid(chrome *c, uint32_t track)
     return GPU_TID_BASE + track;
 }
 
+/* The pieces of source location loc (made on first use; a redefinition drops them). */
+static int loc_pieces(chrome *c, uint32_t loc)
+{
+    if (loc >= c->n_loc) {
+        uint32_t n = c->n_loc;
+        if (mprof_grow_zeroed((void **)&c->loc_name, &n, loc, sizeof *c->loc_name, 1u << 24))
+            return -1;
+        n = c->n_loc;
+        if (mprof_grow_zeroed((void **)&c->loc_args, &n, loc, sizeof *c->loc_args, 1u << 24))
+            return -1;
+        c->n_loc = n;
+    }
+    if (c->loc_name[loc].s)
+        return 0;
+    const mprof_srcloc_def *d = mprof_reader_srcloc(c->r, loc);
+    const char *nm = d && d->name ? d->name : "?";
+    if (json_piece(nm, strlen(nm), &c->loc_name[loc]) != 0)
+        return -1;
+    char *a = NULL;
+    size_t an = 0;
+    FILE *m = open_memstream(&a, &an);
+    if (!m)
+        return -1;
+    if (d) {
+        fputs("\"file\":", m);
+        mprof_json_write_string(m, d->file ? d->file : "", strlen(d->file ? d->file : ""));
+        fprintf(m, ",\"line\":%" PRIu32 ",\"function\":", d->line);
+        mprof_json_write_string(m, d->function ? d->function : "", strlen(d->function ? d->function : ""));
+    } else
+        fputs("\"file\":\"\"", m);
+    if (fclose(m) != 0) {
+        free(a);
+        return -1;
+    }
+    return padded(a, an, &c->loc_args[loc]);
+}
+
+static uint64_t track_tid(chrome *c, uint32_t track);
+
+/* The piece of a track: its cat, pid and tid. */
+static int track_piece(chrome *c, uint32_t track)
+{
+    if (track < c->n_trk && c->trk[track].s)
+        return 0;
+    uint32_t n = c->n_trk;
+    if (mprof_grow_zeroed((void **)&c->trk, &n, track, sizeof *c->trk, 1u << 24))
+        return -1;
+    c->n_trk = n;
+    const mprof_tl_track *t = mprof__walker_track(c->w, track);
+    char tmp[128];
+    int k = snprintf(tmp, sizeof tmp, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":",
+                     t->kind == MPROF_TRACK_GPU ? "gpu" : "zone",
+                     t->kind == MPROF_TRACK_GPU ? PID_GPU : PID_CPU, track_tid(c, track));
+    char *p = malloc((size_t)k + PIECE_PAD);
+    if (!p)
+        return -1;
+    memcpy(p, tmp, (size_t)k);
+    memset(p + k, 0, PIECE_PAD);
+    c->trk[track] = (piece){p, (size_t)k};
+    return 0;
+}
+
 static void on_zone(void *user, const mprof_tl_zone *z)
 {
     chrome *c = user;
-    FILE *o = c->out;
-    const mprof_tl_track *t = mprof__walker_track(c->w, z->track);
-    const mprof_srcloc_def *d = mprof_reader_srcloc(c->r, z->loc);
     if (!mprof__range_overlaps(c->range, z->start_ns, z->end_ns))
         return;
-    sep(c);
-    fputs("{\"ph\":\"X\",\"name\":", o);
+    if (loc_pieces(c, z->loc) != 0 || track_piece(c, z->track) != 0) {
+        c->oom = 1;
+        return;
+    }
+    piece nm = c->loc_name[z->loc], tx = {0};
+    if ((z->name && json_piece(z->name, z->name_len, &nm) != 0) ||
+        (z->text && json_piece(z->text, z->text_len, &tx) != 0)) {
+        if (z->name)
+            piece_free(&nm);
+        c->oom = 1;
+        return;
+    }
+    const piece *trk = &c->trk[z->track], *args = &c->loc_args[z->loc];
+    size_t need = 256 + 4 * PIECE_PAD + nm.n + trk->n + args->n + tx.n;
+    if (need > BUF_BYTES) { /* a zone text of megabytes: the slow way */
+        sep(c);
+        PUT_LIT(c, "{\"ph\":\"X\",\"name\":");
+        put(c, nm.s, nm.n);
+        put(c, trk->s, trk->n);
+        char tmp[64];
+        put(c, tmp, (size_t)(fmt_us(tmp, z->start_ns) - tmp));
+        PUT_LIT(c, ",\"dur\":");
+        put(c, tmp, (size_t)(fmt_us(tmp, z->end_ns - z->start_ns) - tmp));
+        PUT_LIT(c, ",\"args\":{");
+        put(c, args->s, args->n);
+        if (mprof__walker_track(c->w, z->track)->kind != MPROF_TRACK_GPU) {
+            PUT_LIT(c, ",\"self_us\":");
+            put(c, tmp, (size_t)(fmt_us(tmp, z->end_ns - z->start_ns - z->child_ns) - tmp));
+        }
+        if (z->text) {
+            PUT_LIT(c, ",\"text\":");
+            put(c, tx.s, tx.n);
+        }
+        if (z->has_value) {
+            PUT_LIT(c, ",\"value\":");
+            put(c, tmp, (size_t)(fmt_u64(tmp, z->value) - tmp));
+        }
+        if (z->unfinished)
+            PUT_LIT(c, ",\"unfinished\":true");
+        PUT_LIT(c, "}}");
+    } else {
+        char *p = reserve(c, need), *p0 = p;
+#define LIT(s)                                                                                     \
+    do {                                                                                           \
+        memcpy(p, s, sizeof(s) - 1);                                                               \
+        p += sizeof(s) - 1;                                                                        \
+    } while (0)
+        if (c->events++)
+            LIT(",\n{\"ph\":\"X\",\"name\":");
+        else
+            LIT("\n{\"ph\":\"X\",\"name\":");
+        p = put_piece(p, &nm);
+        p = put_piece(p, trk);
+        p = fmt_us(p, z->start_ns);
+        LIT(",\"dur\":");
+        p = fmt_us(p, z->end_ns - z->start_ns);
+        LIT(",\"args\":{");
+        p = put_piece(p, args);
+        if (mprof__walker_track(c->w, z->track)->kind != MPROF_TRACK_GPU) {
+            LIT(",\"self_us\":");
+            p = fmt_us(p, z->end_ns - z->start_ns - z->child_ns);
+        }
+        if (z->text) {
+            LIT(",\"text\":");
+            p = put_piece(p, &tx);
+        }
+        if (z->has_value) {
+            LIT(",\"value\":");
+            p = fmt_u64(p, z->value);
+        }
+        if (z->unfinished)
+            LIT(",\"unfinished\":true");
+        LIT("}}");
+#undef LIT
+        c->len += (size_t)(p - p0);
+    }
     if (z->name)
-        mprof_json_write_string(o, z->name, z->name_len);
-    else
-        mprof_json_write_string(o, d && d->name ? d->name : "?", strlen(d && d->name ? d->name : "?"));
-    fprintf(o, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":",
-            t->kind == MPROF_TRACK_GPU ? "gpu" : "zone", t->kind == MPROF_TRACK_GPU ? PID_GPU : PID_CPU,
-            track_tid(c, z->track));
-    us(o, z->start_ns);
-    fputs(",\"dur\":", o);
-    us(o, z->end_ns - z->start_ns);
-    fputs(",\"args\":{", o);
-    if (d) {
-        fputs("\"file\":", o);
-        mprof_json_write_string(o, d->file ? d->file : "", strlen(d->file ? d->file : ""));
-        fprintf(o, ",\"line\":%" PRIu32 ",\"function\":", d->line);
-        mprof_json_write_string(o, d->function ? d->function : "", strlen(d->function ? d->function : ""));
-    } else
-        fputs("\"file\":\"\"", o);
-    if (t->kind != MPROF_TRACK_GPU) {
-        fputs(",\"self_us\":", o);
-        us(o, z->end_ns - z->start_ns - z->child_ns);
-    }
-    if (z->text) {
-        fputs(",\"text\":", o);
-        mprof_json_write_string(o, z->text, z->text_len);
-    }
-    if (z->has_value)
-        fprintf(o, ",\"value\":%" PRIu64, z->value);
-    if (z->unfinished)
-        fputs(",\"unfinished\":true", o);
-    fputs("}}", o);
+        piece_free(&nm);
+    piece_free(&tx);
 }
 
 static void on_lock(void *user, const mprof_tl_lockspan *s)
@@ -119,6 +390,7 @@ static void on_lock(void *user, const mprof_tl_lockspan *s)
     if (!mprof__range_overlaps(c->range, s->start_ns, s->end_ns))
         return;
     sep(c);
+    flush_buf(c);
     fprintf(o, "{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"lock\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":",
             s->waiting ? "waiting" : "holding", PID_LOCKS, LOCK_TID_BASE + (uint64_t)s->lock * 1024 + s->row);
     us(o, s->start_ns);
@@ -138,6 +410,7 @@ static void on_memory(void *user, uint32_t pool, int64_t ts, int64_t bytes)
     char name[300];
     snprintf(name, sizeof name, "Memory: %s", nm ? nm : "pool");
     sep(c);
+    flush_buf(c);
     fputs("{\"ph\":\"C\",\"name\":", o);
     mprof_json_write_string(o, name, strlen(name));
     fprintf(o, ",\"pid\":%d,\"ts\":", PID_CPU);
@@ -161,6 +434,7 @@ static void on_frame(void *user, uint32_t set, uint64_t index, int64_t s, int64_
     char name[300];
     snprintf(name, sizeof name, "%s %" PRIu64, nm ? nm : "Frame", index);
     sep(c);
+    flush_buf(c);
     fputs("{\"ph\":\"X\",\"name\":", o);
     mprof_json_write_string(o, name, strlen(name));
     fprintf(o, ",\"cat\":\"frame\",\"pid\":%d,\"tid\":%" PRIu32 ",\"ts\":", PID_FRAMES,
@@ -193,6 +467,7 @@ static void on_event(chrome *c, const mprof_event *ev)
         return;
     if (ev->type == MPROF_EV_MESSAGE) {
         sep(c);
+        flush_buf(c);
         fputs("{\"ph\":\"i\",\"s\":\"t\",\"name\":", o);
         mprof_json_write_string(o, ev->str ? ev->str : "", ev->str_len);
         fprintf(o, ",\"cat\":\"message\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":", PID_CPU,
@@ -205,6 +480,7 @@ static void on_event(chrome *c, const mprof_event *ev)
         const char *nm = mprof_reader_string(c->r, (uint32_t)ev->u[0]);
         double v = ev->type == MPROF_EV_PLOT_F64 ? mprof_event_f64(ev, 1) : (double)(int64_t)ev->u[1];
         sep(c);
+        flush_buf(c);
         fputs("{\"ph\":\"C\",\"name\":", o);
         mprof_json_write_string(o, nm ? nm : "plot", strlen(nm ? nm : "plot"));
         fprintf(o, ",\"pid\":%d,\"ts\":", PID_CPU);
@@ -232,6 +508,7 @@ static void on_async(void *user, const mprof_async_span *s)
     const char *track = mprof__async_track_name(mprof__walker_async(c->w), s->track);
     for (int end = 0; end < 2; end++) {
         sep(c);
+        flush_buf(c);
         fprintf(o, "{\"ph\":\"%s\",\"cat\":\"async\",\"name\":", end ? "e" : "b");
         mprof_json_write_string(o, s->name, s->name_len);
         fputs(",\"id2\":{\"local\":", o);
@@ -256,12 +533,14 @@ static void meta(chrome *c, const char *what, int pid, uint64_t tid, const char 
 {
     FILE *o = c->out;
     sep(c);
+    flush_buf(c);
     fprintf(o, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d,\"tid\":%" PRIu64 ",\"args\":{\"name\":", what,
             pid, tid);
     mprof_json_write_string(o, name, strlen(name));
     fputs("}}", o);
     if (sort >= 0 && strcmp(what, "thread_name") == 0) {
         sep(c);
+        flush_buf(c);
         fprintf(o,
                 "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%" PRIu64
                 ",\"args\":{\"sort_index\":%d}}",
@@ -318,6 +597,41 @@ int mprof__export_chrome(const char *path, FILE *out, char *err, size_t errlen)
     return mprof__export_chrome_range(path, NULL, out, err, errlen);
 }
 
+/* The walker's hook for every event other than a zone's: messages, plots, the system records,
+ * and a redefined source location's pieces dropped. */
+static int on_other(void *user, const mprof_event *ev)
+{
+    chrome *c = user;
+    if (ev->type == MPROF_EV_DEF_SRCLOC && ev->u[0] < c->n_loc) {
+        piece_free(&c->loc_name[ev->u[0]]);
+        piece_free(&c->loc_args[ev->u[0]]);
+    }
+    on_event(c, ev);
+    if (c->sys && MPROF_EV_IS_PROCESS(ev->type)) {
+        flush_buf(c);
+        if (mprof__sys_chrome_event(c->sys, c->out, &c->events, c->range, ev) != 0)
+            return -1;
+    }
+    return c->oom ? -1 : 0;
+}
+
+static void chrome_free(chrome *c)
+{
+    for (uint32_t i = 0; i < c->n_loc; i++) {
+        piece_free(&c->loc_name[i]);
+        piece_free(&c->loc_args[i]);
+    }
+    for (uint32_t i = 0; i < c->n_trk; i++)
+        piece_free(&c->trk[i]);
+    free(c->loc_name);
+    free(c->loc_args);
+    free(c->trk);
+    free(c->buf);
+    mprof__sys_chrome_free(c->sys);
+    mprof__walker_free(c->w);
+    mprof_reader_close(c->r);
+}
+
 int mprof__export_chrome_range(const char *path, const mprof_export_range *range, FILE *out,
                                char *err, size_t errlen)
 {
@@ -326,21 +640,21 @@ int mprof__export_chrome_range(const char *path, const mprof_export_range *range
     if (!c.r)
         return -1;
     mprof_tl_hooks h = {.user = &c, .zone = on_zone, .lock_span = on_lock, .memory = on_memory,
-                        .frame = on_frame, .async_span = on_async};
+                        .frame = on_frame, .async_span = on_async,
+                        .other = on_other};
     c.w = mprof__walker_new(c.r, &h, 0);
-    if (!c.w) {
+    c.buf = malloc(BUF_BYTES);
+    if (!c.w || !c.buf) {
         snprintf(err, errlen, "%s: out of memory", path);
-        mprof_reader_close(c.r);
+        chrome_free(&c);
         return -1;
     }
     c.sys = mprof__sys_chrome_new(); /* NULL: no thread states (out of memory) */
     fputs("{\"traceEvents\":[", out);
-    mprof_event ev;
+    mprof_batch b;
     int rc;
-    while ((rc = mprof_reader_next(c.r, &ev)) == 1) {
-        on_event(&c, &ev);
-        if ((c.sys && mprof__sys_chrome_event(c.sys, out, &c.events, c.range, &ev) != 0) ||
-            mprof__walker_event(c.w, &ev) != 0) {
+    while ((rc = mprof_reader_next_batch(c.r, &b)) == 1) {
+        if (mprof__walker_batch(c.w, &b) != 0 || c.oom) {
             rc = -2;
             break;
         }
@@ -355,14 +669,14 @@ int mprof__export_chrome_range(const char *path, const mprof_export_range *range
     } else {
         mprof__walker_finish(c.w);
         write_metadata(&c);
+        flush_buf(&c);
         if (c.sys)
             mprof__sys_chrome_meta(c.sys, c.r, out, &c.events);
         fputs("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"source\":\"mprof\",\"capture\":", out);
         mprof_json_write_string(out, path, strlen(path));
         fputs("}}\n", out);
     }
-    mprof__sys_chrome_free(c.sys);
-    mprof__walker_free(c.w);
-    mprof_reader_close(c.r);
+    flush_buf(&c);
+    chrome_free(&c);
     return ret;
 }

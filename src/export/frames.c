@@ -19,6 +19,7 @@
 #include "util/tool.h"
 #include "analysis/percentile.h"
 #include "analysis/system.h"
+#include "format/batch.h"
 #include "format/format.h"
 #include "util/grow.h"
 #include "util/sorted.h"
@@ -84,6 +85,10 @@ typedef struct open_zone {
 typedef struct tstack {
     open_zone *s;
     uint32_t depth, cap;
+    size_t hint;             /* pass 2: where the thread's last spread began among the frames */
+    int64_t tl;              /* pass 2: its CPU timeline + 2 (1: none, 0: not looked up) */
+    uint32_t cursor;         /* and its place in it */
+    int64_t c_lo, c_hi, c_val; /* its off-CPU time before t is c_val for t in [c_lo, c_hi] */
 } tstack;
 
 typedef struct exporter {
@@ -216,6 +221,14 @@ static int ensure_loc(exporter *x, uint32_t loc)
     return 0;
 }
 
+/* Whether loc is a defined source location (a location counted once stays defined). */
+static inline int loc_known(exporter *x, uint32_t loc)
+{
+    if (loc < x->n_locs && x->loc_count[loc])
+        return 1;
+    return loc != 0 && mprof_reader_srcloc(x->r, loc) != NULL;
+}
+
 /* ---- pass 1: frames and zone totals --------------------------------------------------------- */
 
 static int pass1_event(exporter *x, const mprof_event *ev)
@@ -267,7 +280,7 @@ static int pass1_event(exporter *x, const mprof_event *ev)
         if (t->depth)
             t->s[t->depth - 1].mark += dur;
         /* Only defined source locations count (a corrupt id must not size the tables). */
-        if (z.loc == 0 || !mprof_reader_srcloc(x->r, z.loc))
+        if (!loc_known(x, z.loc))
             return 0;
         if (!mprof__range_overlaps(x->range, z.begin, ev->ts_ns))
             return 0;
@@ -292,6 +305,46 @@ static int pass1_event(exporter *x, const mprof_event *ev)
     default:
         return 0;
     }
+}
+
+/* Pass 1 over a batch: zone records the short way, every other record through pass1_event. */
+static int pass1_batch(exporter *x, const mprof_batch *b)
+{
+    for (uint32_t ri = 0; ri < b->n_run; ri++) {
+        const mprof_run *run = &b->run[ri];
+        tstack *t = NULL;
+        for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
+            int type = mprof_rec_type(e);
+            if (type != MPROF_REC_LEAF) {
+                if (type == MPROF_EV_ZONE_BEGIN || type == MPROF_EV_ZONE_END) {
+                    mprof_event ev = {.type = type, .thread = run->thread, .ts_ns = e->ts_ns};
+                    ev.u[0] = e->x;
+                    if (pass1_event(x, &ev))
+                        return -1;
+                } else if (pass1_event(x, &b->ev[e->x])) {
+                    return -1;
+                }
+                t = NULL; /* the stacks may have moved */
+                continue;
+            }
+            if (!t && !(t = get_stack(x, run->thread)))
+                return fail(x, "out of memory");
+            /* A zone without children: ZONE_BEGIN then ZONE_END, without the stack. */
+            int64_t dur = mprof_rec_dur(e);
+            uint32_t loc = e->x;
+            if (t->depth)
+                t->s[t->depth - 1].mark += dur;
+            if (!loc_known(x, loc) || !mprof__range_overlaps(x->range, e->ts_ns, e->ts_ns + dur))
+                continue;
+            if (ensure_loc(x, loc))
+                return fail(x, "out of memory");
+            x->loc_count[loc]++;
+            if (!nested_in(t, loc))
+                x->loc_incl[loc] += dur;
+            x->loc_self[loc] += dur;
+        }
+    }
+    return 0;
 }
 
 static int cmp_i64(const void *pa, const void *pb)
@@ -454,12 +507,24 @@ static int build_zones(exporter *x, const mprof_reader *r)
 
 /* ---- pass 2: per-frame time of the top zones ------------------------------------------------ */
 
-/* Adds the overlap of [a, b) with every main frame to acc (milliseconds). */
-static void spread(const fset *f, int64_t a, int64_t b, double *acc)
+/* Adds the overlap of [a, b) with every main frame to acc (milliseconds). The search for the
+ * first frame starts at *hint, where the thread's last one began (its times mostly grow), and
+ * moves it. */
+static void spread_at(const fset *f, int64_t a, int64_t b, double *acc, size_t *hint)
 {
     if (!acc || b <= a || f->nf == 0)
         return;
-    for (size_t i = mprof_first_after(f->fe, f->nf, a); i < f->nf && f->fs[i] < b; i++) {
+    size_t i = *hint;
+    if (i > f->nf || (i > 0 && f->fe[i - 1] > a))
+        i = mprof_first_after(f->fe, f->nf, a);
+    else
+        for (int k = 0; i < f->nf && f->fe[i] <= a; k++, i++)
+            if (k == 8) {
+                i = mprof_first_after(f->fe, f->nf, a);
+                break;
+            }
+    *hint = i;
+    for (; i < f->nf && f->fs[i] < b; i++) {
         int64_t s = a > f->fs[i] ? a : f->fs[i];
         int64_t e = b < f->fe[i] ? b : f->fe[i];
         if (e > s)
@@ -467,11 +532,32 @@ static void spread(const fset *f, int64_t a, int64_t b, double *acc)
     }
 }
 
-/* The same for the part of [a, b) during which the zone's thread was off the CPU. */
-static void spread_off(const exporter *x, uint32_t thread, int64_t a, int64_t b, double *acc)
+/* The thread's off-CPU time before t (its cached span answers without a search). */
+static int64_t off_at(const exporter *x, tstack *t, uint32_t thread, int64_t ts)
 {
-    if (acc && x->sys_switches)
-        mprof__sys_spread_off(x->sys, thread, x->main->fs, x->main->fe, x->main->nf, a, b, acc);
+    if (t->tl && ts >= t->c_lo && ts <= t->c_hi)
+        return t->c_val;
+    if (!t->tl)
+        t->tl = mprof__sys_thread_tidx(x->sys, thread) + 2;
+    if (t->tl < 2) {
+        t->c_lo = INT64_MIN;
+        t->c_hi = INT64_MAX;
+        return t->c_val = 0;
+    }
+    t->c_val = mprof__sys_off_at(x->sys, (uint32_t)(t->tl - 2), ts, &t->cursor, &t->c_lo, &t->c_hi);
+    return t->c_val;
+}
+
+/* The same for the part of [a, b) during which the zone's thread was off the CPU: nothing to
+ * add when the thread was on the CPU all along (its off-CPU time is the same at a and b). */
+static void spread_off(const exporter *x, tstack *t, uint32_t thread, int64_t a, int64_t b,
+                       double *acc)
+{
+    if (!acc || !x->sys_switches || b <= a)
+        return;
+    if (off_at(x, t, thread, a) == off_at(x, t, thread, b))
+        return;
+    mprof__sys_spread_off(x->sys, thread, x->main->fs, x->main->fe, x->main->nf, a, b, acc);
 }
 
 static zone *zone_of(exporter *x, uint32_t loc)
@@ -481,6 +567,34 @@ static zone *zone_of(exporter *x, uint32_t loc)
     return &x->zones[x->loc_zone[loc] - 1];
 }
 
+/* A zone of thread t begins at ts: its parent's self time pauses while it runs. */
+static inline void pause_parent(exporter *x, tstack *t, uint32_t thread, int64_t ts)
+{
+    if (!t->depth)
+        return;
+    open_zone *p = &t->s[t->depth - 1];
+    zone *pz = zone_of(x, p->loc);
+    if (pz) {
+        spread_at(x->main, p->mark, ts, pz->self_ms, &t->hint);
+        spread_off(x, t, thread, p->mark, ts, pz->self_off_ms);
+    }
+}
+
+/* Zone z of thread t (already off its stack) ends at ts. */
+static inline void zone_ended(exporter *x, tstack *t, uint32_t thread, const open_zone *z,
+                              int64_t ts)
+{
+    zone *zz = zone_of(x, z->loc);
+    if (zz) {
+        spread_at(x->main, z->mark, ts, zz->self_ms, &t->hint);
+        spread_off(x, t, thread, z->mark, ts, zz->self_off_ms);
+        if (!nested_in(t, z->loc))
+            spread_at(x->main, z->begin, ts, zz->incl_ms, &t->hint);
+    }
+    if (t->depth)
+        t->s[t->depth - 1].mark = ts;
+}
+
 static int pass2_event(exporter *x, const mprof_event *ev)
 {
     switch (ev->type) {
@@ -488,15 +602,7 @@ static int pass2_event(exporter *x, const mprof_event *ev)
         tstack *t = get_stack(x, ev->thread);
         if (!t)
             return fail(x, "out of memory");
-        if (t->depth) {
-            /* The parent's self time pauses while this child runs. */
-            open_zone *p = &t->s[t->depth - 1];
-            zone *pz = zone_of(x, p->loc);
-            if (pz) {
-                spread(x->main, p->mark, ev->ts_ns, pz->self_ms);
-                spread_off(x, ev->thread, p->mark, ev->ts_ns, pz->self_off_ms);
-            }
-        }
+        pause_parent(x, t, ev->thread, ev->ts_ns);
         if (push_zone(t, (uint32_t)ev->u[0], ev->ts_ns))
             return fail(x, "out of memory");
         t->s[t->depth - 1].mark = ev->ts_ns;
@@ -509,15 +615,7 @@ static int pass2_event(exporter *x, const mprof_event *ev)
         if (t->depth == 0)
             return 0;
         open_zone z = t->s[--t->depth];
-        zone *zz = zone_of(x, z.loc);
-        if (zz) {
-            spread(x->main, z.mark, ev->ts_ns, zz->self_ms);
-            spread_off(x, ev->thread, z.mark, ev->ts_ns, zz->self_off_ms);
-            if (!nested_in(t, z.loc))
-                spread(x->main, z.begin, ev->ts_ns, zz->incl_ms);
-        }
-        if (t->depth)
-            t->s[t->depth - 1].mark = ev->ts_ns;
+        zone_ended(x, t, ev->thread, &z, ev->ts_ns);
         return 0;
     }
     case MPROF_EV_LOST: {
@@ -531,6 +629,38 @@ static int pass2_event(exporter *x, const mprof_event *ev)
     }
 }
 
+/* Pass 2 over a batch: only zones and losses matter. */
+static int pass2_batch(exporter *x, const mprof_batch *b)
+{
+    for (uint32_t ri = 0; ri < b->n_run; ri++) {
+        const mprof_run *run = &b->run[ri];
+        tstack *t = NULL;
+        for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
+            int type = mprof_rec_type(e);
+            if (type != MPROF_REC_LEAF) {
+                if (type == MPROF_EV_ZONE_BEGIN || type == MPROF_EV_ZONE_END) {
+                    mprof_event ev = {.type = type, .thread = run->thread, .ts_ns = e->ts_ns};
+                    ev.u[0] = e->x;
+                    if (pass2_event(x, &ev))
+                        return -1;
+                } else if (type == MPROF_EV_LOST && pass2_event(x, &b->ev[e->x])) {
+                    return -1;
+                }
+                t = NULL;
+                continue;
+            }
+            if (!t && !(t = get_stack(x, run->thread)))
+                return fail(x, "out of memory");
+            /* A zone without children: begins (its parent pauses) and ends at once. */
+            int64_t ts = e->ts_ns, te = ts + mprof_rec_dur(e);
+            pause_parent(x, t, run->thread, ts);
+            open_zone z = {e->x, ts, ts};
+            zone_ended(x, t, run->thread, &z, te);
+        }
+    }
+    return 0;
+}
+
 static int read_pass(exporter *x, int pass, mprof_reader **keep)
 {
     char rerr[512];
@@ -540,12 +670,18 @@ static int read_pass(exporter *x, int pass, mprof_reader **keep)
     for (uint32_t i = 0; i < x->n_stacks; i++)
         x->stacks[i].depth = 0;
     x->r = r;
-    mprof_event ev;
-    int rc;
-    while ((rc = mprof_reader_next(r, &ev)) == 1) {
-        if (pass == 1 && x->sys && mprof__sys_event(x->sys, r, &ev) != 0)
+    if (pass == 2) {
+        /* Pass 2 needs zones and losses only. */
+        unsigned char want[MPROF_EV_MAX] = {0};
+        want[MPROF_EV_ZONE_BEGIN] = want[MPROF_EV_LOST] = 1;
+        mprof_reader_want(r, want);
+    }
+    mprof_batch b;
+    int rc, sys_warned = 0;
+    while ((rc = mprof_reader_next_batch(r, &b)) == 1) {
+        if (pass == 1 && x->sys && mprof__sys_batch(x->sys, r, &b) != 0 && !sys_warned++)
             warn(x, "out of memory reading the system records: on/off-CPU figures are incomplete");
-        if ((pass == 1 ? pass1_event(x, &ev) : pass2_event(x, &ev)) != 0) {
+        if ((pass == 1 ? pass1_batch(x, &b) : pass2_batch(x, &b)) != 0) {
             mprof_reader_close(r);
             return -1;
         }

@@ -21,7 +21,7 @@
 #define MPROF_FMT_MAGIC "MPROF\r\n\x1a"
 #define MPROF_FMT_MAGIC_LEN 8
 #define MPROF_FMT_VERSION_MAJOR 1
-#define MPROF_FMT_VERSION_MINOR 3
+#define MPROF_FMT_VERSION_MINOR 4
 #define MPROF_FMT_HEADER_BYTES 16
 #define MPROF_FMT_CHUNK_MAGIC 0x4b43504du /* "MPCK" little-endian */
 #define MPROF_FMT_CHUNK_HEADER_BYTES 24
@@ -138,6 +138,15 @@ enum {
 #define MPROF_LEAF_BEGIN_MAX 7u
 #define MPROF_LEAF_DUR_MAX 15u
 #define MPROF_EV_IS_LEAF(tag) ((tag) >= MPROF_EV_ZONE_LEAF && (tag) <= 0xff)
+
+/* ZONE_LEAF_LONG (format 1.4): a zone without children too long for a ZONE_LEAF, begun b clock
+ * units (0..31) after the thread's previous timestamp: tag = 0x60 | b, then a varint d, its
+ * length in clock units, at the location of the thread's last ZONE_LEAF_LOC in the chunk. On a
+ * counter without a step (clock units are ticks) it is how short zones are written; on one with
+ * a step it takes the zones a ZONE_LEAF cannot. Read and counted as a ZONE_LEAF is. */
+#define MPROF_EV_ZONE_LEAF_LONG 0x60
+#define MPROF_LEAF_LONG_BEGIN_MAX 31u
+#define MPROF_EV_IS_LEAF_LONG(tag) (((tag) & 0xe0) == MPROF_EV_ZONE_LEAF_LONG)
 
 /* Tags 0x50-0x57 (system tracing) belong to the process context, thread 0; every other tag
  * from 0x10 up needs a thread context. */

@@ -14,11 +14,13 @@
  * cut out of the middle is reported as missing, and its ended_by / end_written_by keys say how
  * the capture ended (mprof_ending).
  */
+#include "format/decode.h"
 #include "format/format.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <zstd.h>
 
@@ -37,61 +39,65 @@ static int id_ok(uint32_t id, uint32_t *max_seen)
 }
 #define MAX_THREADS (1u << 20)
 
-typedef struct kv {
-    char *key, *value;
-} kv;
-
-typedef struct kvlist {
-    kv *items;
-    size_t n, cap;
-} kvlist;
-
-typedef struct thread_state {
-    mprof_thread_def def;
-    uint64_t last_ticks;
-    uint64_t chunk_seq; /* last_ticks is valid while this equals the reader's chunk count */
-    uint32_t leaf_loc;  /* ZONE_LEAF_LOC, valid while leaf_seq equals the chunk count */
-    uint64_t leaf_seq;
-} thread_state;
-
 typedef struct callstack {
     uint64_t *frames;
     uint32_t n;
 } callstack;
 
 struct mprof_reader {
+    /* The read stage: the input, read one chunk at a time in file order (by the caller, or by
+     * the worker that holds the pool's lock). */
     FILE *f;
     const unsigned char *mem;
     size_t mem_len, mem_pos;
-    uint64_t offset; /* file offset of the next unread byte */
+    uint64_t offset;    /* file offset of the next unread byte */
+    uint64_t rd_chunks; /* chunks read */
+    uint64_t rd_seq;    /* jobs made */
+    int rd_done;        /* the input is at its end or broken */
+    char *rd_npt, *rd_tick0; /* the clock keys of the INFO chunks read so far (last wins) */
+    double rd_ns_per_tick;
+    uint64_t rd_tick0_v;
+    mprof_buf rd_raw; /* INFO and END payloads */
+
+    /* The caller's side: what the jobs handed out so far have made. */
     mprof_reader_stats st;
     int done, failed;
     char err[256];
-    kvlist info, end;
-    mprof_buf stored, raw;
-    const unsigned char *p, *pend; /* undecoded events of the current chunk */
-    uint64_t chunk_offset;
-    uint32_t cur_thread;
-    uint64_t ts_scale; /* TS_SCALE in effect in the current chunk (1 = none) */
+    mprof__kvlist info, end;
     double ns_per_tick;
-    uint64_t tick0;
     mprof_srcloc_def *locs;
     uint32_t n_locs;
     char **strings;
     uint32_t n_strings;
-    thread_state *threads;
+    mprof_thread_def *threads;
     uint32_t n_threads;
     callstack *stacks;
     uint32_t n_stacks;
     uint32_t max_loc, max_str, max_stack; /* largest definition ids seen */
     uint64_t thread_events; /* events as mprof_event_counted counts them (END's "events") */
-    int leaf_pending;       /* a ZONE_LEAF's end is the next event */
+
+    /* Decoding: on the caller's thread (jobs 1) or in a pool of workers. */
+    int jobs, started;
+    unsigned char want[MPROF_EV_MAX];
+    int want_some; /* want is in force */
+    mprof__job first_job; /* the job read at open, not yet handed out */
+    int have_first;
+    mprof__job job;       /* jobs 1: the job being decoded */
+    mprof__decoder dec;
+    mprof__segment seg;
+    int seg_ready;        /* jobs 1: seg is allocated */
+    mprof__pool *pool;
+    mprof__segment *cur;  /* the segment being handed out, NULL between segments */
+    uint32_t cur_b;       /* its next batch */
+    int cur_truncated;    /* a definition of the current batch failed: fail after it */
+
+    /* mprof_reader_next: the batch it walks */
+    mprof_batch lb;
+    uint32_t li, lrun;
+    int leaf_pending; /* a ZONE_LEAF's end is the next event */
     int64_t leaf_end_ns;
     uint32_t leaf_thread;
-    uint64_t frames_tmp[256];
 };
-
-static int next_chunk(mprof_reader *r);
 
 static int fail(mprof_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(mprof_reader *r, const char *fmt, ...)
@@ -130,39 +136,47 @@ static char *dupn(const char *s, size_t n)
     return d;
 }
 
-static int parse_kv(mprof_reader *r, kvlist *l, const unsigned char *p, const unsigned char *end)
+static int kv_add(mprof__kvlist *l, const char *k, size_t kl, const char *v, size_t vl)
+{
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 16;
+        mprof__kv *ni = realloc(l->items, nc * sizeof *ni);
+        if (!ni)
+            return -1;
+        l->items = ni;
+        l->cap = nc;
+    }
+    l->items[l->n].key = dupn(k, kl);
+    l->items[l->n].value = dupn(v, vl);
+    if (!l->items[l->n].key || !l->items[l->n].value) {
+        free(l->items[l->n].key);
+        free(l->items[l->n].value);
+        return -1;
+    }
+    l->n++;
+    return 0;
+}
+
+/* Parses a key/value payload into l. Returns NULL, or what is wrong. */
+static const char *parse_kv(mprof__kvlist *l, const unsigned char *p, const unsigned char *end)
 {
     while (p < end) {
         uint64_t kl, vl;
         if (mprof_get_varint(&p, end, &kl) || kl > (uint64_t)(end - p))
-            return fail(r, "malformed key/value chunk at offset %" PRIu64, r->chunk_offset);
+            return "malformed";
         const unsigned char *k = p;
         p += kl;
         if (mprof_get_varint(&p, end, &vl) || vl > (uint64_t)(end - p))
-            return fail(r, "malformed key/value chunk at offset %" PRIu64, r->chunk_offset);
+            return "malformed";
         const unsigned char *v = p;
         p += vl;
-        if (l->n == l->cap) {
-            size_t nc = l->cap ? l->cap * 2 : 16;
-            kv *ni = realloc(l->items, nc * sizeof *ni);
-            if (!ni)
-                return fail(r, "out of memory");
-            l->items = ni;
-            l->cap = nc;
-        }
-        l->items[l->n].key = dupn((const char *)k, kl);
-        l->items[l->n].value = dupn((const char *)v, vl);
-        if (!l->items[l->n].key || !l->items[l->n].value) {
-            free(l->items[l->n].key);
-            free(l->items[l->n].value);
-            return fail(r, "out of memory");
-        }
-        l->n++;
+        if (kv_add(l, (const char *)k, kl, (const char *)v, vl) != 0)
+            return "out of memory";
     }
-    return 0;
+    return NULL;
 }
 
-static const char *kv_get(const kvlist *l, const char *key)
+static const char *kv_get(const mprof__kvlist *l, const char *key)
 {
     /* The last value wins, so a live capture can restate a key. */
     for (size_t i = l->n; i-- > 0;)
@@ -171,121 +185,27 @@ static const char *kv_get(const kvlist *l, const char *key)
     return NULL;
 }
 
-static void apply_clock(mprof_reader *r)
+/* The clock of a list of INFO values: nanoseconds per tick, and the tick of time 0. */
+static void clock_of(const char *npt_s, const char *tick0_s, double *npt_out, uint64_t *tick0_out)
 {
-    const char *v = kv_get(&r->info, "ns_per_tick");
-    double npt = v ? strtod(v, NULL) : 1.0;
-    r->ns_per_tick = (npt > 0 && npt < 1e6) ? npt : 1.0;
-    v = kv_get(&r->info, "tick0");
-    r->tick0 = v ? strtoull(v, NULL, 10) : 0;
+    double npt = npt_s ? strtod(npt_s, NULL) : 1.0;
+    *npt_out = (npt > 0 && npt < 1e6) ? npt : 1.0;
+    *tick0_out = tick0_s ? strtoull(tick0_s, NULL, 10) : 0;
 }
 
-static mprof_reader *open_common(mprof_reader *r, char *err, size_t errlen, const char *name)
+/* The read stage keeps the clock keys it has read, for the chunks that follow. */
+static void rd_clock(mprof_reader *r, const mprof__kvlist *kv)
 {
-    unsigned char h[MPROF_FMT_HEADER_BYTES];
-    size_t got = input(r, h, sizeof h);
-    const char *why = NULL;
-    char buf[160];
-    if (got < MPROF_FMT_MAGIC_LEN || memcmp(h, MPROF_FMT_MAGIC, MPROF_FMT_MAGIC_LEN) != 0) {
-        why = "not an mprof capture (bad magic)";
-    } else if (got < sizeof h) {
-        why = "truncated file header";
-    } else if (mprof_rd_u16(h + 8) != MPROF_FMT_VERSION_MAJOR) {
-        snprintf(buf, sizeof buf,
-                 "unsupported capture format version %u.%u (this reader reads %u.x)",
-                 mprof_rd_u16(h + 8), mprof_rd_u16(h + 10), MPROF_FMT_VERSION_MAJOR);
-        why = buf;
+    const char *npt = kv_get(kv, "ns_per_tick"), *t0 = kv_get(kv, "tick0");
+    if (npt) {
+        free(r->rd_npt);
+        r->rd_npt = dupn(npt, strlen(npt));
     }
-    if (why) {
-        snprintf(err, errlen, "%s: %s", name, why);
-        mprof_reader_close(r);
-        return NULL;
+    if (t0) {
+        free(r->rd_tick0);
+        r->rd_tick0 = dupn(t0, strlen(t0));
     }
-    r->ns_per_tick = 1.0;
-    r->st.bytes_read = MPROF_FMT_HEADER_BYTES;
-    /* Thread 0 is the process context (collector records such as CALIBRATION). */
-    if (mprof_grow_zeroed((void **)&r->threads, &r->n_threads, 0, sizeof *r->threads, MAX_THREADS) != 0) {
-        snprintf(err, errlen, "%s: out of memory", name);
-        mprof_reader_close(r);
-        return NULL;
-    }
-    /* Read up to the first EVENTS chunk so that INFO is available right away. An error here
-     * is reported by the first mprof_reader_next call. */
-    if (next_chunk(r) == 0)
-        r->p = r->pend = NULL;
-    return r;
-}
-
-mprof_reader *mprof_reader_open(const char *path, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    mprof_reader *r = calloc(1, sizeof *r);
-    if (!r) {
-        fclose(f);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return NULL;
-    }
-    r->f = f;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long sz = ftell(f);
-        r->st.file_bytes = sz > 0 ? (uint64_t)sz : 0;
-        fseek(f, 0, SEEK_SET);
-    }
-    return open_common(r, err, errlen, path);
-}
-
-mprof_reader *mprof_reader_open_mem(const void *data, size_t len, char *err, size_t errlen)
-{
-    mprof_reader *r = calloc(1, sizeof *r);
-    if (!r) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    r->mem = data;
-    r->mem_len = len;
-    r->st.file_bytes = len;
-    return open_common(r, err, errlen, "capture");
-}
-
-static void kv_free(kvlist *l)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        free(l->items[i].key);
-        free(l->items[i].value);
-    }
-    free(l->items);
-}
-
-void mprof_reader_close(mprof_reader *r)
-{
-    if (!r)
-        return;
-    if (r->f)
-        fclose(r->f);
-    kv_free(&r->info);
-    kv_free(&r->end);
-    mprof_buf_free(&r->stored);
-    mprof_buf_free(&r->raw);
-    for (uint32_t i = 0; i < r->n_locs; i++) {
-        free((char *)r->locs[i].name);
-        free((char *)r->locs[i].function);
-        free((char *)r->locs[i].file);
-    }
-    free(r->locs);
-    for (uint32_t i = 0; i < r->n_strings; i++)
-        free(r->strings[i]);
-    free(r->strings);
-    for (uint32_t i = 0; i < r->n_threads; i++)
-        free(r->threads[i].def.name);
-    free(r->threads);
-    for (uint32_t i = 0; i < r->n_stacks; i++)
-        free(r->stacks[i].frames);
-    free(r->stacks);
-    free(r);
+    clock_of(r->rd_npt, r->rd_tick0, &r->rd_ns_per_tick, &r->rd_tick0_v);
 }
 
 /* A chunk whose stored length runs past the end of the input, with the have bytes that are
@@ -330,6 +250,143 @@ static const char *damaged_length(const unsigned char h[MPROF_FMT_CHUNK_HEADER_B
     return NULL;
 }
 
+static void job_fail(mprof__job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void job_fail(mprof__job *job, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(job->err, sizeof job->err, fmt, ap);
+    va_end(ap);
+    job->kind = MPROF__JOB_FAIL;
+}
+
+void mprof__read_job(mprof_reader *r, mprof__job *job)
+{
+    if (r->have_first) {
+        /* The job read at open (so that INFO was there at once) comes first. */
+        mprof__job t = *job;
+        *job = r->first_job;
+        r->first_job = t;
+        r->have_first = 0;
+        return;
+    }
+    job->seq = ++r->rd_seq;
+    job->truncated_bytes = 0;
+    job->err[0] = 0;
+    mprof__kv_free(&job->kv);
+    if (r->rd_done) {
+        job->kind = MPROF__JOB_EOF;
+        return;
+    }
+    for (;;) {
+        unsigned char *h = job->header;
+        uint64_t at = r->offset;
+        job->offset = at;
+        job->chunk_no = r->rd_chunks;
+        size_t got = input(r, h, MPROF_FMT_CHUNK_HEADER_BYTES);
+        if (got < MPROF_FMT_CHUNK_HEADER_BYTES) {
+            job->truncated_bytes = got;
+            job->kind = MPROF__JOB_EOF;
+            r->rd_done = 1;
+            return;
+        }
+        int kind, codec;
+        uint32_t stored, rawlen;
+        const char *why = mprof_fmt_check_chunk_header(h, &kind, &codec, &stored, &rawlen);
+        if (why) {
+            job_fail(job, "chunk %" PRIu64 " at offset %" PRIu64 ": %s", r->rd_chunks, at, why);
+            r->rd_done = 1;
+            return;
+        }
+        job->stored.len = 0;
+        if (mprof_buf_reserve(&job->stored, stored ? stored : 1) != 0) {
+            job_fail(job, "out of memory reading chunk at offset %" PRIu64, at);
+            r->rd_done = 1;
+            return;
+        }
+        got = input(r, job->stored.data, stored);
+        if (got < stored) {
+            const char *damage = damaged_length(h, job->stored.data, got);
+            if (damage)
+                job_fail(job, "chunk %" PRIu64 " at offset %" PRIu64 ": %s (corrupt file)",
+                         r->rd_chunks, at, damage);
+            else {
+                job->truncated_bytes = MPROF_FMT_CHUNK_HEADER_BYTES + got;
+                job->kind = MPROF__JOB_EOF;
+            }
+            r->rd_done = 1;
+            return;
+        }
+        job->codec = codec;
+        job->stored_len = stored;
+        job->raw_len = rawlen;
+        job->ns_per_tick = r->rd_ns_per_tick;
+        job->tick0 = r->rd_tick0_v;
+        if (kind == MPROF_CHUNK_EVENTS) {
+            /* Checked and decompressed by whoever decodes it. */
+            r->rd_chunks++;
+            job->bytes_after = r->offset;
+            job->kind = MPROF__JOB_EVENTS;
+            return;
+        }
+        /* Fuzz builds skip the checksum so that mutated inputs reach the decoders behind it. */
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+        if (mprof_fmt_chunk_verify(h, job->stored.data, stored) != 0) {
+            job_fail(job, "chunk %" PRIu64 " at offset %" PRIu64 ": checksum mismatch (corrupt file)",
+                     r->rd_chunks, at);
+            r->rd_done = 1;
+            return;
+        }
+#endif
+        const unsigned char *payload = job->stored.data;
+        if (codec == MPROF_CODEC_ZSTD) {
+            r->rd_raw.len = 0;
+            if (mprof_buf_reserve(&r->rd_raw, rawlen ? rawlen : 1) != 0) {
+                job_fail(job, "out of memory reading chunk at offset %" PRIu64, at);
+                r->rd_done = 1;
+                return;
+            }
+            size_t n = ZSTD_decompress(r->rd_raw.data, rawlen, job->stored.data, stored);
+            if (ZSTD_isError(n) || n != rawlen) {
+                job_fail(job, "chunk %" PRIu64 " at offset %" PRIu64 ": cannot decompress (%s)",
+                         r->rd_chunks, at, ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong length");
+                r->rd_done = 1;
+                return;
+            }
+            payload = r->rd_raw.data;
+        }
+        r->rd_chunks++;
+        job->bytes_after = r->offset;
+        switch (kind) {
+        case MPROF_CHUNK_INFO:
+        case MPROF_CHUNK_END: {
+            const char *bad = parse_kv(&job->kv, payload, payload + rawlen);
+            if (bad) {
+                if (strcmp(bad, "out of memory") == 0)
+                    job_fail(job, "out of memory");
+                else
+                    job_fail(job, "malformed key/value chunk at offset %" PRIu64, at);
+                r->rd_done = 1;
+                return;
+            }
+            if (kind == MPROF_CHUNK_INFO)
+                rd_clock(r, &job->kv);
+            job->kind = kind == MPROF_CHUNK_INFO ? MPROF__JOB_INFO : MPROF__JOB_END;
+            return;
+        }
+        default:
+            if (mprof_rd_u16(h + 6) & MPROF_CHUNK_F_OPTIONAL) {
+                job->kind = MPROF__JOB_SKIP;
+                return;
+            }
+            job_fail(job, "chunk %" PRIu64 " at offset %" PRIu64 ": unknown chunk kind %d",
+                     r->rd_chunks - 1, at, kind);
+            r->rd_done = 1;
+            return;
+        }
+    }
+}
+
 /* Compares END's counts with what was read and classifies how the capture ended. */
 static void check_end(mprof_reader *r)
 {
@@ -363,100 +420,75 @@ static void check_end(mprof_reader *r)
     }
 }
 
-/* Loads the next chunk. Returns 1 when an EVENTS chunk is ready, 0 at the end, -1 on error. */
-static int next_chunk(mprof_reader *r)
+/* Moves the key/values of src to the end of dst. */
+static int kv_move(mprof__kvlist *dst, mprof__kvlist *src)
 {
-    for (;;) {
-        unsigned char h[MPROF_FMT_CHUNK_HEADER_BYTES];
-        uint64_t at = r->offset;
-        size_t got = input(r, h, sizeof h);
-        if (got == 0) {
-            r->done = 1;
-            return 0;
-        }
-        if (got < sizeof h) {
-            r->st.truncated_bytes = got;
-            r->done = 1;
-            return 0;
-        }
-        int kind, codec;
-        uint32_t stored, rawlen;
-        const char *why = mprof_fmt_check_chunk_header(h, &kind, &codec, &stored, &rawlen);
-        if (why)
-            return fail(r, "chunk %" PRIu64 " at offset %" PRIu64 ": %s", r->st.chunks, at, why);
-        r->stored.len = 0;
-        if (mprof_buf_reserve(&r->stored, stored ? stored : 1) != 0)
-            return fail(r, "out of memory reading chunk at offset %" PRIu64, at);
-        got = input(r, r->stored.data, stored);
-        if (got < stored) {
-            const char *damage = damaged_length(h, r->stored.data, got);
-            if (damage)
-                return fail(r, "chunk %" PRIu64 " at offset %" PRIu64 ": %s (corrupt file)",
-                            r->st.chunks, at, damage);
-            r->st.truncated_bytes = sizeof h + got;
-            r->done = 1;
-            return 0;
-        }
-        /* Fuzz builds skip the checksum so that mutated inputs reach the decoders behind it. */
-#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-        if (mprof_fmt_chunk_verify(h, r->stored.data, stored) != 0)
-            return fail(r, "chunk %" PRIu64 " at offset %" PRIu64 ": checksum mismatch (corrupt file)",
-                        r->st.chunks, at);
-#endif
-        const unsigned char *payload = r->stored.data;
-        if (codec == MPROF_CODEC_ZSTD) {
-            r->raw.len = 0;
-            if (mprof_buf_reserve(&r->raw, rawlen ? rawlen : 1) != 0)
-                return fail(r, "out of memory reading chunk at offset %" PRIu64, at);
-            size_t n = ZSTD_decompress(r->raw.data, rawlen, r->stored.data, stored);
-            if (ZSTD_isError(n) || n != rawlen)
-                return fail(r, "chunk %" PRIu64 " at offset %" PRIu64 ": cannot decompress (%s)",
-                            r->st.chunks, at,
-                            ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong length");
-            payload = r->raw.data;
-        }
-        r->chunk_offset = at;
-        r->st.chunks++;
-        r->st.bytes_read = r->offset;
-        switch (kind) {
-        case MPROF_CHUNK_INFO:
-            if (parse_kv(r, &r->info, payload, payload + rawlen) != 0)
+    for (size_t i = 0; i < src->n; i++) {
+        if (dst->n == dst->cap) {
+            size_t nc = dst->cap ? dst->cap * 2 : 16;
+            mprof__kv *ni = realloc(dst->items, nc * sizeof *ni);
+            if (!ni) {
+                for (size_t k = i; k < src->n; k++) {
+                    free(src->items[k].key);
+                    free(src->items[k].value);
+                }
+                free(src->items);
+                memset(src, 0, sizeof *src);
                 return -1;
-            apply_clock(r);
-            continue;
-        case MPROF_CHUNK_END:
-            if (parse_kv(r, &r->end, payload, payload + rawlen) != 0)
-                return -1;
-            r->st.complete = 1;
-            check_end(r);
-            continue;
-        case MPROF_CHUNK_EVENTS:
-            r->p = payload;
-            r->pend = payload + rawlen;
-            r->cur_thread = 0;
-            r->ts_scale = 1;
-            return 1;
-        default:
-            if (mprof_rd_u16(h + 6) & MPROF_CHUNK_F_OPTIONAL)
-                continue;
-            return fail(r, "chunk %" PRIu64 " at offset %" PRIu64 ": unknown chunk kind %d",
-                        r->st.chunks - 1, at, kind);
+            }
+            dst->items = ni;
+            dst->cap = nc;
         }
+        dst->items[dst->n++] = src->items[i];
     }
+    free(src->items);
+    memset(src, 0, sizeof *src);
+    return 0;
 }
 
-static int bad_event(mprof_reader *r, const char *what, int tag)
+/* The caller reaches a job: its counts, and what its chunk kind means. Returns 0, or -1. */
+static int take_job(mprof_reader *r, mprof__segment *s)
 {
-    return fail(r, "chunk at offset %" PRIu64 ", event tag 0x%02x: %s", r->chunk_offset, tag, what);
+    switch (s->job_kind) {
+    case MPROF__JOB_EOF:
+        r->st.truncated_bytes = s->truncated_bytes;
+        r->done = 1;
+        return 0;
+    case MPROF__JOB_FAIL:
+        return 0; /* the segment's failure says why */
+    default:
+        break;
+    }
+    r->st.chunks++;
+    r->st.bytes_read = s->bytes_after;
+    if (s->job_kind == MPROF__JOB_INFO) {
+        if (kv_move(&r->info, &s->kv) != 0)
+            return fail(r, "out of memory");
+        const char *npt = kv_get(&r->info, "ns_per_tick"), *t0 = kv_get(&r->info, "tick0");
+        uint64_t tick0;
+        clock_of(npt, t0, &r->ns_per_tick, &tick0);
+    } else if (s->job_kind == MPROF__JOB_END) {
+        if (kv_move(&r->end, &s->kv) != 0)
+            return fail(r, "out of memory");
+        r->st.complete = 1;
+        check_end(r);
+    }
+    return 0;
 }
 
-static int apply_def(mprof_reader *r, mprof_event *ev)
+static int bad_event(mprof_reader *r, uint64_t offset, const char *what, int tag)
+{
+    return fail(r, "chunk at offset %" PRIu64 ", event tag 0x%02x: %s", offset, tag, what);
+}
+
+/* Applies a definition of the chunk at offset to the tables. Returns 0, or -1. */
+static int apply_def(mprof_reader *r, const mprof_event *ev, uint64_t offset)
 {
     switch (ev->type) {
     case MPROF_EV_DEF_SRCLOC: {
         uint32_t id = (uint32_t)ev->u[0];
         if (!id_ok(id, &r->max_loc) || mprof_grow_zeroed((void **)&r->locs, &r->n_locs, id, sizeof *r->locs, MAX_IDS) != 0)
-            return bad_event(r, "source location id out of range", ev->type);
+            return bad_event(r, offset, "source location id out of range", ev->type);
         mprof_srcloc_def *d = &r->locs[id];
         free((char *)d->name);
         free((char *)d->function);
@@ -473,7 +505,7 @@ static int apply_def(mprof_reader *r, mprof_event *ev)
     case MPROF_EV_DEF_STRING: {
         uint32_t id = (uint32_t)ev->u[0];
         if (!id_ok(id, &r->max_str) || mprof_grow_zeroed((void **)&r->strings, &r->n_strings, id, sizeof *r->strings, MAX_IDS))
-            return bad_event(r, "string id out of range", ev->type);
+            return bad_event(r, offset, "string id out of range", ev->type);
         free(r->strings[id]);
         r->strings[id] = dupn(ev->str, ev->str_len);
         return r->strings[id] ? 0 : fail(r, "out of memory");
@@ -482,14 +514,14 @@ static int apply_def(mprof_reader *r, mprof_event *ev)
         uint32_t idx = (uint32_t)ev->u[0];
         if (idx == 0 || mprof_grow_zeroed((void **)&r->threads, &r->n_threads, idx, sizeof *r->threads,
                              MAX_THREADS))
-            return bad_event(r, "thread index out of range", ev->type);
-        r->threads[idx].def.os_tid = ev->u[1];
+            return bad_event(r, offset, "thread index out of range", ev->type);
+        r->threads[idx].os_tid = ev->u[1];
         return 0;
     }
     case MPROF_EV_DEF_CALLSTACK: {
         uint32_t id = (uint32_t)ev->u[0];
         if (!id_ok(id, &r->max_stack) || mprof_grow_zeroed((void **)&r->stacks, &r->n_stacks, id, sizeof *r->stacks, MAX_IDS))
-            return bad_event(r, "callstack id out of range", ev->type);
+            return bad_event(r, offset, "callstack id out of range", ev->type);
         callstack *c = &r->stacks[id];
         uint64_t *fr = malloc((ev->u[1] ? ev->u[1] : 1) * sizeof *fr);
         if (!fr)
@@ -501,53 +533,290 @@ static int apply_def(mprof_reader *r, mprof_event *ev)
         return 0;
     }
     case MPROF_EV_THREAD_NAME: {
-        thread_state *t = &r->threads[ev->thread];
-        free(t->def.name);
-        t->def.name = dupn(ev->str, ev->str_len);
-        return t->def.name ? 0 : fail(r, "out of memory");
+        mprof_thread_def *t = &r->threads[ev->thread];
+        free(t->name);
+        t->name = dupn(ev->str, ev->str_len);
+        return t->name ? 0 : fail(r, "out of memory");
     }
     case MPROF_EV_THREAD_EXIT:
-        r->threads[ev->thread].def.exited = 1;
+        r->threads[ev->thread].exited = 1;
         return 0;
     default:
         return 0;
     }
 }
 
-/* Ticks to ns since the start; clamped, so a corrupt delta cannot make the conversion
- * undefined. */
-static int64_t tick_ns(const mprof_reader *r, uint64_t ticks)
+static mprof_reader *open_common(mprof_reader *r, char *err, size_t errlen, const char *name)
 {
-    double ns = (double)(int64_t)(ticks - r->tick0) * r->ns_per_tick;
-    return ns >= 9.2e18 ? INT64_MAX : ns <= -9.2e18 ? INT64_MIN : (int64_t)ns;
+    unsigned char h[MPROF_FMT_HEADER_BYTES];
+    size_t got = input(r, h, sizeof h);
+    const char *why = NULL;
+    char buf[160];
+    if (got < MPROF_FMT_MAGIC_LEN || memcmp(h, MPROF_FMT_MAGIC, MPROF_FMT_MAGIC_LEN) != 0) {
+        why = "not an mprof capture (bad magic)";
+    } else if (got < sizeof h) {
+        why = "truncated file header";
+    } else if (mprof_rd_u16(h + 8) != MPROF_FMT_VERSION_MAJOR) {
+        snprintf(buf, sizeof buf,
+                 "unsupported capture format version %u.%u (this reader reads %u.x)",
+                 mprof_rd_u16(h + 8), mprof_rd_u16(h + 10), MPROF_FMT_VERSION_MAJOR);
+        why = buf;
+    }
+    if (why) {
+        snprintf(err, errlen, "%s: %s", name, why);
+        mprof_reader_close(r);
+        return NULL;
+    }
+    r->ns_per_tick = r->rd_ns_per_tick = 1.0;
+    r->jobs = mprof_read_jobs();
+    r->st.bytes_read = MPROF_FMT_HEADER_BYTES;
+    /* Thread 0 is the process context (collector records such as CALIBRATION). */
+    if (mprof_grow_zeroed((void **)&r->threads, &r->n_threads, 0, sizeof *r->threads, MAX_THREADS) != 0) {
+        snprintf(err, errlen, "%s: out of memory", name);
+        mprof_reader_close(r);
+        return NULL;
+    }
+    /* Read up to the first EVENTS chunk so that INFO is available right away. An error here
+     * is reported by the first read. */
+    for (;;) {
+        mprof__read_job(r, &r->first_job);
+        int k = r->first_job.kind;
+        if (k != MPROF__JOB_INFO && k != MPROF__JOB_END && k != MPROF__JOB_SKIP)
+            break;
+        mprof__segment s = {0};
+        s.job_kind = k;
+        s.bytes_after = r->first_job.bytes_after;
+        s.kv = r->first_job.kv;
+        memset(&r->first_job.kv, 0, sizeof r->first_job.kv);
+        if (take_job(r, &s) != 0) {
+            mprof__kv_free(&s.kv);
+            break; /* the first read reports it */
+        }
+    }
+    r->have_first = 1;
+    return r;
 }
 
-/* A ZONE_LEAF record (format.h): returns its ZONE_BEGIN now and its ZONE_END on the next call. */
-static int leaf_event(mprof_reader *r, int tag, mprof_event *ev)
+mprof_reader *mprof_reader_open(const char *path, char *err, size_t errlen)
 {
-    if (r->cur_thread == 0)
-        return fail(r, "chunk at offset %" PRIu64 ": ZONE_LEAF before any THREAD record",
-                    r->chunk_offset);
-    thread_state *t = &r->threads[r->cur_thread];
-    if (t->chunk_seq != r->st.chunks)
-        return bad_event(r, "ZONE_LEAF as the thread's first timestamp in its chunk", tag);
-    if (t->leaf_seq != r->st.chunks || !t->leaf_loc)
-        return bad_event(r, "ZONE_LEAF without a ZONE_LEAF_LOC before it in its chunk", tag);
-    uint64_t begin = t->last_ticks + (uint64_t)((tag >> 4) & 7) * r->ts_scale;
-    uint64_t end = begin + (uint64_t)(tag & 15) * r->ts_scale;
-    t->last_ticks = end;
-    memset(ev, 0, sizeof *ev);
-    ev->type = MPROF_EV_ZONE_BEGIN;
-    ev->thread = r->cur_thread;
-    ev->ts_ns = tick_ns(r, begin);
-    ev->u[0] = t->leaf_loc;
-    r->leaf_pending = 1;
-    r->leaf_end_ns = tick_ns(r, end);
-    r->leaf_thread = r->cur_thread;
-    r->st.events++;
-    r->thread_events++;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    mprof_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        fclose(f);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    r->f = f;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long sz = ftell(f);
+        r->st.file_bytes = sz > 0 ? (uint64_t)sz : 0;
+        fseek(f, 0, SEEK_SET);
+    }
+    return open_common(r, err, errlen, path);
+}
+
+mprof_reader *mprof_reader_open_mem(const void *data, size_t len, char *err, size_t errlen)
+{
+    mprof_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->mem = data;
+    r->mem_len = len;
+    r->st.file_bytes = len;
+    return open_common(r, err, errlen, "capture");
+}
+
+static void job_free(mprof__job *j)
+{
+    mprof_buf_free(&j->stored);
+    mprof__kv_free(&j->kv);
+}
+
+void mprof_reader_close(mprof_reader *r)
+{
+    if (!r)
+        return;
+    if (r->pool)
+        mprof__pool_stop(r->pool); /* the workers are gone before the input closes */
+    if (r->f)
+        fclose(r->f);
+    mprof__kv_free(&r->info);
+    mprof__kv_free(&r->end);
+    free(r->rd_npt);
+    free(r->rd_tick0);
+    mprof_buf_free(&r->rd_raw);
+    job_free(&r->first_job);
+    job_free(&r->job);
+    mprof__decoder_free(&r->dec);
+    if (r->seg_ready) {
+        mprof__kv_free(&r->seg.kv);
+        mprof__segment_free(&r->seg);
+    }
+    for (uint32_t i = 0; i < r->n_locs; i++) {
+        free((char *)r->locs[i].name);
+        free((char *)r->locs[i].function);
+        free((char *)r->locs[i].file);
+    }
+    free(r->locs);
+    for (uint32_t i = 0; i < r->n_strings; i++)
+        free(r->strings[i]);
+    free(r->strings);
+    for (uint32_t i = 0; i < r->n_threads; i++)
+        free(r->threads[i].name);
+    free(r->threads);
+    for (uint32_t i = 0; i < r->n_stacks; i++)
+        free(r->stacks[i].frames);
+    free(r->stacks);
+    free(r);
+}
+
+/* ---- handing out batches ------------------------------------------------------------------ */
+
+int mprof_reader_set_jobs(mprof_reader *r, int jobs)
+{
+    if (r->started)
+        return -1;
+    r->jobs = jobs <= 0 ? mprof_default_jobs() : jobs;
+    return 0;
+}
+
+void mprof_reader_want(mprof_reader *r, const unsigned char want[MPROF_EV_MAX])
+{
+    if (r->started)
+        return;
+    r->want_some = want != NULL;
+    if (want)
+        memcpy(r->want, want, sizeof r->want);
+}
+
+/* The next segment in file order, NULL when out of memory. */
+static mprof__segment *next_segment(mprof_reader *r)
+{
+    const unsigned char *want = r->want_some ? r->want : NULL;
+    if (r->pool)
+        return mprof__pool_take(r->pool);
+    if (!r->seg_ready) {
+        if (mprof__segment_init(&r->seg) != 0)
+            return NULL;
+        r->seg_ready = 1;
+    }
+    if (r->dec.active) {
+        mprof__produce(&r->dec, &r->job, 0, &r->seg, want);
+        return &r->seg;
+    }
+    mprof__read_job(r, &r->job);
+    mprof__produce(&r->dec, &r->job, 1, &r->seg, want);
+    return &r->seg;
+}
+
+static void release_segment(mprof_reader *r)
+{
+    if (!r->cur)
+        return;
+    mprof__kv_free(&r->cur->kv);
+    if (r->pool)
+        mprof__pool_give_back(r->pool, r->cur);
+    r->cur = NULL;
+}
+
+static int start(mprof_reader *r)
+{
+    r->started = 1;
+    if (r->jobs <= 1)
+        return 0;
+    r->pool = mprof__pool_start(r, r->jobs, r->want_some ? r->want : NULL);
+    if (!r->pool)
+        return fail(r, "out of memory (cannot start %d reader threads)", r->jobs);
+    return 0;
+}
+
+/* Hands out a batch of the current segment: its definitions applied, its counts added. */
+static int hand_out(mprof_reader *r, const mprof__segment *s, const mprof__bdesc *b,
+                    mprof_batch *out)
+{
+    if (b->max_thread >= r->n_threads &&
+        mprof_grow_zeroed((void **)&r->threads, &r->n_threads, b->max_thread, sizeof *r->threads,
+                          MAX_THREADS) != 0)
+        return fail(r, "out of memory");
+    out->rec = s->rec + b->rec0;
+    out->run = s->run + b->run0;
+    out->ev = s->ev + b->ev0;
+    out->n_rec = b->n_rec;
+    out->n_run = b->n_run;
+    out->n_ev = b->n_ev;
+    out->max_ts_ns = b->max_ts;
+    for (uint32_t i = 0; i < b->n_defs; i++) {
+        if (apply_def(r, &out->ev[i], s->offset) == 0)
+            continue;
+        /* Hand out the definitions before it, then fail: as a one-at-a-time read does. */
+        r->failed = 0;
+        r->cur_truncated = 1;
+        out->n_rec = i;
+        out->n_ev = i;
+        uint32_t nr = 0;
+        while (nr < out->n_run && out->run[nr].first < i)
+            nr++;
+        out->n_run = nr;
+        out->max_ts_ns = i ? 0 : INT64_MIN;
+        r->st.events += i;
+        for (uint32_t k = 0; k < i; k++)
+            r->thread_events += mprof_event_counted(out->ev[k].type);
+        return 1;
+    }
+    r->st.events += b->events;
+    r->thread_events += b->counted;
     return 1;
 }
+
+int mprof_reader_next_batch(mprof_reader *r, mprof_batch *out)
+{
+    memset(out, 0, sizeof *out);
+    if (r->failed)
+        return -1;
+    if (!r->started && start(r) != 0)
+        return -1;
+    for (;;) {
+        if (r->cur_truncated) {
+            r->cur_truncated = 0;
+            r->failed = 1;
+            return -1;
+        }
+        if (r->cur && r->cur_b < r->cur->n_b) {
+            const mprof__bdesc *b = &r->cur->b[r->cur_b++];
+            int rc = hand_out(r, r->cur, b, out);
+            if (rc < 0)
+                return -1;
+            if (out->n_rec || r->cur_truncated || out->max_ts_ns != INT64_MIN)
+                return 1;
+            continue;
+        }
+        if (r->cur) {
+            int failed = r->cur->failed;
+            if (failed)
+                fail(r, "%s", r->cur->err);
+            release_segment(r);
+            if (failed)
+                return -1;
+        }
+        if (r->done)
+            return 0;
+        mprof__segment *s = next_segment(r);
+        if (!s)
+            return fail(r, "out of memory");
+        r->cur = s;
+        r->cur_b = 0;
+        if (s->first && take_job(r, s) != 0)
+            return -1;
+    }
+}
+
+/* ---- one event at a time ------------------------------------------------------------------ */
 
 int mprof_reader_next(mprof_reader *r, mprof_event *ev)
 {
@@ -559,125 +828,37 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
         ev->thread = r->leaf_thread;
         ev->ts_ns = r->leaf_end_ns;
         r->leaf_pending = 0;
-        r->st.events++;
-        r->thread_events++;
         return 1;
     }
-    for (;;) {
-        if (r->p >= r->pend) {
-            if (r->done)
-                return 0;
-            int c = next_chunk(r);
-            if (c <= 0)
-                return c;
-            continue;
-        }
-        const unsigned char *p = r->p, *end = r->pend;
-        int tag = *p++;
-        if (MPROF_EV_IS_LEAF(tag)) {
-            r->p = p;
-            return leaf_event(r, tag, ev);
-        }
-        const mprof_event_desc *d = mprof_event_desc_get(tag);
-        if (!d)
-            return fail(r, "chunk at offset %" PRIu64 ": unknown event tag 0x%02x", r->chunk_offset,
-                        tag);
+    while (r->li >= r->lb.n_rec) {
+        int rc = mprof_reader_next_batch(r, &r->lb);
+        if (rc <= 0)
+            return rc;
+        r->li = 0;
+        r->lrun = 0;
+    }
+    const mprof_rec *e = &r->lb.rec[r->li];
+    while (r->li >= r->lb.run[r->lrun].end)
+        r->lrun++;
+    uint32_t thread = r->lb.run[r->lrun].thread;
+    r->li++;
+    int type = mprof_rec_type(e);
+    if (type == MPROF_REC_LEAF || type == MPROF_EV_ZONE_BEGIN || type == MPROF_EV_ZONE_END) {
         memset(ev, 0, sizeof *ev);
-        ev->type = tag;
-        ev->thread = r->cur_thread;
-        if ((tag >= 0x10 || tag == MPROF_EV_THREAD_EXIT) && tag != MPROF_EV_TS_SCALE &&
-            !MPROF_EV_IS_PROCESS(tag) &&
-            r->cur_thread == 0)
-            return fail(r, "chunk at offset %" PRIu64 ": event 0x%02x before any THREAD record",
-                        r->chunk_offset, tag);
-        int ui = 0, si = 0;
-        for (int i = 0; i < d->n_fields; i++) {
-            uint64_t v = 0;
-            if (mprof_get_field(&p, end, d->fields[i], &v))
-                goto truncated;
-            switch (d->fields[i]) {
-            case MPROF_F_TS: {
-                thread_state *t = &r->threads[r->cur_thread];
-                /* A thread's first TS in a chunk is absolute; later ones are deltas, in units
-                 * of the chunk's TS_SCALE (unsigned arithmetic: a corrupt value wraps). */
-                uint64_t ticks = t->chunk_seq == r->st.chunks
-                                     ? t->last_ticks + (uint64_t)mprof_unzigzag(v) * r->ts_scale
-                                     : (uint64_t)mprof_unzigzag(v);
-                t->last_ticks = ticks;
-                t->chunk_seq = r->st.chunks;
-                ev->ts_ns = tick_ns(r, ticks);
-                continue;
-            }
-            case MPROF_F_STR:
-                if (si < 3) {
-                    ev->strs[si] = (const char *)p - v;
-                    ev->str_lens[si] = (uint32_t)v;
-                    si++;
-                }
-                continue;
-            case MPROF_F_I64:
-                v = (uint64_t)mprof_unzigzag(v);
-                break;
-            case MPROF_F_U32:
-            case MPROF_F_LOC:
-            case MPROF_F_NAME:
-            case MPROF_F_CS:
-                if (v > UINT32_MAX)
-                    return bad_event(r, "32-bit field out of range", tag);
-                break;
-            default:
-                break;
-            }
-            ev->u[ui++] = v;
+        ev->type = type == MPROF_REC_LEAF ? MPROF_EV_ZONE_BEGIN : type;
+        ev->thread = thread;
+        ev->ts_ns = e->ts_ns;
+        if (type != MPROF_EV_ZONE_END)
+            ev->u[0] = e->x;
+        if (type == MPROF_REC_LEAF) {
+            r->leaf_pending = 1;
+            r->leaf_end_ns = e->ts_ns + mprof_rec_dur(e);
+            r->leaf_thread = thread;
         }
-        ev->str = ev->strs[0];
-        ev->str_len = ev->str_lens[0];
-        if (tag == MPROF_EV_DEF_CALLSTACK) {
-            if (ev->u[1] > sizeof r->frames_tmp / sizeof r->frames_tmp[0])
-                return bad_event(r, "callstack deeper than 256 frames", tag);
-            for (uint64_t i = 0; i < ev->u[1]; i++)
-                if (mprof_get_varint(&p, end, &r->frames_tmp[i]))
-                    goto truncated;
-            ev->frames = r->frames_tmp;
-        }
-        r->p = p;
-        /* Values this reader does not know are a newer writer's: refused, not guessed. */
-        if (tag == MPROF_EV_SYS_SWITCH && (ev->u[1] > MPROF_SYS_IN || ev->u[2] > MPROF_SYS_REASON_MAX))
-            return bad_event(r, "unknown switch direction or reason", tag);
-        if (tag == MPROF_EV_SYS_WAKE && ev->u[3] > MPROF_SYS_WAKE_MAX)
-            return bad_event(r, "unknown wake-up context", tag);
-        if (tag == MPROF_EV_TS_SCALE) {
-            /* Chunk-level encoding state, not an event: it is applied and not returned. */
-            if (ev->u[0] == 0)
-                return bad_event(r, "TS_SCALE of 0", tag);
-            r->ts_scale = ev->u[0];
-            continue;
-        }
-        if (tag == MPROF_EV_ZONE_LEAF_LOC) {
-            /* Encoding state too: the location of the thread's next ZONE_LEAF records. */
-            if (ev->u[0] == 0)
-                return bad_event(r, "ZONE_LEAF_LOC of location 0", tag);
-            thread_state *t = &r->threads[r->cur_thread];
-            t->leaf_loc = (uint32_t)ev->u[0];
-            t->leaf_seq = r->st.chunks;
-            continue;
-        }
-        if (tag == MPROF_EV_THREAD) {
-            uint32_t idx = (uint32_t)ev->u[0];
-            if (mprof_grow_zeroed((void **)&r->threads, &r->n_threads, idx, sizeof *r->threads, MAX_THREADS))
-                return bad_event(r, "thread index out of range", tag);
-            r->cur_thread = idx;
-            ev->thread = idx;
-        }
-        if (apply_def(r, ev) != 0)
-            return -1;
-        r->st.events++;
-        if (mprof_event_counted(tag))
-            r->thread_events++;
         return 1;
-    truncated:
-        return bad_event(r, "event runs past the end of its chunk", tag);
     }
+    *ev = r->lb.ev[e->x];
+    return 1;
 }
 
 const char *mprof_reader_error(const mprof_reader *r)
@@ -712,7 +893,7 @@ const char *mprof_reader_string(const mprof_reader *r, uint32_t id)
 
 const mprof_thread_def *mprof_reader_thread(const mprof_reader *r, uint32_t idx)
 {
-    return idx && idx < r->n_threads ? &r->threads[idx].def : NULL;
+    return idx && idx < r->n_threads ? &r->threads[idx] : NULL;
 }
 
 uint32_t mprof_reader_thread_count(const mprof_reader *r)

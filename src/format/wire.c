@@ -160,6 +160,14 @@ int mprof_wire_scan_events(const unsigned char *p, size_t n, mprof_wire_counts *
             c->zones++;
             continue;
         }
+        if (MPROF_EV_IS_LEAF_LONG(tag)) { /* the same with a varint length (format 1.4) */
+            uint64_t d;
+            if (mprof_get_varint(&p, end, &d))
+                goto truncated;
+            c->events += 2;
+            c->zones++;
+            continue;
+        }
         const mprof_event_desc *d = mprof_event_desc_get(tag);
         if (!d)
             return fail(err, errlen, "unknown event tag 0x%02x in the stream", tag);

@@ -511,6 +511,140 @@ static size_t resample_cap(const mprof_sample_runs *s)
     return (longest + s->blocks_per_run + 1) * s->n_runs;
 }
 
+/* A side of the bootstrap by rank: its values sorted, and each value's place among them. A
+ * resample is then a count per place, and its percentile a walk down from the largest place:
+ * the same numbers as selecting in the resampled values (a value's place keeps its order; ties
+ * hold equal values), at a fraction of the cost, since the 2,000 resamples of a run of frames
+ * are most of what the gate spends. */
+typedef struct ranked {
+    double *sorted;  /* the side's n values, ascending */
+    uint32_t *rank;  /* rank[i]: the place of values[base + i] in sorted */
+    uint32_t *count; /* per place: the times the resample drew it (zero between resamples) */
+    size_t n, base;
+} ranked;
+
+typedef struct valued {
+    double v;
+    uint32_t i;
+} valued;
+
+static int cmp_valued(const void *pa, const void *pb)
+{
+    double a = ((const valued *)pa)->v, b = ((const valued *)pb)->v;
+    return (a > b) - (a < b);
+}
+
+/* Ranks a side; returns 0, or -1 when out of memory or a value is not finite (the side is then
+ * resampled value by value). */
+static int rank_side(const mprof_sample_runs *s, ranked *rk)
+{
+    memset(rk, 0, sizeof *rk);
+    rk->base = s->run_start[0];
+    rk->n = runs_total(s);
+    if (rk->n >= UINT32_MAX)
+        return -1;
+    for (size_t i = 0; i < rk->n; i++)
+        if (!isfinite(s->values[rk->base + i]))
+            return -1;
+    valued *vi = malloc((rk->n ? rk->n : 1) * sizeof *vi);
+    rk->sorted = malloc((rk->n ? rk->n : 1) * sizeof *rk->sorted);
+    rk->rank = malloc((rk->n ? rk->n : 1) * sizeof *rk->rank);
+    rk->count = calloc(rk->n ? rk->n : 1, sizeof *rk->count);
+    if (!vi || !rk->sorted || !rk->rank || !rk->count) {
+        free(vi);
+        return -1;
+    }
+    for (size_t i = 0; i < rk->n; i++)
+        vi[i] = (valued){s->values[rk->base + i], (uint32_t)i};
+    qsort(vi, rk->n, sizeof *vi, cmp_valued);
+    for (size_t j = 0; j < rk->n; j++) {
+        rk->sorted[j] = vi[j].v;
+        rk->rank[vi[j].i] = (uint32_t)j;
+    }
+    free(vi);
+    return 0;
+}
+
+static void ranked_free(ranked *rk)
+{
+    free(rk->sorted);
+    free(rk->rank);
+    free(rk->count);
+}
+
+/* draw_run, counting the places drawn instead of copying values; the same draws. */
+static size_t draw_run_ranks(ranked *rk, size_t b, size_t n, size_t k, rng *g)
+{
+    const uint32_t *rank = rk->rank + (b - rk->base);
+    uint32_t *count = rk->count;
+    if (k < 2 || n < 2 * k) {
+        for (size_t i = 0; i < n; i++)
+            count[rank[rng_below(g, n)]]++;
+        return n;
+    }
+    size_t len = 0;
+    for (size_t j = 0; j < k; j++) {
+        size_t blk = rng_below(g, k);
+        size_t s = blk * n / k, e = (blk + 1) * n / k;
+        for (size_t i = s; i < e; i++)
+            count[rank[i]]++;
+        len += e - s;
+    }
+    return len;
+}
+
+/* resample, into the side's counts; the same draws. Returns the resample's length. */
+static size_t resample_ranks(const mprof_sample_runs *s, ranked *rk, rng *g)
+{
+    if (s->n_runs == 1)
+        return draw_run_ranks(rk, s->run_start[0], s->run_start[1] - s->run_start[0],
+                              s->blocks_per_run, g);
+    size_t len = 0;
+    for (size_t k = 0; k < s->n_runs; k++) {
+        size_t run = rng_below(g, s->n_runs);
+        size_t b = s->run_start[run], n = s->run_start[run + 1] - b;
+        len += draw_run_ranks(rk, b, n, s->blocks_per_run, g);
+    }
+    return len;
+}
+
+/* mprof__percentile_select of the resample counted in rk (len values), with its arithmetic;
+ * the counts are zero again afterwards. */
+static double percentile_counted(ranked *rk, size_t len, double p)
+{
+    double r = 0.0;
+    if (len > 0) {
+        if (p < 0.0)
+            p = 0.0;
+        if (p > 100.0)
+            p = 100.0;
+        double h = (double)(len - 1) * p / 100.0;
+        size_t k = (size_t)h;
+        double frac = h - (double)k;
+        /* The k-th smallest is the m-th largest: walk down the places until the one that holds
+         * it; the (k+1)-th smallest is in the same place or the last one passed. */
+        size_t m = len - 1 - k, cum = 0, j = rk->n, above = rk->n;
+        while (j > 0) {
+            uint32_t c = rk->count[--j];
+            if (!c)
+                continue;
+            if (cum + c > m)
+                break;
+            cum += c;
+            above = j;
+        }
+        double x = rk->sorted[j];
+        if (frac <= 0.0 || k + 1 >= len) {
+            r = x;
+        } else {
+            double y = m >= 1 && m - 1 >= cum ? x : rk->sorted[above];
+            r = x + frac * (y - x);
+        }
+    }
+    memset(rk->count, 0, rk->n * sizeof *rk->count);
+    return r;
+}
+
 int mprof__bootstrap_ratio_ci(const mprof_sample_runs *base, const mprof_sample_runs *cur, double p,
                               int n_resamples, double level, uint64_t seed, mprof_ratio_ci *out)
 {
@@ -547,14 +681,28 @@ int mprof__bootstrap_ratio_ci(const mprof_sample_runs *base, const mprof_sample_
     rng g;
     rng_seed(&g, seed);
     int kept = 0;
-    for (int i = 0; i < n_resamples; i++) {
-        size_t lb = resample(base, &g, buf);
-        double rb = mprof__percentile_select(buf, lb, p, scratch);
-        size_t lc = resample(cur, &g, buf);
-        double rc_ = mprof__percentile_select(buf, lc, p, scratch);
-        if (rb > 0.0)
-            ratios[kept++] = rc_ / rb;
+    ranked rb_ = {0}, rc_k = {0};
+    if (rank_side(base, &rb_) == 0 && rank_side(cur, &rc_k) == 0) {
+        for (int i = 0; i < n_resamples; i++) {
+            size_t lb = resample_ranks(base, &rb_, &g);
+            double rb = percentile_counted(&rb_, lb, p);
+            size_t lc = resample_ranks(cur, &rc_k, &g);
+            double rc_ = percentile_counted(&rc_k, lc, p);
+            if (rb > 0.0)
+                ratios[kept++] = rc_ / rb;
+        }
+    } else {
+        for (int i = 0; i < n_resamples; i++) {
+            size_t lb = resample(base, &g, buf);
+            double rb = mprof__percentile_select(buf, lb, p, scratch);
+            size_t lc = resample(cur, &g, buf);
+            double rc_ = mprof__percentile_select(buf, lc, p, scratch);
+            if (rb > 0.0)
+                ratios[kept++] = rc_ / rb;
+        }
     }
+    ranked_free(&rb_);
+    ranked_free(&rc_k);
     if (kept == 0)
         goto done;
     mprof__sort_doubles(ratios, (size_t)kept);

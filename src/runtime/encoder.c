@@ -669,26 +669,41 @@ void mprof__encoder_translate(mprof__thread *th, const unsigned char *p, const u
                 int tag = *p;
                 uint32_t id = 0;
                 /* A zone without children whose begin and length are a few clock units is one
-                 * byte (ZONE_LEAF, format.h), after a ZONE_LEAF_LOC when its location is not
-                 * the thread's previous leaf's. Short repeated zones are where events are
-                 * densest: this is most of what zstd then has to read. */
+                 * byte (ZONE_LEAF, format.h), a longer one a tag and a varint (ZONE_LEAF_LONG),
+                 * after a ZONE_LEAF_LOC when its location is not the thread's previous leaf's.
+                 * Short repeated zones are where events are densest: this is most of what zstd
+                 * then has to read, and most of what the collector writes. While the chunk's
+                 * scale is dropped (a delta that was not a whole step) zones take the plain
+                 * records, which restore it. */
                 if (tag == MPROF__EV_ZONE_BEGIN && p <= pe_leaf &&
-                    p[MPROF__ZONE_BEGIN_BYTES] == MPROF__EV_ZONE_END && scale > 1) {
+                    p[MPROF__ZONE_BEGIN_BYTES] == MPROF__EV_ZONE_END && !(scale == 1 && dropped)) {
                     const mprof_srcloc *loc;
                     uint64_t te;
                     memcpy(&ticks, p + 1, 8);
                     memcpy(&loc, p + 9, 8);
                     memcpy(&te, p + MPROF__ZONE_BEGIN_BYTES + 1, 8);
-                    uint64_t db = ticks - last, de = te - ticks;
-                    uint64_t qb = (db >> shift) * inv, qe = (de >> shift) * inv;
-                    if (!(db & lowmask) && !(de & lowmask) && qb <= MPROF_LEAF_BEGIN_MAX &&
-                        qe <= MPROF_LEAF_DUR_MAX && (id = loc_id(loc)) != 0) {
+                    uint64_t db = ticks - last, de = te - ticks, qb = db, qe = de;
+                    int exact = 1;
+                    if (scale > 1) { /* in clock units: exact quotients only */
+                        qb = (db >> shift) * inv;
+                        qe = (de >> shift) * inv;
+                        exact = !(db & lowmask) && !(de & lowmask) && qe <= qmax;
+                    }
+                    if (exact && qb <= MPROF_LEAF_LONG_BEGIN_MAX && (id = loc_id(loc)) != 0) {
                         if (id != leaf) {
                             *o++ = MPROF_EV_ZONE_LEAF_LOC;
                             o = mprof_put_varint(o, id);
                             leaf = id;
                         }
-                        *o++ = (unsigned char)(MPROF_EV_ZONE_LEAF | qb << 4 | qe);
+                        if (scale > 1 && qb <= MPROF_LEAF_BEGIN_MAX && qe <= MPROF_LEAF_DUR_MAX) {
+                            *o++ = (unsigned char)(MPROF_EV_ZONE_LEAF | qb << 4 | qe);
+                        } else {
+                            *o++ = (unsigned char)(MPROF_EV_ZONE_LEAF_LONG | qb);
+                            if (qe < 0x80)
+                                *o++ = (unsigned char)qe;
+                            else
+                                o = mprof_put_varint(o, qe);
+                        }
                         p += MPROF__ZONE_BEGIN_BYTES + MPROF__ZONE_END_BYTES;
                         last = te;
                         n += 2;

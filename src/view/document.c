@@ -421,6 +421,14 @@ static void p2_event(pass2 *p, const mprof_event *ev)
     }
 }
 
+/* The walker's hook for the events other than zones: pass 2's messages and plots. */
+static int p2_other(void *user, const mprof_event *ev)
+{
+    pass2 *p = user;
+    p2_event(p, ev);
+    return p->oom ? -1 : 0;
+}
+
 /* ---- range choice --------------------------------------------------------------------------- */
 
 typedef struct range {
@@ -1050,7 +1058,8 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
     /* Zones crossing the range's edges come on top of the budget; cap at 1.5 times. */
     p2.max_keep = o.max_zones + o.max_zones / 2;
     p2.keep_all = strcmp(rg.mode, "all") == 0;
-    mprof_tl_hooks h2 = {.user = &p2, .zone = p2_zone, .lock_span = p2_lock, .memory = p2_memory};
+    mprof_tl_hooks h2 = {.user = &p2, .zone = p2_zone, .lock_span = p2_lock, .memory = p2_memory,
+                         .other = p2_other};
     r = mprof_reader_open(path, err, errlen);
     if (!r) {
         mprof__walker_free(w1);
@@ -1064,21 +1073,10 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
         return -1;
     }
     p2.w = w2;
-    mprof_event ev;
-    while ((rc = mprof_reader_next(r, &ev)) == 1) {
-        p2_event(&p2, &ev);
-        if (mprof__walker_event(w2, &ev) != 0 || p2.oom) {
-            rc = -2;
-            break;
-        }
-    }
+    rc = mprof__walker_feed(w2, r, &p2.oom, path, err, errlen);
     int ret = 0;
-    if (rc == -1) {
-        tool_seterr(err, errlen, "%s: %s", path, mprof_reader_error(r));
-        ret = -1;
-    } else if (rc == -2) {
-        tool_seterr(err, errlen, "%s: out of memory", path);
-        ret = -1;
+    if (rc < 0) {
+        ret = -1; /* walker_feed said why */
     } else {
         mprof__walker_finish(w2);
         for (size_t i = 0; i < p2.n_plots; i++)

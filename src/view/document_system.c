@@ -73,23 +73,32 @@ static int write_json(const char *path, FILE *out, int64_t t0, int64_t t1)
     int rc = -1;
     if (!m)
         goto out;
-    mprof_event ev;
+    /* The system records and modules only (the model takes the others' latest time from
+     * each batch). */
+    unsigned char want[MPROF_EV_MAX] = {0};
+    mprof__sys_want(want);
+    want[MPROF_EV_DEF_MODULE] = 1;
+    mprof_reader_want(r, want);
+    mprof_batch bt;
     int more;
-    while ((more = mprof_reader_next(r, &ev)) == 1) {
-        if (mprof__sys_event(m, r, &ev) != 0)
+    while ((more = mprof_reader_next_batch(r, &bt)) == 1) {
+        if (mprof__sys_batch(m, r, &bt) != 0)
             goto out;
-        if (ev.type == MPROF_EV_SYS_SAMPLE && ev.ts_ns >= t0 && ev.ts_ns <= t1) {
-            if (n_vs >= MAX_SAMPLES) {
-                samples_left_out++;
-                continue;
+        for (uint32_t i = 0; i < bt.n_ev; i++) {
+            const mprof_event *ev = &bt.ev[i];
+            if (ev->type == MPROF_EV_SYS_SAMPLE && ev->ts_ns >= t0 && ev->ts_ns <= t1) {
+                if (n_vs >= MAX_SAMPLES) {
+                    samples_left_out++;
+                    continue;
+                }
+                if (mprof_array_reserve((void **)&vs, &cap_vs, n_vs + 1, sizeof *vs) != 0)
+                    goto out;
+                vs[n_vs++] = (vsample){ev->ts_ns, ev->u[0], (uint32_t)ev->u[1]};
+            } else if (ev->type == MPROF_EV_DEF_MODULE) {
+                if (!sym && !(sym = mprof_symbolizer_new()))
+                    goto out;
+                mprof_symbolizer_add_event(sym, ev);
             }
-            if (mprof_array_reserve((void **)&vs, &cap_vs, n_vs + 1, sizeof *vs) != 0)
-                goto out;
-            vs[n_vs++] = (vsample){ev.ts_ns, ev.u[0], (uint32_t)ev.u[1]};
-        } else if (ev.type == MPROF_EV_DEF_MODULE) {
-            if (!sym && !(sym = mprof_symbolizer_new()))
-                goto out;
-            mprof_symbolizer_add_event(sym, &ev);
         }
     }
     if (more < 0)

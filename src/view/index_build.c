@@ -486,6 +486,16 @@ static int frame_share(builder *b)
     return rc;
 }
 
+/* The walker's hook for every event other than a zone's. */
+static int h_other(void *user, const mprof_event *ev)
+{
+    builder *b = user;
+    on_event(b, ev);
+    if (mprof__vsys_event(b->sys, b->r, ev) != 0)
+        b->oom = 1;
+    return b->oom ? -1 : 0;
+}
+
 /* The pass and the file under tmp (fd, locked); 0, or -1 with err set. */
 static int build_into(const char *capture_path, int fd, char *err, size_t errlen)
 {
@@ -510,7 +520,9 @@ static int build_into(const char *capture_path, int fd, char *err, size_t errlen
         mprof_reader_close(r);
         return -1;
     }
-    mprof_tl_hooks hooks = {.user = &b, .zone = h_zone, .lock_span = h_lock, .memory = h_memory};
+    mprof_tl_hooks hooks = {.user = &b, .zone = h_zone, .lock_span = h_lock, .memory = h_memory,
+                            .other = h_other};
+    b.r = r;
     b.w = mprof__walker_new(r, &hooks, 1);
     b.sys = mprof__vsys_new();
     if (!b.w || !b.sys) {
@@ -520,16 +532,16 @@ static int build_into(const char *capture_path, int fd, char *err, size_t errlen
         mprof_reader_close(r);
         return -1;
     }
-    mprof_event ev;
+    mprof_batch bt;
     int rc;
-    while ((rc = mprof_reader_next(r, &ev)) == 1) {
-        on_event(&b, &ev);
-        if (mprof__vsys_event(b.sys, r, &ev) != 0)
-            b.oom = 1;
-        if (mprof__walker_event(b.w, &ev) != 0 || b.oom || b.out.failed) {
+    while ((rc = mprof_reader_next_batch(r, &bt)) == 1) {
+        /* Every event but the zones reaches h_other in file order; the zones' times reach the
+         * system model as the batch's latest time. */
+        if (mprof__walker_batch(b.w, &bt) != 0 || b.oom || b.out.failed) {
             rc = -2;
             break;
         }
+        mprof__vsys_saw(b.sys, bt.max_ts_ns);
     }
     int ret = -1;
     if (rc == -1)

@@ -32,6 +32,8 @@ mprof_vsys *mprof__vsys_new(void);
 void mprof__vsys_free(mprof_vsys *s); /* NULL is a no-op */
 /* Feeds one event of the capture. Returns 0, or -1 when out of memory. */
 int mprof__vsys_event(mprof_vsys *s, const mprof_reader *r, const mprof_event *ev);
+/* The capture reached time ts (events the walker takes without a call: zones). */
+void mprof__vsys_saw(mprof_vsys *s, int64_t ts);
 /* A lock span of the walker (its hook). Returns 0, or -1 when out of memory. */
 int mprof__vsys_lock(mprof_vsys *s, const mprof_walker *w, const mprof_tl_lockspan *span);
 /* After the walker finished: writes the section at f's end (*pos, 8-aligned) and returns its

@@ -79,6 +79,11 @@ int mprof__vsys_event(mprof_vsys *s, const mprof_reader *r, const mprof_event *e
     return 0;
 }
 
+void mprof__vsys_saw(mprof_vsys *s, int64_t ts)
+{
+    mprof__sys_saw(s->m, ts);
+}
+
 int mprof__vsys_lock(mprof_vsys *s, const mprof_walker *w, const mprof_tl_lockspan *span)
 {
     (void)w;

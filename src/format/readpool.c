@@ -1,0 +1,246 @@
+/*
+ * readpool.c - the reader's workers: chunks read in file order, decoded at once, handed back in
+ * file order.
+ *
+ * A worker takes the next chunk (reading its bytes is the one step done under the lock, since
+ * the input is a stream), decompresses and decodes it into segments of its own, and publishes
+ * them in the job's slot of a ring. The caller takes segments from the ring in job order and
+ * gives each back to its worker when it is done with it. A worker owns two segments, so it can
+ * decode one while the caller reads the other, and it stops (and waits) when the caller has
+ * both: memory stays at two segments and one chunk a worker however far the decoding runs
+ * ahead. The caller gives a segment back before it takes the next, so the worker of the job it
+ * waits for always has a segment to fill: no wait can close into a circle.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "format/decode.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define SEGS_PER_WORKER 2
+
+typedef struct worker {
+    struct mprof__pool *pool;
+    pthread_t th;
+    int started;
+    mprof__decoder dec;
+    mprof__job job;
+    mprof__segment seg[SEGS_PER_WORKER];
+    int free[SEGS_PER_WORKER];
+} worker;
+
+typedef struct slot {
+    uint64_t seq;                 /* the job it holds; 0 = none */
+    mprof__segment *head, *tail;  /* published, not yet taken */
+} slot;
+
+struct mprof__pool {
+    mprof_reader *r;
+    const unsigned char *want;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_caller, cv_workers;
+    worker *w;
+    int n;
+    slot *ring;
+    uint64_t n_ring;
+    uint64_t next_claim; /* the next job a worker takes */
+    uint64_t next_take;  /* the job the caller is on */
+    int input_done;      /* the read stage has given its last job */
+    int stop;
+};
+
+static mprof__segment *free_segment(worker *w)
+{
+    for (int i = 0; i < SEGS_PER_WORKER; i++)
+        if (w->free[i]) {
+            w->free[i] = 0;
+            return &w->seg[i];
+        }
+    return NULL;
+}
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    mprof__pool *p = w->pool;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && !p->input_done && p->next_claim - p->next_take >= p->n_ring)
+            pthread_cond_wait(&p->cv_workers, &p->mu);
+        if (p->stop || p->input_done)
+            break;
+        uint64_t seq = p->next_claim++;
+        slot *sl = &p->ring[seq % p->n_ring];
+        sl->seq = seq;
+        sl->head = sl->tail = NULL;
+        mprof__read_job(p->r, &w->job);
+        if (w->job.kind == MPROF__JOB_EOF || w->job.kind == MPROF__JOB_FAIL)
+            p->input_done = 1;
+        if (w->job.kind == MPROF__JOB_EVENTS) {
+            /* A payload whose segments have all come back. */
+            while (!p->stop && w->dec.raw_busy[0] && w->dec.raw_busy[1])
+                pthread_cond_wait(&p->cv_workers, &p->mu);
+            if (p->stop)
+                break;
+            w->dec.raw_cur = w->dec.raw_busy[0] ? 1 : 0;
+            w->dec.raw_busy[w->dec.raw_cur] = 1;
+        }
+        for (int first = 1;; first = 0) {
+            mprof__segment *s;
+            while (!p->stop && !(s = free_segment(w)))
+                pthread_cond_wait(&p->cv_workers, &p->mu);
+            if (p->stop)
+                goto out;
+            pthread_mutex_unlock(&p->mu);
+            mprof__produce(&w->dec, &w->job, first, s, p->want);
+            pthread_mutex_lock(&p->mu);
+            s->next = NULL;
+            if (sl->tail)
+                sl->tail->next = s;
+            else
+                sl->head = s;
+            sl->tail = s;
+            pthread_cond_broadcast(&p->cv_caller);
+            if (s->last)
+                break;
+        }
+    }
+out:
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+mprof__segment *mprof__pool_take(mprof__pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    uint64_t seq = p->next_take;
+    slot *sl = &p->ring[seq % p->n_ring];
+    while (!(sl->seq == seq && sl->head))
+        pthread_cond_wait(&p->cv_caller, &p->mu);
+    mprof__segment *s = sl->head;
+    sl->head = s->next;
+    if (!sl->head)
+        sl->tail = NULL;
+    if (s->last) {
+        /* The job is all taken: its slot is free for a later one. */
+        sl->seq = 0;
+        p->next_take++;
+        pthread_cond_broadcast(&p->cv_workers);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return s;
+}
+
+void mprof__pool_give_back(mprof__pool *p, mprof__segment *s)
+{
+    pthread_mutex_lock(&p->mu);
+    worker *w = &p->w[s->owner];
+    w->free[s - w->seg] = 1;
+    if (s->last && s->raw_slot >= 0)
+        w->dec.raw_busy[s->raw_slot] = 0; /* the chunk's events are all read */
+    pthread_cond_broadcast(&p->cv_workers);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void mprof__pool_stop(mprof__pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cv_workers);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; p->w && i < p->n; i++) {
+        worker *w = &p->w[i];
+        if (w->started)
+            pthread_join(w->th, NULL);
+        for (int k = 0; k < SEGS_PER_WORKER; k++) {
+            mprof__kv_free(&w->seg[k].kv);
+            mprof__segment_free(&w->seg[k]);
+        }
+        mprof__decoder_free(&w->dec);
+        mprof_buf_free(&w->job.stored);
+        mprof__kv_free(&w->job.kv);
+    }
+    pthread_cond_destroy(&p->cv_caller);
+    pthread_cond_destroy(&p->cv_workers);
+    pthread_mutex_destroy(&p->mu);
+    free(p->ring);
+    free(p->w);
+    free(p);
+}
+
+mprof__pool *mprof__pool_start(mprof_reader *r, int workers, const unsigned char *want)
+{
+    mprof__pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->r = r;
+    p->want = want;
+    p->n = workers;
+    p->n_ring = (uint64_t)workers * SEGS_PER_WORKER + 2;
+    p->next_claim = p->next_take = 1;
+    p->w = calloc((size_t)workers, sizeof *p->w);
+    p->ring = calloc(p->n_ring, sizeof *p->ring);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv_caller, NULL);
+    pthread_cond_init(&p->cv_workers, NULL);
+    if (!p->w || !p->ring) {
+        mprof__pool_stop(p);
+        return NULL;
+    }
+    for (int i = 0; i < workers; i++) {
+        worker *w = &p->w[i];
+        w->pool = p;
+        for (int k = 0; k < SEGS_PER_WORKER; k++) {
+            if (mprof__segment_init(&w->seg[k]) != 0) {
+                mprof__pool_stop(p);
+                return NULL;
+            }
+            w->seg[k].owner = i;
+            w->free[k] = 1;
+        }
+    }
+    for (int i = 0; i < workers; i++) {
+        if (pthread_create(&p->w[i].th, NULL, work, &p->w[i]) != 0) {
+            if (i == 0) {
+                mprof__pool_stop(p);
+                return NULL;
+            }
+            break; /* fewer workers than asked still read the whole capture */
+        }
+        p->w[i].started = 1;
+    }
+    return p;
+}
+
+static _Atomic int read_jobs = 1;
+
+void mprof_set_read_jobs(int jobs)
+{
+    read_jobs = jobs <= 0 ? mprof_default_jobs() : jobs;
+}
+
+int mprof_read_jobs(void)
+{
+    return read_jobs;
+}
+
+int mprof_default_jobs(void)
+{
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0)
+            return n;
+    }
+#endif
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
