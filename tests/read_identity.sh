@@ -5,9 +5,13 @@
 # reader decoded in batches and on worker threads: report (text, JSON, every section), the
 # Chrome, CSV and frame exports (whole and --frames 3:9), diff (text, JSON) and the viewer's
 # document, on each capture in DATA_DIR, with --jobs 1, 2 and 3. DATA_DIR/NAME.sha256 holds the
-# SHA-256 of what the mprof of commit 507db7f (before the change) wrote, with its messages and
-# exit status; --record writes those files from MPROF instead (run it with that build to remake
-# them, or with a build whose outputs changed on purpose).
+# SHA-256 of what mprof wrote before, with its messages and exit status; --record writes those
+# files from MPROF instead (run it with a build whose outputs changed on purpose, and say in the
+# commit what changed). The recorded outputs are those of commit 507db7f, the one-event-at-a-time
+# reader, with keys added since (and only added: the rest compared equal as JSON): the report's
+# `async`, the frame export's critical path (`frameBlockedMs`, `framePreemptedMs`,
+# `frameWaitRunnableMs`, `system.criticalPath` and its counts) and the viewer document's
+# `zone_stats`.
 #
 # The captures: engine.mprof, the sample engine (120 frames, 2 job threads, CPU renderer: zones,
 # fibers, locks, memory, plots, messages, context switches), recorded from a copy of the engine
