@@ -156,6 +156,7 @@ async function main() {
             await page.waitForTimeout(300);
             check(+await st('plotRows') > 0 && +await st('plotsHeight') <= 1000 * 0.33 + 1,
                 'a group unfolds (' + await st('plotRows') + ' plots shown) within a third of the window (' + await st('plotsHeight') + ' px)');
+            await page.screenshot({ path: path.join(outDir, 'serve_plots_open.png') });
         } else {
             console.log('skip: no sample engine given, the plot strip is checked on view_demo only');
         }

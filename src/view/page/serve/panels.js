@@ -128,15 +128,21 @@
         line(U.rgbCss(0xd05050), 1, 2);
         line(U.rgbCss(0x50a050), 3, 4);
         ctx.font = '11px system-ui, sans-serif';
-        ctx.fillStyle = '#cfd3da';
+        /* The label sits on a dark box, so the curves never run over it. */
+        const say = (text) => {
+            ctx.fillStyle = 'rgba(20,21,24,0.82)';
+            ctx.fillRect(3, 4, ctx.measureText(text).width + 6, 14);
+            ctx.fillStyle = '#cfd3da';
+            ctx.fillText(text, 6, 11);
+        };
         if (!n) {
             /* No sample inside the view (one per 100 ms): say so, with the ones around it. */
             for (let i = 0; i < p.length; i += 5) { mo = Math.max(mo, p[i + 2]); ms = Math.max(ms, p[i + 4]); }
-            ctx.fillText('CPU: no sample inside the view (one per 100 ms); the samples around it: other processes (red) ' +
-                (p.length ? mo.toFixed(0) + ' %' : 'none') + ', this process (green) ' + (p.length ? ms.toFixed(0) + ' %' : 'none'), 6, 11);
+            say('CPU: no sample inside the view (one per 100 ms); the samples around it: other processes (red) ' +
+                (p.length ? mo.toFixed(0) + ' %' : 'none') + ', this process (green) ' + (p.length ? ms.toFixed(0) + ' %' : 'none'));
         } else {
-            ctx.fillText('CPU: other processes (red) max ' + mo.toFixed(0) + ' %, this process (green) max ' + ms.toFixed(0) +
-                ' % of the machine', 6, 11);
+            say('CPU: other processes (red) max ' + mo.toFixed(0) + ' %, this process (green) max ' + ms.toFixed(0) +
+                ' % of the machine');
         }
         set('cpuDrawn', n);
     }

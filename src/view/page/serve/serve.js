@@ -565,6 +565,9 @@ function panelStats(p) {
     p.appendChild(body);
     const q = section ? 't0=' + (S.meta.start_ns - 1) + '&t1=' + (S.meta.end_ns + 1) + '&set=' + section.set
         : 't0=' + Math.floor(rg[0]) + '&t1=' + Math.max(Math.ceil(rg[1]), Math.floor(rg[0]) + 1);
+    /* The query asked, beside its answer's figures, so that a test that waits for rows can say
+     * which range it got. */
+    setStatus('statsQuery', q);
     api('/api/stats?' + q).then((st) => {
         S.stats = st;
         const rows = st.rows.map((r) => [r, false]).concat((st.gpu_rows || []).map((r) => [r, true]))
