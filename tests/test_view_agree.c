@@ -424,7 +424,16 @@ static void test_ranges_and_sections(void **state)
             slot = (int)at(ls, 0);
     }
     assert_true(slot >= 0);
+    /* From a third of the capture to its middle, or to the end of the first instance that begins
+     * after the third: on a loaded machine the workload may leave that stretch without a call. */
     int64_t a = t0 + (t1 - t0) / 3, b = t0 + (t1 - t0) / 2;
+    snprintf(q, sizeof q, "/api/instances?loc=%d&t0=%lld&t1=%lld&limit=1", slot, (long long)a, (long long)t1);
+    cJSON *after = ask(x, q);
+    const cJSON *first = cJSON_GetObjectItemCaseSensitive(after, "i");
+    assert_true(cJSON_GetArraySize(first) >= 2);
+    if (at(first, 1) > (double)b)
+        b = (int64_t)at(first, 1);
+    cJSON_Delete(after);
     snprintf(q, sizeof q, "/api/hist?loc=%d&t0=%lld&t1=%lld", slot, (long long)a, (long long)b);
     cJSON *h = ask(x, q);
     snprintf(q, sizeof q, "/api/instances?loc=%d&t0=%lld&t1=%lld&limit=10000", slot, (long long)a, (long long)b);
