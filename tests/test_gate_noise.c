@@ -373,7 +373,7 @@ static void test_sub_ms_loop_under_a_hog(void **state)
         fail_msg("verdict %d: %s", (int)r->verdict, r->reason);
     assert_string_equal(r->zones[0].name, "Render");
     assert_true(r->zones[0].exceeds);
-    assert_true(r->raw_p95_ratio < 1.10); /* the raw p95 is the hog's: the bare 10 % rule misses it */
+    assert_true(r->raw_p95_ratio < 1.10); /* the raw p95 is the hog's: the bare rule misses it */
     assert_true(r->p95_ratio > 1.12);
     mprof__gate_result_free(r);
     r = compare("sm_base", "sm_small", NULL);
