@@ -25,8 +25,8 @@ sh "$HERE/gate_noise.sh" "$B/tests/gate_workload" "$B/mprof" "$OUT/gate_noise" "
 
 # --slow-cpu burns a share of the subsystem's CPU time, so the slowdown is the same at any load:
 # renderer=30 adds about 1 ms on-CPU, which overlaps the job workers in part: +15 % to the
-# median decision frame (3.8 ms under the hog); physics=40 about 0.08 ms (2 %). The timedemo's Render::planes is 46 % of its frame (planes=33: +15 %), Render::walls
-# 23 % (walls=9: +2 %).
+# median decision frame (3.8 ms under the hog); physics=40 about 0.08 ms (2 %). The timedemo's
+# Render::planes is 46 % of its frame (planes=33: +15 %), Render::walls 23 % (walls=9: +2 %).
 ENGINE="$B/examples/engine/mprof_engine --frames 600 --renderer cpu --quiet"
 echo "# proof: bench/gate_proof.sh, the sample engine"
 sh "$HERE/gate_proof.sh" "$B/mprof" "$OUT/engine" "sample engine" Renderer "$ENGINE" \
