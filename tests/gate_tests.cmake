@@ -31,6 +31,14 @@ add_test(NAME frames_cli
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/frames_cli.sh $<TARGET_FILE:gate_workload>
           $<TARGET_FILE:mprof_tool> ${CMAKE_CURRENT_BINARY_DIR}/frames_cli)
 set_tests_properties(frames_cli PROPERTIES LABELS "cli;gate" TIMEOUT 60)
+# The sub-millisecond workload of `make proof` (bench/timedemo): capture, export and gate, no
+# timing outcome.
+if(MPROF_BUILD_BENCH)
+  add_test(NAME timedemo_cli
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/timedemo_cli.sh $<TARGET_FILE:timedemo>
+            $<TARGET_FILE:mprof_tool> ${CMAKE_CURRENT_BINARY_DIR}/timedemo_cli)
+  set_tests_properties(timedemo_cli PROPERTIES LABELS "cli;gate" TIMEOUT 120)
+endif()
 
 # The proof on noise (bench/gate_noise.sh, bench/gate_proof.sh) and `mprof ci --self-test` are
 # timing checks: a busy machine can change their outcome, so they run in `make proof`, not here.

@@ -601,6 +601,47 @@ static int decide_unproven(decision *d, const mprof_gate_sides *sides)
     return 0;
 }
 
+/* The bulk of the frames past the threshold by the frames (rank test significant) and by the
+ * runs' own estimate, but the runs' interval still reaches 1: a pass on the p95 alone would hide
+ * a change every frame shows, so the verdict is inconclusive and says how many runs a side would
+ * settle it. */
+static int shift_unproven(const mprof_gate_result *r)
+{
+    return r->shift_frames_ok && !r->shift_runs_ok &&
+           r->run_median_ratio > 1.0 + r->opts.threshold_pct / 100.0;
+}
+
+static int decide_shift_unproven(decision *d, const mprof_gate_sides *sides)
+{
+    mprof_gate_result *r = d->r;
+    const mprof_gate_opts *o = &r->opts;
+    size_t runs = d->bruns < d->cruns ? d->bruns : d->cruns;
+    char pb[32], more[320];
+    r->verdict = MPROF_GATE_INCONCLUSIVE;
+    if (mprof__gate_advise(sides, r))
+        return -1;
+    long k = r->recommended_runs;
+    r->need_runs = k > (long)runs ? k - (long)runs : 0;
+    if (k > 0)
+        snprintf(more, sizeof more, "; rerun with --runs %ld: the runs' medians differ by about "
+                 "%.1f %% from run to run, and %ld runs a side would tell a change of this size "
+                 "from that", k, 100.0 * r->run_median_sd, k);
+    else
+        snprintf(more, sizeof more, "; the change is within what the runs differ by (about "
+                 "%.1f %% from run to run): more than %d runs a side would be needed to tell them "
+                 "apart", 100.0 * r->run_median_sd, MPROF_GATE_MAX_RUNS);
+    snprintf(r->reason, sizeof r->reason,
+             "every frame may have got slower by more than the +%g %% threshold: the median %s "
+             "rose %+.1f %% over the frames (rank test p %s) and %+.1f %% over the runs, but the "
+             "runs do not confirm it (at least %+.1f %%, one-sided %g %%), while the p95 changed "
+             "%+.1f %%%s",
+             o->threshold_pct, r->noise_model ? "decision frame time" : "frame time",
+             100.0 * (r->frame_median_ratio - 1.0), mprof__gate_pstr(r->rank_p, pb, sizeof pb),
+             100.0 * (r->run_median_ratio - 1.0), 100.0 * (r->run_median_lo - 1.0),
+             100.0 * (1.0 - o->alpha), 100.0 * (r->p95_ratio - 1.0), more);
+    return 0;
+}
+
 /* Settles r's verdict. Returns 0, or -1 out of memory. */
 static int decide(decision *d)
 {
@@ -618,7 +659,10 @@ static int decide(decision *d)
         decide_regression(d);
     else if (d->r->shift)
         decide_shifted(d);
-    else if (!d->r->magnitude)
+    else if (!d->r->magnitude && shift_unproven(d->r)) {
+        if (decide_shift_unproven(d, &sides))
+            return -1;
+    } else if (!d->r->magnitude)
         decide_pass(d);
     else if (decide_unproven(d, &sides))
         return -1;
