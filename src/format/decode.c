@@ -427,11 +427,13 @@ static int general(filler *f, const unsigned char **pp, const unsigned char *end
         f->counted++;
     if (ev->ts_ns > f->max_ts)
         f->max_ts = ev->ts_ns;
-    if (!def && want && !want[tag])
-        return 1;
+    /* Any counted event ends the batch's definitions, handed out or not: a definition that
+     * fails to apply counts the events before it as the first n_defs of its batch. */
     if (!def)
         f->only_defs = 0;
-    else
+    if (!def && want && !want[tag])
+        return 1;
+    if (def)
         f->b->n_defs++;
     if (tag == MPROF_EV_DEF_CALLSTACK)
         s->n_frames += (uint32_t)ev->u[1];
@@ -550,6 +552,7 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
             if (!want_zones) {
                 int64_t later = db > de ? db : de;
                 max_dt = later > max_dt ? later : max_dt;
+                f.only_defs = 0;
                 continue;
             }
             int64_t b_ns = CONV(db), e_ns = CONV(de);
@@ -587,6 +590,7 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
             int64_t dt = (int64_t)(last - tick0);
             if (!want_zones) {
                 max_dt = dt > max_dt ? dt : max_dt;
+                f.only_defs = 0;
                 continue;
             }
             int64_t ns = CONV(dt);
@@ -650,6 +654,7 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
             f.events++;
             f.counted += counted[tag];
             max_ns = ts_ns > max_ns ? ts_ns : max_ns;
+            f.only_defs = 0;
             if (want && !want[tag])
                 continue;
             if (!run_ok) {
@@ -657,7 +662,6 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
                 run_for(&f, th);
                 run_ok = 1;
             }
-            f.only_defs = 0;
             mprof_event *ev = &s->ev[s->n_ev];
             ev->type = tag;
             ev->thread = th;
