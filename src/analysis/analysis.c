@@ -118,6 +118,12 @@ struct mprof_analysis {
     int forgot;              /* zones left the pending list unsettled (it was full) */
     int64_t forgot_left, forgot_right; /* they reach into the span if it grows past these */
     int redo;                /* they do: the analysis reads again, the span first */
+    /* One read: the records kept for the passes whose prescan needs a read of the zones after
+     * it (records_only), while they fit in KEEP_MAX bytes. */
+    int keep_on, keep_over;
+    mprof_rec *keep_rec;
+    mprof_run *keep_run;
+    uint32_t n_keep_rec, cap_keep_rec, n_keep_run, cap_keep_run;
     mprof_analysis_opts opts;
     void *pass_state[sizeof pass_table / sizeof pass_table[0]];
     int pass_on[sizeof pass_table / sizeof pass_table[0]];
@@ -237,33 +243,37 @@ static void forget_one(mprof_analysis *a, span_pend p)
     }
 }
 
-static void in_frames_add(mprof_analysis *a, zone_acc *z, uint32_t loc, int64_t s, int64_t e)
+/* The list is full: settled, and dropped when that leaves it over half full. */
+static __attribute__((noinline)) void pend_full(mprof_analysis *a, zone_acc *z, uint32_t loc,
+                                                int64_t s, int64_t e)
+{
+    if (!a->cap_pend && (a->pend = malloc((size_t)PEND_MAX * sizeof *a->pend)))
+        a->cap_pend = PEND_MAX; /* its pages are touched only as zones wait */
+    pend_settle(a);             /* now [c_lo, c_hi] is [mark_lo, mark_hi] */
+    if (a->n_pend > a->cap_pend / 2) {
+        for (uint32_t i = 0; i < a->n_pend; i++)
+            forget_one(a, a->pend[i]);
+        a->n_pend = a->n_credited = 0;
+    }
+    if (a->n_pend == a->cap_pend) { /* no list at all (out of memory) */
+        if (a->marks)
+            z->in_frames_ns += overlap_ns(s, e, a->c_lo, a->c_hi);
+        forget_one(a, (span_pend){loc, s, e});
+        return;
+    }
+    a->pend[a->n_pend++] = (span_pend){loc, s, e};
+}
+
+static inline __attribute__((always_inline)) void in_frames_add(mprof_analysis *a, zone_acc *z,
+                                                                uint32_t loc, int64_t s, int64_t e)
 {
     if (a->marks && s >= a->mark_lo && e <= a->mark_hi) {
         z->in_frames_ns += e - s;
         return;
     }
     if (a->n_pend == a->cap_pend) {
-        pend_settle(a); /* now [c_lo, c_hi] is [mark_lo, mark_hi] */
-        if (a->n_pend >= a->cap_pend / 2 && a->cap_pend < PEND_MAX) {
-            uint32_t n = a->cap_pend ? a->cap_pend * 2 : 4096;
-            span_pend *p = realloc(a->pend, (size_t)n * sizeof *p);
-            if (p) {
-                a->pend = p;
-                a->cap_pend = n;
-            }
-        }
-        if (a->n_pend == a->cap_pend || (a->cap_pend >= PEND_MAX && a->n_pend > a->cap_pend / 2)) {
-            for (uint32_t i = 0; i < a->n_pend; i++)
-                forget_one(a, a->pend[i]);
-            a->n_pend = a->n_credited = 0;
-        }
-        if (a->n_pend == a->cap_pend) { /* no list at all (out of memory) */
-            if (a->marks)
-                z->in_frames_ns += overlap_ns(s, e, a->c_lo, a->c_hi);
-            forget_one(a, (span_pend){loc, s, e});
-            return;
-        }
+        pend_full(a, z, loc, s, e);
+        return;
     }
     a->pend[a->n_pend++] = (span_pend){loc, s, e};
 }
@@ -731,6 +741,40 @@ static void run_pass(mprof_analysis *a, size_t i, const mprof_batch *b)
         events_of_batch(pass_table[i], a->pass_state[i], a, b);
 }
 
+#define KEEP_MAX (32u << 20)
+
+static void keep_free(mprof_analysis *a)
+{
+    free(a->keep_rec);
+    free(a->keep_run);
+    a->keep_rec = NULL;
+    a->keep_run = NULL;
+    a->n_keep_rec = a->cap_keep_rec = a->n_keep_run = a->cap_keep_run = 0;
+}
+
+/* Keeps b's records and runs (runs renumbered onto the kept records); past KEEP_MAX, nothing. */
+static void keep_batch(mprof_analysis *a, const mprof_batch *b)
+{
+    uint64_t nr = (uint64_t)a->n_keep_rec + b->n_rec, nu = (uint64_t)a->n_keep_run + b->n_run;
+    /* One allocation for the records: its pages are touched only as they are kept. */
+    if (!a->cap_keep_rec && (a->keep_rec = malloc(KEEP_MAX)))
+        a->cap_keep_rec = KEEP_MAX / sizeof(mprof_rec);
+    if (nr * sizeof(mprof_rec) + nu * sizeof(mprof_run) > KEEP_MAX || nr > a->cap_keep_rec ||
+        MPROF_GROW(a->keep_run, a->cap_keep_run, nu, 1u << 10) != 0) {
+        keep_free(a);
+        a->keep_over = 1;
+        return;
+    }
+    memcpy(a->keep_rec + a->n_keep_rec, b->rec, (size_t)b->n_rec * sizeof *b->rec);
+    for (uint32_t i = 0; i < b->n_run; i++) {
+        mprof_run r = b->run[i];
+        r.first += a->n_keep_rec;
+        r.end += a->n_keep_rec;
+        a->keep_run[a->n_keep_run++] = r;
+    }
+    a->n_keep_rec = (uint32_t)nr;
+}
+
 /* One read of r: the core pass (core) and the passes of pass_read, batch by batch. Stops early
  * when a one-read analysis has to read again (redo). */
 static int read_passes(mprof_analysis *a, mprof_reader *r, int core, char *err, size_t errlen)
@@ -763,6 +807,8 @@ static int read_passes(mprof_analysis *a, mprof_reader *r, int core, char *err, 
         }
         if (core)
             core_batch(a, &b);
+        if (a->keep_on && !a->keep_over)
+            keep_batch(a, &b);
         for (size_t i = 0; pass_table[i]; i++)
             if (a->pass_read[i] && !(h.started && pass_table[i]->beside))
                 run_pass(a, i, &b);
@@ -794,7 +840,8 @@ static int read_passes(mprof_analysis *a, mprof_reader *r, int core, char *err, 
 /* Every pass over the capture. In one read (one_read) the core pass settles the main frames'
  * span as it goes, and passes with a prescan run it in the same read; a pass that still needs
  * the zones after its prescan (the system pass when the capture has switches or samples) then
- * reads them on its own. Otherwise a first read finds the span (and runs the prescans), and a
+ * walks the records the read kept for it (records_only, up to KEEP_MAX), or reads them again
+ * on its own. Otherwise a first read finds the span (and runs the prescans), and a
  * second runs every pass. Returns 0, 1 when one read cannot settle the span (redo), -1 on
  * error. */
 static int read_capture(mprof_analysis *a, char *err, size_t errlen)
@@ -806,9 +853,13 @@ static int read_capture(mprof_analysis *a, char *err, size_t errlen)
             return -1;
         return read_passes(a, a->r, 1, err, errlen);
     }
-    for (size_t i = 0; pass_table[i]; i++)
+    for (size_t i = 0; pass_table[i]; i++) {
         a->pass_pre[i] = a->pass_read[i] && pass_table[i]->prescan_batch != NULL;
-    if (read_passes(a, a->r, 1, err, errlen) != 0)
+        a->keep_on |= a->pass_pre[i] && pass_table[i]->records_only;
+    }
+    int rc = read_passes(a, a->r, 1, err, errlen);
+    a->keep_on = 0;
+    if (rc != 0)
         return -1;
     if (!a->redo)
         span_end(a);
@@ -826,12 +877,25 @@ static int read_capture(mprof_analysis *a, char *err, size_t errlen)
         a->pass_read[i] = !pass_table[i]->prescan_done || !pass_table[i]->prescan_done(a->pass_state[i]);
         more |= a->pass_read[i];
     }
+    if (more && !a->keep_over) { /* the kept records, as one batch */
+        mprof_batch kb = {.rec = a->keep_rec, .run = a->keep_run, .n_rec = a->n_keep_rec,
+                          .n_run = a->n_keep_run, .max_ts_ns = INT64_MIN};
+        for (size_t i = 0; pass_table[i]; i++)
+            if (a->pass_read[i] && pass_table[i]->records_only) {
+                run_pass(a, i, &kb);
+                a->pass_read[i] = 0;
+            }
+        more = 0;
+        for (size_t i = 0; pass_table[i]; i++)
+            more |= a->pass_read[i];
+    }
+    keep_free(a);
     if (!more)
         return 0;
     mprof_reader *r = mprof_reader_open(a->path, err, errlen);
     if (!r)
         return -1;
-    int rc = read_passes(a, r, 0, err, errlen);
+    rc = read_passes(a, r, 0, err, errlen);
     mprof_reader_close(r);
     return rc;
 }
@@ -916,6 +980,7 @@ void mprof_analysis_free(mprof_analysis *a)
     free(a->sets);
     free(a->plots);
     free(a->pend);
+    keep_free(a);
     mprof_reader_close(a->r);
     free(a);
 }

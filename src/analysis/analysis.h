@@ -11,9 +11,9 @@
  * Adding a pass: implement mprof_pass_vtbl in src/analysis/<topic>.c and add it to the table in
  * analysis.c. The core pass (frames, zones, plots, messages, threads, events) is always on. A
  * pass whose figures need records that arrive out of time order with the zones (the system
- * thread's switches and samples) reads them in a prescan (the same read) and answers as the zones
- * stream by in a read of its own, instead of keeping every zone; a capture without them needs
- * no second read.
+ * thread's switches and samples) reads them in a prescan (the same read) and then walks the zone
+ * records, which the read keeps for it up to a fixed size (else it reads them again), instead of
+ * keeping every zone's figures; a capture without them needs nothing more.
  */
 #ifndef MPROF_ANALYSIS_H
 #define MPROF_ANALYSIS_H
@@ -53,6 +53,9 @@ typedef struct mprof_pass_vtbl {
      * prescans in that read), a pass that is not done reads the capture again on its own; NULL:
      * never done. */
     bool (*prescan_done)(const void *state);
+    /* Its batch hook, after a prescan, reads b->rec and b->run only (not b->ev), so that one read
+     * can keep those records for it (up to a fixed size) instead of reading the capture again. */
+    bool records_only;
     /* Optional, in place of event: every record of a batch in file order (format/batch.h), so
      * that a pass walks records without a call per event, or reads only b->ev when zones do not
      * concern it. */

@@ -1029,6 +1029,7 @@ const mprof_pass_vtbl mprof__system_pass = {
     .prescan_batch = sys_prescan_batch,
     .prescan_end = sys_prescan_end,
     .prescan_done = sys_prescan_done,
+    .records_only = true,
 };
 
 /* ---- hooks for the core tables -------------------------------------------------------------- */
