@@ -1,6 +1,6 @@
 /*
  * bench_read.c - how fast the tools read captures: `mprof report`, the frame export, the Chrome
- * export and the served viewer's index build, each as events a second and as a ratio to the
+ * and Perfetto exports and the served viewer's index build, each as events a second and as a ratio to the
  * floor, `zstd -d` of the same chunks' payloads, measured in the same run; with --jobs 1 (one
  * core) and --jobs N (all cores), and each command's peak memory. Optionally the same commands
  * of another mprof (--base) side by side, and what `mprof ci` spends exporting and gating a
@@ -324,7 +324,9 @@ static int argv_of(const what *w, const char *bin, int jobs, const char *capture
     } else {
         argv[n++] = "export";
         argv[n++] = "--format";
-        argv[n++] = strcmp(w->name, "frames_export") == 0 ? "frames" : "chrome";
+        argv[n++] = strcmp(w->name, "frames_export") == 0   ? "frames"
+                    : strcmp(w->name, "perfetto_export") == 0 ? "perfetto"
+                                                              : "chrome";
         argv[n++] = "-o";
         argv[n++] = "/dev/null";
     }
@@ -351,10 +353,11 @@ static void bench_capture(const char *capture)
     loadavg(la0, sizeof la0);
     char index_path[1100];
     snprintf(index_path, sizeof index_path, "%s/bench-read-%ld.vidx", dir, (long)getpid());
-    const what whats[] = {{"report", 0}, {"frames_export", 0}, {"chrome_export", 0}, {"index", 1}};
-    const int n_whats = do_index ? 4 : 3;
+    const what whats[] = {{"report", 0},          {"frames_export", 0}, {"chrome_export", 0},
+                          {"perfetto_export", 0}, {"index", 1}};
+    const int n_whats = do_index ? 5 : 4; /* the index last */
     int jobs[2] = {1, jobs_all};
-    result floor = {0}, res[4][3];
+    result floor = {0}, res[5][3];
     memset(res, 0, sizeof res);
     for (int rep = 0; rep < reps; rep++) {
         char *zargv[] = {"zstd", "-d", "-q", "-c", zst, NULL};
