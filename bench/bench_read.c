@@ -18,6 +18,9 @@
  *                   [--base-program PATH]
  *        bench_read --frame-loop SECONDS   (the 2,000 frames/s program mprof ci runs)
  *
+ * The base runs without --jobs (an mprof that may not know it), so at its own default: "jobs":0
+ * in the output.
+ *
  * --base-program: the frame loop built with the --base mprof's library (this program built
  * from that tree), for the base's mprof ci: a capture is read by the mprof of its library.
  */
@@ -398,7 +401,7 @@ static void bench_capture(const char *capture)
             printf("{\"bench\":\"read\",\"what\":\"%s\",\"tool\":\"%s\",\"jobs\":%d,"
                    "\"seconds\":%.4f,\"cpu_seconds\":%.4f,\"events_per_s\":%.0f,"
                    "\"ratio_to_zstd_d\":%.2f,\"peak_rss_kib\":%ld}\n",
-                   whats[k].name, t < 2 ? "new" : "base", t < 2 ? jobs[t] : 1, r->wall, r->cpu,
+                   whats[k].name, t < 2 ? "new" : "base", t < 2 ? jobs[t] : 0, r->wall, r->cpu,
                    (double)events / r->wall, floor.wall > 0 ? r->wall / floor.wall : 0,
                    r->rss_kib);
         }
