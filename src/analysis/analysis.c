@@ -741,7 +741,7 @@ static void run_pass(mprof_analysis *a, size_t i, const mprof_batch *b)
         events_of_batch(pass_table[i], a->pass_state[i], a, b);
 }
 
-#define KEEP_MAX (32u << 20)
+#define KEEP_MAX (8u << 20) /* 524,288 records: the peak memory stays flat past it */
 
 static void keep_free(mprof_analysis *a)
 {
@@ -865,6 +865,9 @@ static int read_capture(mprof_analysis *a, char *err, size_t errlen)
         span_end(a);
     if (a->redo)
         return 1;
+    /* The span is known: zones added from now on (the fibers pass's, at its finish) take it as
+     * two reads do. */
+    a->one_read = 0;
     int more = 0;
     for (size_t i = 0; pass_table[i]; i++) {
         int pre = a->pass_pre[i];
