@@ -741,7 +741,7 @@ static void run_pass(mprof_analysis *a, size_t i, const mprof_batch *b)
         events_of_batch(pass_table[i], a->pass_state[i], a, b);
 }
 
-#define KEEP_MAX (8u << 20) /* 524,288 records: the peak memory stays flat past it */
+#define KEEP_MAX (16u << 20) /* 1,048,576 records */
 
 static void keep_free(mprof_analysis *a)
 {
