@@ -1,6 +1,6 @@
 /*
  * bench_read.c - how fast the tools read captures: `mprof report`, the frame export, the Chrome
- * export and the served viewer's index build, each as events a second and as a ratio to the
+ * and Perfetto exports and the served viewer's index build, each as events a second and as a ratio to the
  * floor, `zstd -d` of the same chunks' payloads, measured in the same run; with --jobs 1 (one
  * core) and --jobs N (all cores), and each command's peak memory. Optionally the same commands
  * of another mprof (--base) side by side, and what `mprof ci` spends exporting and gating a
@@ -17,6 +17,9 @@
  *                   [--jobs N] [--dir DIR] [--no-index] [--no-ci] [--ci-seconds S]
  *                   [--base-program PATH]
  *        bench_read --frame-loop SECONDS   (the 2,000 frames/s program mprof ci runs)
+ *
+ * The base runs without --jobs (an mprof that may not know it), so at its own default: "jobs":0
+ * in the output.
  *
  * --base-program: the frame loop built with the --base mprof's library (this program built
  * from that tree), for the base's mprof ci: a capture is read by the mprof of its library.
@@ -324,7 +327,9 @@ static int argv_of(const what *w, const char *bin, int jobs, const char *capture
     } else {
         argv[n++] = "export";
         argv[n++] = "--format";
-        argv[n++] = strcmp(w->name, "frames_export") == 0 ? "frames" : "chrome";
+        argv[n++] = strcmp(w->name, "frames_export") == 0   ? "frames"
+                    : strcmp(w->name, "perfetto_export") == 0 ? "perfetto"
+                                                              : "chrome";
         argv[n++] = "-o";
         argv[n++] = "/dev/null";
     }
@@ -351,10 +356,11 @@ static void bench_capture(const char *capture)
     loadavg(la0, sizeof la0);
     char index_path[1100];
     snprintf(index_path, sizeof index_path, "%s/bench-read-%ld.vidx", dir, (long)getpid());
-    const what whats[] = {{"report", 0}, {"frames_export", 0}, {"chrome_export", 0}, {"index", 1}};
-    const int n_whats = do_index ? 4 : 3;
+    const what whats[] = {{"report", 0},          {"frames_export", 0}, {"chrome_export", 0},
+                          {"perfetto_export", 0}, {"index", 1}};
+    const int n_whats = do_index ? 5 : 4; /* the index last */
     int jobs[2] = {1, jobs_all};
-    result floor = {0}, res[4][3];
+    result floor = {0}, res[5][3];
     memset(res, 0, sizeof res);
     for (int rep = 0; rep < reps; rep++) {
         char *zargv[] = {"zstd", "-d", "-q", "-c", zst, NULL};
@@ -395,7 +401,7 @@ static void bench_capture(const char *capture)
             printf("{\"bench\":\"read\",\"what\":\"%s\",\"tool\":\"%s\",\"jobs\":%d,"
                    "\"seconds\":%.4f,\"cpu_seconds\":%.4f,\"events_per_s\":%.0f,"
                    "\"ratio_to_zstd_d\":%.2f,\"peak_rss_kib\":%ld}\n",
-                   whats[k].name, t < 2 ? "new" : "base", t < 2 ? jobs[t] : 1, r->wall, r->cpu,
+                   whats[k].name, t < 2 ? "new" : "base", t < 2 ? jobs[t] : 0, r->wall, r->cpu,
                    (double)events / r->wall, floor.wall > 0 ? r->wall / floor.wall : 0,
                    r->rss_kib);
         }

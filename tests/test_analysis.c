@@ -816,6 +816,72 @@ static void test_diff_startup(void **state)
     cJSON_Delete(j);
 }
 
+/* One read settles each zone's part inside the main frames' span as the span grows; zones read
+ * before the marks that frame them wait, and when more wait than the list holds, the report
+ * reads again with the span first. Either way the figures are those of two reads. */
+static void worker_first_capture(const char *path, int zones)
+{
+    cap c = {0};
+    thread(&c, 2);
+    def_loc(&c, 1, "Job", "job", "/src/job.c", 1);
+    /* The worker's zones come first in the file: 1 ms each, from 5 ms to 5 + zones ms (step
+     * 1 ms), so that some are before the first mark (10 ms), and some after the last. */
+    for (int i = 0; i < zones; i++)
+        zone(&c, (5 + (int64_t)i) * MS, (5 + (int64_t)i) * MS + MS / 2, 1);
+    thread(&c, 1);
+    def_loc(&c, 2, "Frame", "frame", "/src/main.c", 2);
+    int64_t last = 10 * MS + (int64_t)zones * MS / 2;
+    for (int64_t t = 10 * MS; t <= last; t += 10 * MS) {
+        mark(&c, t);
+        zone(&c, t + MS, t + 2 * MS, 2);
+    }
+    write_capture(path, &c);
+}
+
+static char *report_json_text(const char *path)
+{
+    char err[512];
+    mprof_analysis *a = mprof_analysis_run(path, NULL, err, sizeof err);
+    if (!a)
+        fail_msg("%s", err);
+    FILE *f = fopen(tp("span.json"), "w");
+    mprof_analysis_print_json(a, f);
+    fclose(f);
+    mprof_analysis_free(a);
+    return slurp(tp("span.json"));
+}
+
+static void test_span_one_read(void **state)
+{
+    (void)state;
+    int sizes[] = {1000, 300000};
+    for (int k = 0; k < 2; k++) {
+        int n = sizes[k];
+        worker_first_capture(tp("span.mprof"), n);
+        char *one = report_json_text(tp("span.mprof"));
+        setenv("MPROF_TWO_READS", "1", 1);
+        char *two = report_json_text(tp("span.mprof"));
+        unsetenv("MPROF_TWO_READS");
+        assert_string_equal(one, two);
+        cJSON *j = cJSON_Parse(one);
+        assert_non_null(j);
+        /* The span: 10 ms to the last mark; the worker's zones inside it, whole or in part. */
+        int64_t lo = 10 * MS, hi = 10 * MS + ((int64_t)n * MS / 2) / (10 * MS) * (10 * MS);
+        int64_t want = 0;
+        for (int i = 0; i < n; i++) {
+            int64_t s = (5 + (int64_t)i) * MS, e = s + MS / 2;
+            int64_t a = s > lo ? s : lo, b = e < hi ? e : hi;
+            want += b > a ? b - a : 0;
+        }
+        const cJSON *zs = cJSON_GetObjectItemCaseSensitive(j, "zones");
+        assert_float_equal(num(zone_named(zs, "Job", "job"), "in_frames_ns"), (double)want, 0);
+        assert_float_equal(num(zone_named(zs, "Job", "job"), "count"), (double)n, 0);
+        cJSON_Delete(j);
+        free(one);
+        free(two);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -835,6 +901,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recursion_report),
+        cmocka_unit_test(test_span_one_read),
         cmocka_unit_test(test_recursion_csv_diff_frames),
         cmocka_unit_test(test_lost_frame_marks),
         cmocka_unit_test(test_timer_bound_and_top),

@@ -325,6 +325,26 @@ static void test_cache_and_save(void **state)
     assert_int_equal(tu_run(cmd, out, sizeof out), 2);
 }
 
+/* The database is the same whatever the threads that decode the capture (--jobs). */
+static void test_jobs(void **state)
+{
+    (void)state;
+    static char dump[2][1 << 22];
+    for (int k = 0; k < 2; k++) {
+        char saved[512], cmd[2048];
+        snprintf(saved, sizeof saved, "%s", tu_temp_path(k ? "q_jobs3.db" : "q_jobs1.db"));
+        unlink(saved);
+        snprintf(cmd, sizeof cmd, "%s query --rebuild --jobs %d %s --save %s 2>&1", tu_mprof_bin(),
+                 k ? 3 : 1, engine_cap, saved);
+        assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+        snprintf(cmd, sizeof cmd, "sqlite3 %s .dump 2>&1", saved);
+        assert_int_equal(tu_run(cmd, dump[k], sizeof dump[k]), 0);
+    }
+    assert_true(strlen(dump[0]) > 1000);
+    assert_string_equal(dump[0], dump[1]);
+    assert_int_equal(query(engine_cap, "--jobs x", "SELECT 1"), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_cache_and_save),
+        cmocka_unit_test(test_jobs),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -41,6 +41,9 @@ static const char *const help =
     "                   pandas); the SQL may then be left out\n"
     "  --rebuild        build the database again even if the cache is fresh\n"
     "  --db FILE        keep the database at FILE instead of beside the capture\n"
+    "  --jobs N         threads that decode the capture while the database is built (default:\n"
+    "                   one a core; 1: none, for reproducible timings); the database is the\n"
+    "                   same for any N\n"
     "  -h, --help       show this help\n"
     "SQL '-' reads the statement from standard input.\n"
     "\n"
@@ -107,6 +110,9 @@ int cmd_query(int argc, char **argv)
                 return tool_error("query", EXIT_USAGE, "--db needs a file name");
         } else if (strcmp(a, "--rebuild") == 0) {
             rebuild = 1;
+        } else if (strcmp(a, "--jobs") == 0) {
+            if (tool_jobs("query", &args))
+                return EXIT_USAGE;
         } else {
             return tool_args_unknown(&args, a);
         }

@@ -47,6 +47,8 @@ typedef struct thread_acc {
     int seen;
     int in_fiber; /* between FIBER_ENTER and FIBER_LEAVE: zones go to the fibers pass */
     int lost_since_mark; /* events were lost on this thread since its last frame mark */
+    int top_open;        /* a top-level zone is open (coverage, on the main frame thread) */
+    int64_t top_start;
 } thread_acc;
 
 /* A site's figures: site_stats.h, the one definition shared with every other output. */
@@ -67,6 +69,12 @@ typedef struct frameset {
     uint64_t incomplete;  /* frames that spanned lost events: not in ms */
     series ms;
 } frameset;
+
+/* A zone's time [s, e] whose part inside the main frames' span waits for the span. */
+typedef struct span_pend {
+    uint32_t loc;
+    int64_t s, e;
+} span_pend;
 
 typedef struct plot_acc {
     uint64_t count;
@@ -92,18 +100,35 @@ struct mprof_analysis {
     uint64_t unmatched_after_loss; /* of unmatched_ends: on a thread after its events were lost */
     int64_t first_ts, last_ts;
     int have_ts;
-    /* hot-path coverage on the thread that marks main frames (known from the first read) */
+    /* hot-path coverage on the thread that marks main frames (the thread of the first unnamed
+     * frame mark) */
     uint32_t main_thread;
     int64_t first_mark, last_mark;
     int64_t covered, covered_at_last_mark;
-    int64_t top_start;
-    int top_open;
-    /* The main frames' span, from a first pass over the frame marks (-1: no main frames). */
+    /* The main frames' span (-1: no main frames): from a first read of the frame marks, or, in
+     * one read, from the marks read so far (see in_frames_add). */
     int64_t span_first, span_last;
-    uint64_t lost_main, lost_other; /* LOST events on the main frame thread / on others */
+    int one_read;
+    uint64_t marks;          /* main frame marks read so far (one read) */
+    int64_t mark_lo, mark_hi; /* the earliest and latest of them */
+    span_pend *pend;         /* zones whose part inside the span is not settled yet */
+    uint32_t n_pend, cap_pend;
+    uint32_t n_credited;     /* pend[0, n_credited) hold their part inside [c_lo, c_hi] */
+    int64_t c_lo, c_hi;
+    int forgot;              /* zones left the pending list unsettled (it was full) */
+    int64_t forgot_left, forgot_right; /* they reach into the span if it grows past these */
+    int redo;                /* they do: the analysis reads again, the span first */
+    /* One read: the records kept for the passes whose prescan needs a read of the zones after
+     * it (records_only), while they fit in KEEP_MAX bytes. */
+    int keep_on, keep_over;
+    mprof_rec *keep_rec;
+    mprof_run *keep_run;
+    uint32_t n_keep_rec, cap_keep_rec, n_keep_run, cap_keep_run;
     mprof_analysis_opts opts;
     void *pass_state[sizeof pass_table / sizeof pass_table[0]];
     int pass_on[sizeof pass_table / sizeof pass_table[0]];
+    int pass_pre[sizeof pass_table / sizeof pass_table[0]];  /* in its prescan (one read) */
+    int pass_read[sizeof pass_table / sizeof pass_table[0]]; /* takes part in this read */
 };
 
 #define GROW(arr, n, idx) mprof_grow_zeroed((void **)&(arr), &(n), (idx), sizeof *(arr), 1u << 24)
@@ -138,9 +163,11 @@ static void zone_begin(mprof_analysis *a, thread_acc *t, uint32_t tid, uint32_t 
     if (MPROF_GROW(t->stack, t->cap, t->depth + 1, 32) != 0)
         return;
     t->stack[t->depth++] = (zone_frame){loc, ts, 0};
-    if (t->depth == 1 && tid == a->main_thread) {
-        a->top_open = 1;
-        a->top_start = ts;
+    (void)a;
+    (void)tid;
+    if (t->depth == 1) {
+        t->top_open = 1;
+        t->top_start = ts;
     }
 }
 
@@ -156,6 +183,126 @@ static inline __attribute__((always_inline)) zone_acc *zone_of(mprof_analysis *a
     return &a->zones[loc];
 }
 
+/* ---- the main frames' span in one read ---------------------------------------------------
+ * A zone adds to its site's in_frames the part of it inside the main frames' span, the first to
+ * the last main frame mark. Threads are not in time order in a file, so in one read the span is
+ * known only at the end; the marks read so far give [mark_lo, mark_hi], which only grows. A zone
+ * inside it is inside the span: it is settled at once (nearly every zone, since the main
+ * thread's zones follow its marks). Any other zone waits in a list with what it already added
+ * (its part inside [c_lo, c_hi], the span when the list was last settled), and adds the rest
+ * when the list is settled again: when full, and at the end, when the span is known. The list
+ * has a fixed size: when it stays full, its zones are dropped, and the parts of them outside
+ * [c_lo, c_hi] are remembered as two bounds (forgot_left, forgot_right). Those parts are
+ * outside the span unless it grows past a bound (start-up and shutdown zones stay outside); if
+ * it does, the analysis reads the capture again with the span known first (redo), so the
+ * figures never depend on the list's size. */
+
+#define PEND_MAX (1u << 18) /* 6 MiB of waiting zones */
+
+static int64_t overlap_ns(int64_t s, int64_t e, int64_t lo, int64_t hi)
+{
+    int64_t a = s > lo ? s : lo, b = e < hi ? e : hi;
+    return b > a ? b - a : 0;
+}
+
+/* Adds to each waiting zone its part inside [mark_lo, mark_hi] not added yet; zones wholly
+ * inside leave the list. */
+static void pend_settle(mprof_analysis *a)
+{
+    if (!a->marks)
+        return;
+    int64_t lo = a->mark_lo, hi = a->mark_hi;
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < a->n_pend; i++) {
+        span_pend p = a->pend[i];
+        int64_t had = i < a->n_credited ? overlap_ns(p.s, p.e, a->c_lo, a->c_hi) : 0;
+        a->zones[p.loc].in_frames_ns += overlap_ns(p.s, p.e, lo, hi) - had;
+        if (p.s < lo || p.e > hi)
+            a->pend[w++] = p;
+    }
+    a->n_pend = a->n_credited = w;
+    a->c_lo = lo;
+    a->c_hi = hi;
+}
+
+/* Drops p, whose part inside [c_lo, c_hi] is added, remembering where it reaches outside. */
+static void forget_one(mprof_analysis *a, span_pend p)
+{
+    a->forgot = 1;
+    if (!a->marks) { /* no mark yet: start-up, outside the span unless it begins before p.e */
+        a->forgot_left = p.e > a->forgot_left ? p.e : a->forgot_left;
+        return;
+    }
+    if (p.s < a->c_lo) {
+        int64_t le = p.e < a->c_lo ? p.e : a->c_lo;
+        a->forgot_left = le > a->forgot_left ? le : a->forgot_left;
+    }
+    if (p.e > a->c_hi) {
+        int64_t rs = p.s > a->c_hi ? p.s : a->c_hi;
+        a->forgot_right = rs < a->forgot_right ? rs : a->forgot_right;
+    }
+}
+
+/* The list is full: settled, and dropped when that leaves it over half full. */
+static __attribute__((noinline)) void pend_full(mprof_analysis *a, zone_acc *z, uint32_t loc,
+                                                int64_t s, int64_t e)
+{
+    if (!a->cap_pend && (a->pend = malloc((size_t)PEND_MAX * sizeof *a->pend)))
+        a->cap_pend = PEND_MAX; /* its pages are touched only as zones wait */
+    pend_settle(a);             /* now [c_lo, c_hi] is [mark_lo, mark_hi] */
+    if (a->n_pend > a->cap_pend / 2) {
+        for (uint32_t i = 0; i < a->n_pend; i++)
+            forget_one(a, a->pend[i]);
+        a->n_pend = a->n_credited = 0;
+    }
+    if (a->n_pend == a->cap_pend) { /* no list at all (out of memory) */
+        if (a->marks)
+            z->in_frames_ns += overlap_ns(s, e, a->c_lo, a->c_hi);
+        forget_one(a, (span_pend){loc, s, e});
+        return;
+    }
+    a->pend[a->n_pend++] = (span_pend){loc, s, e};
+}
+
+static inline __attribute__((always_inline)) void in_frames_add(mprof_analysis *a, zone_acc *z,
+                                                                uint32_t loc, int64_t s, int64_t e)
+{
+    if (a->marks && s >= a->mark_lo && e <= a->mark_hi) {
+        z->in_frames_ns += e - s;
+        return;
+    }
+    if (a->n_pend == a->cap_pend) {
+        pend_full(a, z, loc, s, e);
+        return;
+    }
+    a->pend[a->n_pend++] = (span_pend){loc, s, e};
+}
+
+/* A main frame mark at ts, in one read. */
+static void span_mark(mprof_analysis *a, int64_t ts)
+{
+    if (!a->marks || ts < a->mark_lo)
+        a->mark_lo = ts;
+    if (!a->marks || ts > a->mark_hi)
+        a->mark_hi = ts;
+    a->marks++;
+    if (a->forgot && (a->mark_lo < a->forgot_left || a->mark_hi > a->forgot_right))
+        a->redo = 1;
+}
+
+/* The end of one read: the span, and every waiting zone settled against it. */
+static void span_end(mprof_analysis *a)
+{
+    pend_settle(a);
+    a->n_pend = a->n_credited = 0;
+    if (a->marks >= 2 && a->mark_hi > a->mark_lo) {
+        a->span_first = a->mark_lo;
+        a->span_last = a->mark_hi;
+        if (a->forgot && (a->mark_lo < a->forgot_left || a->mark_hi > a->forgot_right))
+            a->redo = 1;
+    }
+}
+
 /* Adds one completed call. nested: another instance of loc was open on the same track. */
 static inline __attribute__((always_inline)) void add_zone(mprof_analysis *a, uint32_t loc,
                                                            int64_t start, int64_t dur,
@@ -164,8 +311,15 @@ static inline __attribute__((always_inline)) void add_zone(mprof_analysis *a, ui
     zone_acc *z = zone_of(a, loc);
     if (!z)
         return;
-    mprof_frame_span span = {a->span_first, a->span_last};
-    mprof__site_add(z, &span, start, dur, self, mprof__site_outermost(nested, 0, 0));
+    int outermost = mprof__site_outermost(nested, 0, 0);
+    if (!a->one_read) {
+        mprof_frame_span span = {a->span_first, a->span_last};
+        mprof__site_add(z, &span, start, dur, self, outermost);
+        return;
+    }
+    mprof__site_add(z, NULL, start, dur, self, outermost);
+    if (outermost && dur > 0)
+        in_frames_add(a, z, loc, start, start + dur);
 }
 
 static void zone_end(mprof_analysis *a, thread_acc *t, uint32_t tid, int64_t ts)
@@ -188,13 +342,13 @@ static void zone_end(mprof_analysis *a, thread_acc *t, uint32_t tid, int64_t ts)
         nested = t->stack[k].loc == f.loc;
     add_zone(a, f.loc, f.start, dur, dur - f.child > 0 ? dur - f.child : 0, nested);
     t->zones++;
-    if (t->depth == 0 && tid == a->main_thread && a->top_open) {
-        if (a->first_mark >= 0) {
-            int64_t s = a->top_start > a->first_mark ? a->top_start : a->first_mark;
+    if (t->depth == 0 && t->top_open) {
+        if (a->first_mark >= 0 && tid == a->main_thread) {
+            int64_t s = t->top_start > a->first_mark ? t->top_start : a->first_mark;
             if (ts > s)
                 a->covered += ts - s;
         }
-        a->top_open = 0;
+        t->top_open = 0;
     }
 }
 
@@ -216,15 +370,18 @@ static void frame_mark(mprof_analysis *a, uint32_t tid, uint32_t name, int64_t t
         a->main_thread = tid;
     if (tid != a->main_thread)
         return;
+    if (a->one_read)
+        span_mark(a, ts);
+    thread_acc *t = &a->threads[tid]; /* grown by core_event */
     if (a->first_mark < 0) {
         a->first_mark = ts;
-        if (a->top_open)
-            a->top_start = ts;
+        if (t->top_open)
+            t->top_start = ts;
     }
     a->last_mark = ts;
     int64_t open = 0;
-    if (a->top_open) {
-        int64_t s = a->top_start > a->first_mark ? a->top_start : a->first_mark;
+    if (t->top_open) {
+        int64_t s = t->top_start > a->first_mark ? t->top_start : a->first_mark;
         open = ts > s ? ts - s : 0;
     }
     a->covered_at_last_mark = a->covered + open;
@@ -268,16 +425,11 @@ static void core_event(mprof_analysis *a, const mprof_event *ev)
         break;
     case MPROF_EV_LOST:
         a->lost += ev->u[0];
-        if (a->main_thread && tid == a->main_thread)
-            a->lost_main++;
-        else
-            a->lost_other++;
         /* Zones open across the gap cannot be trusted: drop them (counted). */
         t->had_loss = 1;
         t->lost_open += t->depth;
         t->depth = 0;
-        if (tid == a->main_thread)
-            a->top_open = 0;
+        t->top_open = 0;
         /* Frame marks of this thread may be among the lost events: the frame open across the
          * gap is flagged incomplete instead of being stitched into one long frame. */
         for (uint32_t i = 0; i < a->n_sets; i++)
@@ -356,13 +508,13 @@ static inline __attribute__((always_inline)) void leaf_zone(mprof_analysis *a, t
         nested = t->stack[k].loc == loc;
     add_zone(a, loc, start, dur, dur, nested);
     t->zones++;
-    if (d == 0 && tid == a->main_thread) {
-        if (a->first_mark >= 0) {
+    if (d == 0) {
+        if (a->first_mark >= 0 && tid == a->main_thread) {
             int64_t s = start > a->first_mark ? start : a->first_mark;
             if (start + dur > s)
                 a->covered += start + dur - s;
         }
-        a->top_open = 0;
+        t->top_open = 0;
     }
 }
 
@@ -512,7 +664,7 @@ static void run_pass(mprof_analysis *a, size_t i, const mprof_batch *b);
 static void run_beside(mprof_analysis *a, const mprof_batch *b)
 {
     for (size_t i = 0; pass_table[i]; i++)
-        if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->beside)
+        if (a->pass_read[i] && pass_table[i]->beside)
             run_pass(a, i, b);
 }
 
@@ -577,52 +729,65 @@ static int pass_wanted(const char *list, const char *name)
     return 0;
 }
 
-/* Pass i over a batch: its batch hook, or its event hook an event at a time. */
+/* Pass i over a batch: its prescan hook while in its prescan (one read), else its batch hook,
+ * or its event hook an event at a time. */
 static void run_pass(mprof_analysis *a, size_t i, const mprof_batch *b)
 {
-    if (pass_table[i]->batch)
+    if (a->pass_pre[i])
+        pass_table[i]->prescan_batch(a->pass_state[i], a->r, b);
+    else if (pass_table[i]->batch)
         pass_table[i]->batch(a->pass_state[i], a, b);
     else
         events_of_batch(pass_table[i], a->pass_state[i], a, b);
 }
 
-mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *opts, char *err,
-                                   size_t errlen)
+#define KEEP_MAX (16u << 20) /* 1,048,576 records */
+
+static void keep_free(mprof_analysis *a)
 {
-    mprof_analysis *a = calloc(1, sizeof *a);
-    if (!a) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
+    free(a->keep_rec);
+    free(a->keep_run);
+    a->keep_rec = NULL;
+    a->keep_run = NULL;
+    a->n_keep_rec = a->cap_keep_rec = a->n_keep_run = a->cap_keep_run = 0;
+}
+
+/* Keeps b's records and runs (runs renumbered onto the kept records); past KEEP_MAX, nothing. */
+static void keep_batch(mprof_analysis *a, const mprof_batch *b)
+{
+    uint64_t nr = (uint64_t)a->n_keep_rec + b->n_rec, nu = (uint64_t)a->n_keep_run + b->n_run;
+    /* One allocation for the records: its pages are touched only as they are kept. */
+    if (!a->cap_keep_rec && (a->keep_rec = malloc(KEEP_MAX)))
+        a->cap_keep_rec = KEEP_MAX / sizeof(mprof_rec);
+    if (nr * sizeof(mprof_rec) + nu * sizeof(mprof_run) > KEEP_MAX || nr > a->cap_keep_rec ||
+        MPROF_GROW(a->keep_run, a->cap_keep_run, nu, 1u << 10) != 0) {
+        keep_free(a);
+        a->keep_over = 1;
+        return;
     }
-    a->r = mprof_reader_open(path, err, errlen);
-    if (!a->r) {
-        free(a);
-        return NULL;
+    memcpy(a->keep_rec + a->n_keep_rec, b->rec, (size_t)b->n_rec * sizeof *b->rec);
+    for (uint32_t i = 0; i < b->n_run; i++) {
+        mprof_run r = b->run[i];
+        r.first += a->n_keep_rec;
+        r.end += a->n_keep_rec;
+        a->keep_run[a->n_keep_run++] = r;
     }
-    snprintf(a->path, sizeof a->path, "%s", path);
-    if (opts)
-        a->opts = *opts;
-    if (a->opts.top_n <= 0)
-        a->opts.top_n = 20;
-    a->first_mark = a->last_mark = -1;
-    for (size_t i = 0; pass_table[i]; i++) {
-        a->pass_on[i] = pass_table[i]->always || pass_wanted(a->opts.passes, pass_table[i]->name);
-        if (a->pass_on[i])
-            a->pass_state[i] = pass_table[i]->create(a);
-    }
-    if (scan_frame_span(a, path, err, errlen) != 0) {
-        mprof_analysis_free(a);
-        return NULL;
-    }
+    a->n_keep_rec = (uint32_t)nr;
+}
+
+/* One read of r: the core pass (core) and the passes of pass_read, batch by batch. Stops early
+ * when a one-read analysis has to read again (redo). */
+static int read_passes(mprof_analysis *a, mprof_reader *r, int core, char *err, size_t errlen)
+{
     if (a->opts.jobs)
-        mprof_reader_set_jobs(a->r, a->opts.jobs);
+        mprof_reader_set_jobs(r, a->opts.jobs);
     /* With more than one job, the passes that can run beside the core pass do, on a thread. */
     beside h = {.a = a};
     int jobs = a->opts.jobs ? a->opts.jobs : mprof_read_jobs();
     int any_beside = 0;
     for (size_t i = 0; pass_table[i]; i++)
-        any_beside |= a->pass_on[i] && a->pass_state[i] && pass_table[i]->beside;
-    if (jobs > 1 && any_beside) {
+        any_beside |= a->pass_read[i] && pass_table[i]->beside;
+    if (core && jobs > 1 && any_beside) {
         pthread_mutex_init(&h.mu, NULL);
         pthread_cond_init(&h.cv, NULL);
         h.started = pthread_create(&h.th, NULL, beside_main, &h) == 0;
@@ -633,16 +798,19 @@ mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *
     }
     mprof_batch b;
     int rc;
-    while ((rc = mprof_reader_next_batch(a->r, &b)) == 1) {
+    while (!a->redo && (rc = mprof_reader_next_batch(r, &b)) == 1) {
         if (h.started) {
             pthread_mutex_lock(&h.mu);
             h.b = &b;
             pthread_cond_broadcast(&h.cv);
             pthread_mutex_unlock(&h.mu);
         }
-        core_batch(a, &b);
+        if (core)
+            core_batch(a, &b);
+        if (a->keep_on && !a->keep_over)
+            keep_batch(a, &b);
         for (size_t i = 0; pass_table[i]; i++)
-            if (a->pass_on[i] && a->pass_state[i] && !(h.started && pass_table[i]->beside))
+            if (a->pass_read[i] && !(h.started && pass_table[i]->beside))
                 run_pass(a, i, &b);
         if (h.started) {
             pthread_mutex_lock(&h.mu);
@@ -660,8 +828,127 @@ mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *
         pthread_cond_destroy(&h.cv);
         pthread_mutex_destroy(&h.mu);
     }
+    if (a->redo)
+        return 0;
     if (rc < 0) {
-        snprintf(err, errlen, "%s: %s", path, mprof_reader_error(a->r));
+        snprintf(err, errlen, "%s: %s", a->path, mprof_reader_error(r));
+        return -1;
+    }
+    return 0;
+}
+
+/* Every pass over the capture. In one read (one_read) the core pass settles the main frames'
+ * span as it goes, and passes with a prescan run it in the same read; a pass that still needs
+ * the zones after its prescan (the system pass when the capture has switches or samples) then
+ * walks the records the read kept for it (records_only, up to KEEP_MAX), or reads them again
+ * on its own. Otherwise a first read finds the span (and runs the prescans), and a
+ * second runs every pass. Returns 0, 1 when one read cannot settle the span (redo), -1 on
+ * error. */
+static int read_capture(mprof_analysis *a, char *err, size_t errlen)
+{
+    for (size_t i = 0; pass_table[i]; i++)
+        a->pass_read[i] = a->pass_on[i] && a->pass_state[i];
+    if (!a->one_read) {
+        if (scan_frame_span(a, a->path, err, errlen) != 0)
+            return -1;
+        return read_passes(a, a->r, 1, err, errlen);
+    }
+    for (size_t i = 0; pass_table[i]; i++) {
+        a->pass_pre[i] = a->pass_read[i] && pass_table[i]->prescan_batch != NULL;
+        a->keep_on |= a->pass_pre[i] && pass_table[i]->records_only;
+    }
+    int rc = read_passes(a, a->r, 1, err, errlen);
+    a->keep_on = 0;
+    if (rc != 0)
+        return -1;
+    if (!a->redo)
+        span_end(a);
+    if (a->redo)
+        return 1;
+    /* The span is known: zones added from now on (the fibers pass's, at its finish) take it as
+     * two reads do. */
+    a->one_read = 0;
+    int more = 0;
+    for (size_t i = 0; pass_table[i]; i++) {
+        int pre = a->pass_pre[i];
+        a->pass_pre[i] = 0;
+        a->pass_read[i] = 0;
+        if (!pre)
+            continue;
+        if (pass_table[i]->prescan_end)
+            pass_table[i]->prescan_end(a->pass_state[i], a->r);
+        a->pass_read[i] = !pass_table[i]->prescan_done || !pass_table[i]->prescan_done(a->pass_state[i]);
+        more |= a->pass_read[i];
+    }
+    if (more && !a->keep_over) { /* the kept records, as one batch */
+        mprof_batch kb = {.rec = a->keep_rec, .run = a->keep_run, .n_rec = a->n_keep_rec,
+                          .n_run = a->n_keep_run, .max_ts_ns = INT64_MIN};
+        for (size_t i = 0; pass_table[i]; i++)
+            if (a->pass_read[i] && pass_table[i]->records_only) {
+                run_pass(a, i, &kb);
+                a->pass_read[i] = 0;
+            }
+        more = 0;
+        for (size_t i = 0; pass_table[i]; i++)
+            more |= a->pass_read[i];
+    }
+    keep_free(a);
+    if (!more)
+        return 0;
+    mprof_reader *r = mprof_reader_open(a->path, err, errlen);
+    if (!r)
+        return -1;
+    rc = read_passes(a, r, 0, err, errlen);
+    mprof_reader_close(r);
+    return rc;
+}
+
+static mprof_analysis *analysis_open(const char *path, const mprof_analysis_opts *opts,
+                                     int one_read, char *err, size_t errlen)
+{
+    mprof_analysis *a = calloc(1, sizeof *a);
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    a->r = mprof_reader_open(path, err, errlen);
+    if (!a->r) {
+        free(a);
+        return NULL;
+    }
+    snprintf(a->path, sizeof a->path, "%s", path);
+    if (opts)
+        a->opts = *opts;
+    if (a->opts.top_n <= 0)
+        a->opts.top_n = 20;
+    a->first_mark = a->last_mark = -1;
+    a->span_first = a->span_last = -1;
+    a->one_read = one_read;
+    a->forgot_left = INT64_MIN;
+    a->forgot_right = INT64_MAX;
+    for (size_t i = 0; pass_table[i]; i++) {
+        a->pass_on[i] = pass_table[i]->always || pass_wanted(a->opts.passes, pass_table[i]->name);
+        if (a->pass_on[i])
+            a->pass_state[i] = pass_table[i]->create(a);
+    }
+    return a;
+}
+
+mprof_analysis *mprof_analysis_run(const char *path, const mprof_analysis_opts *opts, char *err,
+                                   size_t errlen)
+{
+    int one = !getenv("MPROF_TWO_READS"); /* the first-read way, for tests that compare both */
+    mprof_analysis *a = analysis_open(path, opts, one, err, errlen);
+    if (!a)
+        return NULL;
+    int rc = read_capture(a, err, errlen);
+    if (rc == 1) {
+        mprof_analysis_free(a);
+        if (!(a = analysis_open(path, opts, 0, err, errlen)))
+            return NULL;
+        rc = read_capture(a, err, errlen);
+    }
+    if (rc != 0) {
         mprof_analysis_free(a);
         return NULL;
     }
@@ -695,6 +982,8 @@ void mprof_analysis_free(mprof_analysis *a)
         free(a->sets[i].ms.v);
     free(a->sets);
     free(a->plots);
+    free(a->pend);
+    keep_free(a);
     mprof_reader_close(a->r);
     free(a);
 }

@@ -1,8 +1,9 @@
 /*
  * analysis.h - statistics over a capture, computed in streaming passes (docs/STATISTICS.md).
  *
- * A first read finds the main frame marks (their span tells time inside frames from start-up
- * and shutdown). Then a report is a set of passes. Each pass sees every event once, in file order (per-thread order
+ * A report reads the capture once: the core pass settles the part of each zone inside the main
+ * frames' span (which tells time inside frames from start-up and shutdown) as the frame marks
+ * come (analysis.c), and the passes run in the same read. A report is a set of passes. Each pass sees every event once, in file order (per-thread order
  * is time order; across threads it is not), keeps only per-source-location, per-frame or
  * per-object state, and prints its section as text and as JSON. Memory grows with the number of
  * distinct zones, frames and objects, never with the number of events.
@@ -10,8 +11,9 @@
  * Adding a pass: implement mprof_pass_vtbl in src/analysis/<topic>.c and add it to the table in
  * analysis.c. The core pass (frames, zones, plots, messages, threads, events) is always on. A
  * pass whose figures need records that arrive out of time order with the zones (the system
- * thread's switches and samples) reads them in the first read (prescan) and answers as the zones
- * stream by in the second, instead of keeping every zone.
+ * thread's switches and samples) reads them in a prescan (the same read) and then walks the zone
+ * records, which the read keeps for it up to a fixed size (else it reads them again), instead of
+ * keeping every zone's figures; a capture without them needs nothing more.
  */
 #ifndef MPROF_ANALYSIS_H
 #define MPROF_ANALYSIS_H
@@ -46,6 +48,14 @@ typedef struct mprof_pass_vtbl {
     void (*prescan_want)(unsigned char want[MPROF_EV_MAX]);
     void (*prescan_batch)(void *state, const mprof_reader *r, const mprof_batch *b);
     void (*prescan_end)(void *state, const mprof_reader *r);
+    /* Optional: after prescan_end, whether the pass is done (the capture had nothing for its
+     * batch or event hook). In one read (the analysis reads the capture once and runs the
+     * prescans in that read), a pass that is not done reads the capture again on its own; NULL:
+     * never done. */
+    bool (*prescan_done)(const void *state);
+    /* Its batch hook, after a prescan, reads b->rec and b->run only (not b->ev), so that one read
+     * can keep those records for it (up to a fixed size) instead of reading the capture again. */
+    bool records_only;
     /* Optional, in place of event: every record of a batch in file order (format/batch.h), so
      * that a pass walks records without a call per event, or reads only b->ev when zones do not
      * concern it. */

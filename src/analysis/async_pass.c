@@ -76,6 +76,21 @@ static void async_event(void *state, mprof_analysis *a, const mprof_event *ev)
     mprof__async_event(s->pairer, mprof_analysis_reader(a), ev);
 }
 
+/* Only the async events concern the pass, and the latest time of every event (spans still open
+ * end there): b->max_ts_ns is that time over the events the batch stands for, so the zone
+ * records need no walk. */
+static void async_batch(void *state, mprof_analysis *a, const mprof_batch *b)
+{
+    async_state *s = state;
+    if (b->max_ts_ns > s->last_ns)
+        s->last_ns = b->max_ts_ns;
+    for (uint32_t i = 0; i < b->n_ev; i++) {
+        int t = b->ev[i].type;
+        if (t == MPROF_EV_ASYNC_BEGIN || t == MPROF_EV_ASYNC_BEGIN_DYN || t == MPROF_EV_ASYNC_END)
+            mprof__async_event(s->pairer, mprof_analysis_reader(a), &b->ev[i]);
+    }
+}
+
 static void async_finish(void *state, mprof_analysis *a)
 {
     (void)a;
@@ -150,4 +165,5 @@ const mprof_pass_vtbl mprof__async_pass = {
     .name = "async",
     .always = true, /* async spans are always reported; the section is empty without them */
     MPROF_PASS_HOOKS(async),
+    .batch = async_batch,
 };

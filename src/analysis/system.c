@@ -451,6 +451,12 @@ static void sys_prescan_batch(void *state, const mprof_reader *r, const mprof_ba
         sys_prescan_event(p, &b->ev[i]);
 }
 
+/* Without switches or samples the zone read has nothing to do (sys_batch returns at once). */
+static bool sys_prescan_done(const void *state)
+{
+    return !((const sys_pass *)state)->track;
+}
+
 /* ---- finish: samples ------------------------------------------------------------------------ */
 
 static uint64_t fnv(const char *s, uint64_t h)
@@ -1022,6 +1028,8 @@ const mprof_pass_vtbl mprof__system_pass = {
     .prescan_want = sys_prescan_want,
     .prescan_batch = sys_prescan_batch,
     .prescan_end = sys_prescan_end,
+    .prescan_done = sys_prescan_done,
+    .records_only = true,
 };
 
 /* ---- hooks for the core tables -------------------------------------------------------------- */

@@ -938,6 +938,84 @@ static const char *process_name(pf *x)
     return app ? app : "process";
 }
 
+/* ---- reading batches -------------------------------------------------------------------------
+ * The export handles every event itself, zones included, and the walker's hooks (memory, frames,
+ * locks, GPU zones) write among them: the bytes are those of one event at a time, where each
+ * event is handled (on_event), then applied by the walker, then followed by after_event. The
+ * walker walks a batch and calls on_other before it applies each event other than a zone's;
+ * there the zone records before that event are handled first, so the order stays the same. */
+
+/* What follows an event once the walker has applied it: GPU zones due by then go out, and the
+ * buffer is written when full. */
+static void after_event(pf *x, int64_t ts)
+{
+    if (ts)
+        pf_gpu_advance(x, ts);
+    if (!x->oom && !x->buf.oom && pf_flush(x, 0) != 0)
+        x->write_failed = 1;
+}
+
+static void zone_record(pf *x, uint32_t thread, int type, int64_t ts, uint32_t loc)
+{
+    mprof_event ev = {.type = type, .thread = thread, .ts_ns = ts};
+    ev.u[0] = loc;
+    x->cur_thread = thread;
+    on_event(x, &ev);
+    after_event(x, ts);
+}
+
+/* Handles the batch's records from the cursor up to the record of its event ev_index (which the
+ * caller handles), or to the end of the batch (UINT32_MAX). */
+static void handle_records(pf *x, uint32_t ev_index)
+{
+    const mprof_batch *b = x->bat;
+    if (x->post) {
+        x->post = 0;
+        after_event(x, x->post_ts);
+    }
+    for (; x->cur_run < b->n_run; x->cur_run++) {
+        const mprof_run *run = &b->run[x->cur_run];
+        if (x->cur_rec < run->first)
+            x->cur_rec = run->first;
+        for (; x->cur_rec < run->end; x->cur_rec++) {
+            if (x->oom || x->buf.oom || x->write_failed)
+                return;
+            const mprof_rec *e = &b->rec[x->cur_rec];
+            switch (mprof_rec_type(e)) {
+            case MPROF_REC_LEAF:
+                zone_record(x, run->thread, MPROF_EV_ZONE_BEGIN, e->ts_ns, e->x);
+                zone_record(x, run->thread, MPROF_EV_ZONE_END, e->ts_ns + mprof_rec_dur(e), 0);
+                break;
+            case MPROF_EV_ZONE_BEGIN:
+                zone_record(x, run->thread, MPROF_EV_ZONE_BEGIN, e->ts_ns, e->x);
+                break;
+            case MPROF_EV_ZONE_END:
+                zone_record(x, run->thread, MPROF_EV_ZONE_END, e->ts_ns, 0);
+                break;
+            default:
+                if (e->x == ev_index) {
+                    x->cur_rec++;
+                    return;
+                }
+                break; /* the walker hands every other event to on_other: not reached */
+            }
+        }
+    }
+}
+
+static int on_other(void *user, const mprof_event *ev)
+{
+    pf *x = user;
+    handle_records(x, (uint32_t)(ev - x->bat->ev));
+    if (x->oom || x->buf.oom || x->write_failed)
+        return -1;
+    x->cur_thread = ev->thread;
+    on_event(x, ev);
+    x->post = 1;
+    x->post_ts = ev->ts_ns;
+    return x->oom || x->buf.oom ? -1 : 0;
+}
+
 static void pf_free(pf *x)
 {
     for (uint32_t i = 0; i < x->n_ztracks; i++) {
@@ -979,7 +1057,7 @@ int mprof__export_perfetto_reader(mprof_reader *r, const char *name,
         x.pid = 0x3fffffff; /* a capture that does not say: any id no real process has */
     x.process_uuid = pf_uuid(PF_UUID_PROCESS, (uint64_t)x.pid);
     mprof_tl_hooks h = {.user = &x, .zone = on_zone, .lock_span = on_lock, .memory = on_memory,
-                        .frame = on_frame, .async_span = on_async};
+                        .frame = on_frame, .async_span = on_async, .other = on_other};
     x.w = mprof__walker_new(r, &h, 0);
     x.gpu = pf_gpu_new();
     x.sys = pf_sys_new();
@@ -990,20 +1068,22 @@ int mprof__export_perfetto_reader(mprof_reader *r, const char *name,
         return -1;
     }
     describe_process(&x, process_name(&x), NULL);
-    mprof_event ev;
+    mprof_batch b;
     int rc;
-    while ((rc = mprof_reader_next(r, &ev)) == 1) {
-        x.cur_thread = ev.thread;
-        on_event(&x, &ev);
-        if (mprof__walker_event(x.w, &ev) != 0)
+    while ((rc = mprof_reader_next_batch(r, &b)) == 1) {
+        x.bat = &b;
+        x.cur_run = x.cur_rec = 0;
+        x.post = 0;
+        int wrc = mprof__walker_batch(x.w, &b);
+        if (!x.oom && !x.buf.oom && !x.write_failed)
+            handle_records(&x, UINT32_MAX); /* the zone records after its last other event */
+        if (wrc != 0 && !x.write_failed)
             x.oom = 1;
-        if (ev.ts_ns)
-            pf_gpu_advance(&x, ev.ts_ns);
         if (x.oom || x.buf.oom) {
             rc = -2;
             break;
         }
-        if (pf_flush(&x, 0) != 0) {
+        if (x.write_failed) {
             rc = -3;
             break;
         }

@@ -19,6 +19,7 @@
 #include "analysis/timeline.h"
 #include "export/pb.h"
 #include "export/perfetto.h"
+#include "format/batch.h"
 #include "format/format.h"
 #include "util/umap.h"
 
@@ -279,6 +280,13 @@ typedef struct pf {
     pf_sys *sys;
     pf_async *async;
     int oom;
+    int write_failed;
+    /* The batch being read (perfetto.c): its records up to cur_rec are handled; post: the
+     * event handled last waits for its GPU and flush step (after_event) at post_ts. */
+    const mprof_batch *bat;
+    uint32_t cur_run, cur_rec;
+    int post;
+    int64_t post_ts;
 } pf;
 
 /* A fresh sequence; incremental: its timestamps are deltas on its own clock. Returns its index,

@@ -17,6 +17,7 @@
 #include "query/query.h"
 #include "analysis/symbolize.h"
 #include "analysis/timeline.h"
+#include "format/batch.h"
 #include "util/grow.h"
 #include "util/tool.h"
 #include "util/umap.h"
@@ -172,6 +173,8 @@ typedef struct qb {
     int failed; /* an SQLite call failed: message in err */
     char err[512];
     int oom;
+    const mprof_batch *bat; /* the batch being read: its records up to cur_rec are handled */
+    uint32_t cur_run, cur_rec;
 } qb;
 
 static void step(qb *b, int s)
@@ -767,13 +770,74 @@ static void qb_free(qb *b)
     mprof__walker_free(b->w);
 }
 
+/* ---- reading batches -------------------------------------------------------------------------
+ * The rows are those of one event at a time: each event is handled (on_event), then applied by
+ * the walker, whose hooks add GPU zones, lock spans and frames among them. The walker walks a
+ * batch and calls on_other before it applies each event other than a zone's; there the zone
+ * records before that event are handled first, so that rows keep their order and ids. */
+
+static void zone_record(qb *b, uint32_t thread, int type, int64_t ts, uint32_t loc)
+{
+    mprof_event ev = {.type = type, .thread = thread, .ts_ns = ts};
+    ev.u[0] = loc;
+    b->cur_thread = thread;
+    on_event(b, &ev);
+}
+
+/* Handles the batch's records from the cursor up to the record of its event ev_index (which the
+ * caller handles), or to the end of the batch (UINT32_MAX). */
+static void handle_records(qb *b, uint32_t ev_index)
+{
+    const mprof_batch *bt = b->bat;
+    for (; b->cur_run < bt->n_run; b->cur_run++) {
+        const mprof_run *run = &bt->run[b->cur_run];
+        if (b->cur_rec < run->first)
+            b->cur_rec = run->first;
+        for (; b->cur_rec < run->end; b->cur_rec++) {
+            if (b->oom || b->failed)
+                return;
+            const mprof_rec *e = &bt->rec[b->cur_rec];
+            switch (mprof_rec_type(e)) {
+            case MPROF_REC_LEAF:
+                zone_record(b, run->thread, MPROF_EV_ZONE_BEGIN, e->ts_ns, e->x);
+                zone_record(b, run->thread, MPROF_EV_ZONE_END, e->ts_ns + mprof_rec_dur(e), 0);
+                break;
+            case MPROF_EV_ZONE_BEGIN:
+                zone_record(b, run->thread, MPROF_EV_ZONE_BEGIN, e->ts_ns, e->x);
+                break;
+            case MPROF_EV_ZONE_END:
+                zone_record(b, run->thread, MPROF_EV_ZONE_END, e->ts_ns, 0);
+                break;
+            default:
+                if (e->x == ev_index) {
+                    b->cur_rec++;
+                    return;
+                }
+                break; /* the walker hands every other event to on_other: not reached */
+            }
+        }
+    }
+}
+
+static int on_other(void *user, const mprof_event *ev)
+{
+    qb *b = user;
+    handle_records(b, (uint32_t)(ev - b->bat->ev));
+    if (b->oom || b->failed)
+        return -1;
+    b->cur_thread = ev->thread;
+    on_event(b, ev);
+    return b->oom || b->failed ? -1 : 0;
+}
+
 int mprof__query_fill(sqlite3 *db, mprof_reader *r, const char *name, mprof_query_stats *stats,
                       char *err, size_t errlen)
 {
     mprof_query_stats local;
     qb b = {.db = db, .r = r, .stats = stats ? stats : &local};
     memset(b.stats, 0, sizeof *b.stats);
-    mprof_tl_hooks h = {.user = &b, .zone = on_zone, .lock_span = on_lock, .frame = on_frame};
+    mprof_tl_hooks h = {.user = &b, .zone = on_zone, .lock_span = on_lock, .frame = on_frame,
+                        .other = on_other};
     b.w = mprof__walker_new(r, &h, 0);
     if (!b.w) {
         tool_seterr(err, errlen, "%s: out of memory", name);
@@ -787,12 +851,15 @@ int mprof__query_fill(sqlite3 *db, mprof_reader *r, const char *name, mprof_quer
             return MPROF_QUERY_IO;
         }
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
-    mprof_event ev;
+    mprof_batch bt;
     int rc;
-    while ((rc = mprof_reader_next(r, &ev)) == 1) {
-        b.cur_thread = ev.thread;
-        on_event(&b, &ev);
-        if (mprof__walker_event(b.w, &ev) != 0)
+    while ((rc = mprof_reader_next_batch(r, &bt)) == 1) {
+        b.bat = &bt;
+        b.cur_run = b.cur_rec = 0;
+        int wrc = mprof__walker_batch(b.w, &bt);
+        if (!b.oom && !b.failed)
+            handle_records(&b, UINT32_MAX); /* the zone records after its last other event */
+        if (wrc != 0 && !b.failed)
             b.oom = 1;
         if (b.oom || b.failed)
             break;
