@@ -93,6 +93,12 @@ static void test_memory_bounded(void **state)
     uint64_t n = (uint64_t)(250000 * tu_scale());
     if (n < 50000)
         n = 50000;
+    /* The report's one read keeps zone records for the system pass in a fixed buffer of 16 MiB
+     * (analysis.c, KEEP_MAX): at full size both captures fill it, so the figure compared is the
+     * report's own; the shrunk captures of a sanitizer run would fit it and grow with it (under
+     * the sanitizers' shadow memory), so there the report reads twice and keeps nothing. */
+    if (n < 250000)
+        setenv("MPROF_TWO_READS", "1", 1);
     char small[1024], big[1024];
     snprintf(small, sizeof small, "%s", tu_temp_path("repmem-1x"));
     snprintf(big, sizeof big, "%s", tu_temp_path("repmem-4x"));
@@ -126,6 +132,7 @@ static void test_memory_bounded(void **state)
         assert_true(k4 > 0);
         assert_true((double)k4 < 1.5 * (double)k1);
     }
+    unsetenv("MPROF_TWO_READS");
     unlink(small);
     unlink(big);
 }
