@@ -67,6 +67,7 @@ typedef struct run_model {
     int busy;              /* write frameMachineBusy */
     int switches;          /* "contextSwitches" */
     double hitch;          /* share of frames with a 1 ms Logic hitch (unaffected by render) */
+    size_t untraced_from;  /* frames from here on lie outside the switch trace (0: none) */
 } run_model;
 
 static void write_run(const char *name, const run_model *m)
@@ -104,6 +105,8 @@ static void write_run(const char *name, const run_model *m)
         wr[i] = w;
         t[i] = on[i] + pre[i] + blk[i];
         bz[i] = p > 0 || w > 0 ? 0.5 : 0.05;
+        if (m->untraced_from && i >= m->untraced_from - 1) /* as the export writes them */
+            on[i] = pre[i] = blk[i] = wr[i] = 0.0;
     }
     fprintf(f, "{\"schema\": \"mprof.frames.v1\", \"capture\": {\"hostname\": \"h\", \"cpu\": "
                "\"c\", \"buildType\": \"Release\"},\n\"system\": {\"contextSwitches\": %s, "
@@ -382,6 +385,40 @@ static void test_sub_ms_loop_under_a_hog(void **state)
     mprof__gate_result_free(r);
 }
 
+/* A run whose main thread's switches stop being recorded part way (a capture fault: its
+ * frames there have neither on- nor off-CPU time) has raw, hog-preempted frames beside the
+ * others' decision times. They are left out and the run is named; a run with no frame inside
+ * its trace keeps its frames, raw, and is named too. */
+static void test_untraced_frames_left_out(void **state)
+{
+    (void)state;
+    run_model m = base_model();
+    m.hog = 0.3;
+    m.wait_hog = 0.1;
+    m.frames = 3000;
+    write_side("ut_base", 3, m, NULL);
+    m.seed = 70;
+    write_side("ut_cur", 3, m, NULL);
+    m.untraced_from = 900; /* 70 % of the run outside the trace */
+    m.seed = 70;
+    write_run("ut_cur/r1.json", &m);
+    mprof_gate_result *r = compare("ut_base", "ut_cur", NULL);
+    if (r->verdict != MPROF_GATE_PASS)
+        fail_msg("verdict %d: %s", (int)r->verdict, r->reason);
+    assert_true(r->p95_ratio > 0.95 && r->p95_ratio < 1.05);
+    assert_true(warned(r, "2101 of its 3000 frames lie outside its context-switch trace"));
+    assert_true(warned(r, "ut_cur/r1.json"));
+    assert_int_equal(r->cur_dec.frames, 2 * 3000 + 899);
+    mprof__gate_result_free(r);
+
+    m.untraced_from = 1; /* none inside */
+    write_run("ut_cur/r1.json", &m);
+    r = compare("ut_base", "ut_cur", NULL);
+    assert_true(warned(r, "none of its 3000 frames lies inside its context-switch trace"));
+    assert_int_equal(r->cur_dec.frames, 3 * 3000);
+    mprof__gate_result_free(r);
+}
+
 /* Runs 10 % apart and a 15 % slower current side: every test points up but the run-level ones
  * cannot separate the change from the spread with three runs a side. The verdict says which
  * `--runs` would, computed from that spread (the smallest k whose t test would clear it). */
@@ -593,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_critical_path_removes_preemption),
         cmocka_unit_test(test_model_of_the_weakest_run),
         cmocka_unit_test(test_sub_ms_loop_under_a_hog),
+        cmocka_unit_test(test_untraced_frames_left_out),
         cmocka_unit_test(test_advice_names_runs),
         cmocka_unit_test(test_every_frame_unconfirmed),
         cmocka_unit_test(test_zone_past_threshold_is_named),

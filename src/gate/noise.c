@@ -40,6 +40,37 @@ static double removed_ms(const mprof_frames_run *run, size_t i, int model)
     }
 }
 
+/* Whether the main thread's context switches cover frame i of run. A frame's on- and off-CPU
+ * times add up to the part of it the system trace covers, so a frame whose two add up to less
+ * than half of it lies (mostly) outside the trace: the thread's switches were not recorded for
+ * it (tracing began late or ended early). Nothing can be removed from it, and deciding on its
+ * raw time beside the other frames' decision times would mix two measures. */
+static int frame_untraced(const mprof_frames_run *run, size_t i, int model)
+{
+    if (model == MPROF_GATE_NOISE_NONE || !run->on_cpu_ms || !run->off_cpu_ms)
+        return 0;
+    double t = run->frames_ms[i];
+    return t > 0.0 && run->on_cpu_ms[i] + run->off_cpu_ms[i] < 0.5 * t;
+}
+
+/* The frames of run outside the trace (frame_untraced), and whether the run is left with none
+ * inside it: then its frames are all kept, undecided, rather than leaving the run out. */
+static size_t run_untraced(const mprof_frames_run *run, int model, int *out_all)
+{
+    size_t n = 0;
+    for (size_t f = 0; f < run->n_frames; f++)
+        n += (size_t)frame_untraced(run, f, model);
+    *out_all = run->n_frames > 0 && n == run->n_frames;
+    return n;
+}
+
+/* Whether frame f of run enters the decision: every frame but those outside the trace of a run
+ * that has frames inside it. */
+static int frame_decided(const mprof_frames_run *run, size_t f, int model, int all_untraced)
+{
+    return all_untraced || !frame_untraced(run, f, model);
+}
+
 double mprof__gate_decision_ms(const mprof_frames_run *run, size_t i, int model)
 {
     double t = run->frames_ms[i];
@@ -72,8 +103,11 @@ int mprof__gate_pool(const mprof_frames_runs *s, int model, double **out_v, size
     for (size_t i = 0; i < s->n_runs; i++) {
         if (s->runs[i].n_frames == 0)
             continue;
+        int all;
+        run_untraced(&s->runs[i], model, &all);
         for (size_t f = 0; f < s->runs[i].n_frames; f++)
-            v[k++] = mprof__gate_decision_ms(&s->runs[i], f, model);
+            if (frame_decided(&s->runs[i], f, model, all))
+                v[k++] = mprof__gate_decision_ms(&s->runs[i], f, model);
         st[++nr] = k;
     }
     *out_v = v;
@@ -141,7 +175,11 @@ static void side_figures(const mprof_frames_runs *s, int model, double p95,
     }
     for (size_t i = 0; i < s->n_runs; i++) {
         const mprof_frames_run *run = &s->runs[i];
+        int all;
+        run_untraced(run, model, &all);
         for (size_t f = 0; f < run->n_frames; f++) {
+            if (!frame_decided(run, f, model, all))
+                continue;
             double t = run->frames_ms[f];
             double r = t - mprof__gate_decision_ms(run, f, model);
             double k = reasons ? run->preempted_ms[f] + run->wait_runnable_ms[f] : 0.0;
@@ -197,6 +235,31 @@ const char *mprof__gate_noise_model_name(int model)
     return model >= 0 && model <= MPROF_GATE_NOISE_CRITICAL ? names[model] : "none";
 }
 
+/* Says which runs have frames outside their trace, and what the gate did with them. */
+static void untraced_warnings(const mprof_frames_runs *base, const mprof_frames_runs *cur,
+                              mprof_gate_result *r)
+{
+    const mprof_frames_runs *sides[2] = {base, cur};
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < sides[s]->n_runs; i++) {
+            const mprof_frames_run *run = &sides[s]->runs[i];
+            int all;
+            size_t n = run_untraced(run, r->noise_model, &all);
+            if (!n)
+                continue;
+            if (all)
+                mprof__gate_warn(r, "%s: none of its %zu frames lies inside its context-switch "
+                                 "trace (the main thread's switches were not recorded): decided "
+                                 "on their raw times; record it again",
+                                 run->path ? run->path : "a run", run->n_frames);
+            else
+                mprof__gate_warn(r, "%s: %zu of its %zu frames lie outside its context-switch "
+                                 "trace (the main thread's switches were not recorded for them): "
+                                 "left out of the decision",
+                                 run->path ? run->path : "a run", n, run->n_frames);
+        }
+}
+
 void mprof__gate_noise(const mprof_frames_runs *base, const mprof_frames_runs *cur,
                        mprof_gate_result *r)
 {
@@ -225,6 +288,7 @@ void mprof__gate_noise(const mprof_frames_runs *base, const mprof_frames_runs *c
             mprof__gate_warn(r, "noise model %s: %s has %s; the critical path needs switch "
                              "reasons on every run of both sides (docs/GATE.md, DECISION TIME)",
                              mprof__gate_noise_model_name(r->noise_model), held->path, why);
+        untraced_warnings(base, cur, r);
         size_t trunc = r->base_noise.truncated_frames + r->cur_noise.truncated_frames;
         if (trunc && r->noise_model >= MPROF_GATE_NOISE_CRITICAL_INFERRED)
             mprof__gate_warn(r, "the critical path of %zu frames was followed only part of the "
