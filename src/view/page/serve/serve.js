@@ -606,7 +606,9 @@ function panelStats(p) {
         body.appendChild(table(['zone', 'count', 'total', 'self', 'mean', 'p50', 'p95', 'min', 'max', '%frames', 'per frame'],
             rows.map(([r, k]) => [label(r, k), U.fmtCount(r[1]), U.fmtNs(r[2]), U.fmtNs(r[3]), U.fmtNs(r[6]),
                 U.fmtNs(r[7]), U.fmtNs(r[8]), U.fmtNs(r[4]), U.fmtNs(r[5]),
-                st.span_ns > 0 ? (100 * r[9] / st.span_ns).toFixed(1) + ' %' : '-', st.frames ? U.fmtNs(r[9] / st.frames) : '-']),
+                /* Spans of a track overlap: their share of frame time is no share (it passes 100 %). */
+                st.span_ns > 0 && k !== 'track' && k !== 'async' ? (100 * r[9] / st.span_ns).toFixed(1) + ' %' : '-',
+                st.frames ? U.fmtNs(r[9] / st.frames) : '-']),
             (k) => { if (rows[k][1] !== 'track') findZone(rows[k][0][0]); }));
         setStatus('statsRows', rows.length);
         setStatus('statsAsync', (st.async_tracks || []).map((r) => trackName(r[0]) + ':' + r[1]).join('|'));
