@@ -248,6 +248,38 @@ static void zones_agree(const char *what, const cJSON *rep, const cJSON *rows)
     assert_int_equal(cJSON_GetArraySize(rows), n);
 }
 
+/* Every async track of the report in the served async_tracks (by the track's id in meta),
+ * figure for figure; returns the tracks with completed spans. */
+static int async_agree(const char *what, const cJSON *rep, const cJSON *meta, const cJSON *st)
+{
+    const cJSON *a, *t, *rows = cJSON_GetObjectItemCaseSensitive(st, "async_tracks");
+    int n = 0;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(rep, "async")) {
+        const char *name = cJSON_GetObjectItemCaseSensitive(a, "track")->valuestring;
+        int id = -1;
+        cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(meta, "tracks"))
+            if (strcmp(cJSON_GetObjectItemCaseSensitive(t, "kind")->valuestring, "async") == 0 &&
+                strcmp(cJSON_GetObjectItemCaseSensitive(t, "name")->valuestring, name) == 0)
+                id = (int)num(t, "id");
+        if (id < 0)
+            fail_msg("%s: async track %s of the report has no served track", what, name);
+        const cJSON *r = row_of(rows, id);
+        if (!num(a, "count")) {
+            assert_null(r);
+            continue;
+        }
+        if (!r)
+            fail_msg("%s: async track %s of the report has no statistics row", what, name);
+        struct { const char *key; int col; } f[] = {{"count", 1}, {"total_ns", 2}, {"max_ns", 5}, {"p50_ns", 7}, {"p95_ns", 8}};
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+            if (num(a, f[k].key) != at(r, f[k].col))
+                fail_msg("%s: async %s %s: report %.0f, served %.0f", what, name, f[k].key, num(a, f[k].key), at(r, f[k].col));
+        n++;
+    }
+    assert_int_equal(cJSON_GetArraySize(rows), n);
+    return n;
+}
+
 /* The report writes frame times in ms with 6 significant digits: equal up to that rounding. */
 static void close_ns(const char *what, double report_ms, double served_ns)
 {
@@ -256,8 +288,9 @@ static void close_ns(const char *what, double report_ms, double served_ns)
         fail_msg("%s: report %.3f ns, served %.3f ns", what, a, served_ns);
 }
 
-/* The served figures of cap (and of extra options) against its report. */
-static void check_capture(const char *what, const char *cap)
+/* The served figures of cap (and of extra options) against its report; with async, cap has
+ * async spans. */
+static void check_capture(const char *what, const char *cap, int async)
 {
     cJSON *rep = report(cap);
     char idx[600];
@@ -271,6 +304,9 @@ static void check_capture(const char *what, const char *cap)
     cJSON *st = get_json(&s, q);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "whole")));
     zones_agree(what, rep, cJSON_GetObjectItemCaseSensitive(st, "rows"));
+    int n_async = async_agree(what, rep, meta, st);
+    if (async)
+        assert_true(n_async > 0);
     /* The same from the levels (a range that ends at the last zone's end is not "whole"): the
      * recursion rule of a range over the whole capture is the report's. */
     snprintf(q, sizeof q, "/api/stats?t0=%lld&t1=%lld", (long long)num(meta, "zones_start_ns"),
@@ -315,7 +351,7 @@ static void test_engine_agrees(void **state)
     int frames = tu_scale() < 1 ? 30 : 120;
     snprintf(cmd, sizeof cmd, "%s --frames %d --capture %s --quiet --renderer cpu 2>&1", engine, frames, cap);
     run_ok(cmd);
-    check_capture("engine", cap);
+    check_capture("engine", cap, 1); /* it streams assets with async spans */
 }
 
 static void test_recursion_agrees(void **state)
@@ -325,14 +361,14 @@ static void test_recursion_agrees(void **state)
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "%s %s 40 20 deep=72 2>&1", demo(), cap);
     run_ok(cmd);
-    check_capture("view_demo deep=72", cap);
+    check_capture("view_demo deep=72", cap, 0);
     const char *wl = getenv("MPROF_STATS_WORKLOAD");
     if (!wl || access(wl, X_OK) != 0)
         return;
     const char *cap2 = tu_temp_path("agree_workload.mprof");
     snprintf(cmd, sizeof cmd, "%s %s --frames 30 2>&1", wl, cap2);
     run_ok(cmd);
-    check_capture("stats_workload", cap2);
+    check_capture("stats_workload", cap2, 0);
 }
 
 /* Ranges: the index's rule (ancestors at the edges) against zstats' (nested calls waiting for

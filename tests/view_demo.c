@@ -1,7 +1,7 @@
 /*
  * view_demo.c - a small instrumented program whose captures the view, export and diff tests read.
  *
- * usage: view_demo CAPTURE.mprof [frames] [tiny_zones_per_frame] [slow | deep=N]
+ * usage: view_demo CAPTURE.mprof [frames] [tiny_zones_per_frame] [slow | deep=N | async]
  *
  * Two threads ("Main" and "Worker") record nested zones in the subsystem colors and one with
  * color 0, zone text, value and a dynamic name, frame marks, messages of every level, two plots,
@@ -10,7 +10,10 @@
  * raw-event writer (lifecycle.h, buffers.h) so that the test does not depend on which wrapper API each module
  * offers; the records are those of format.h's event table.
  * "slow" makes Physics::step four times as long, for the diff test; "deep=N" adds a recursion
- * N zones deep ("Recurse") under Update, for the served page's layout test.
+ * N zones deep ("Recurse") under Update, for the served page's layout test. "async" adds async
+ * spans (tests/test_view_async.c): each frame Main begins two overlapping "Loads" spans that the
+ * Worker ends, the Worker begins and ends "Loads" spans of its own at the same time, and Main
+ * keeps one "Jobs" span open per frame, the last still open when the capture ends.
  */
 #define MPROF_ENABLE 1
 #include "buffers.h"
@@ -21,7 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int slow, deep;
+static int slow, deep, async_spans;
+static _Atomic int loads_begun; /* "Loads" ids 1..loads_begun were begun by Main */
 
 static const char *const physics_frames = "Physics"; /* a named, discontinuous frame set */
 
@@ -128,7 +132,15 @@ static void *worker(void *arg)
 {
     (void)arg;
     MPROF_THREAD_NAME("Worker");
+    int loads_ended = 0;
+    uint64_t own = 0;
     while (!done) {
+        if (async_spans) {
+            /* Main's loads end here, on another thread; one of the Worker's own overlaps them. */
+            for (int n = loads_begun; loads_ended < n;)
+                MPROF_ASYNC_END("Loads", (uint64_t)++loads_ended);
+            MPROF_ASYNC_BEGIN("Loads", 1000000 + own, "stream");
+        }
         MPROF_ZONE_C("Job", MPROF_COLOR_JOBS);
         {
             MPROF_ZONE_C("Job::lock", MPROF_COLOR_JOBS);
@@ -140,14 +152,27 @@ static void *worker(void *arg)
             spin_ns(100000);
         }
         raw_fiber(NULL);
+        if (async_spans)
+            MPROF_ASYNC_END("Loads", 1000000 + own++);
         spin_ns(200000);
     }
+    if (async_spans)
+        for (int n = loads_begun; loads_ended < n;)
+            MPROF_ASYNC_END("Loads", (uint64_t)++loads_ended);
     return NULL;
 }
 
 static void frame(int f)
 {
     MPROF_ZONE("Frame");
+    if (async_spans) {
+        MPROF_ASYNC_BEGIN("Loads", 2 * f + 1, "texture");
+        MPROF_ASYNC_BEGIN_DYN("Loads", 2 * f + 2, f % 2 ? "mesh odd" : "mesh even");
+        loads_begun = 2 * f + 2;
+        if (f)
+            MPROF_ASYNC_END("Jobs", f - 1);
+        MPROF_ASYNC_BEGIN("Jobs", f, "bake");
+    }
     {
         MPROF_ZONE_C("Update", MPROF_COLOR_PHYSICS);
         {
@@ -229,6 +254,7 @@ int main(int argc, char **argv)
         tiny = atoi(argv[3]);
     slow = argc > 4 && strcmp(argv[4], "slow") == 0;
     deep = argc > 4 && strncmp(argv[4], "deep=", 5) == 0 ? atoi(argv[4] + 5) : 0;
+    async_spans = argc > 4 && strcmp(argv[4], "async") == 0;
     mprof_config cfg = {0};
     cfg.capture_path = argv[1];
     cfg.app_name = "view_demo";

@@ -215,6 +215,7 @@ async function main() {
             return [a.status, b.status];
         });
         check(bad[0] === 404 && bad[1] === 400, 'paths outside the page are refused (' + bad.join(',') + ')');
+        await asyncSession(browser, tmp);
         if (liveGame) await liveSession(browser, tmp);
     } finally {
         await browser.close();
@@ -222,6 +223,76 @@ async function main() {
         fs.rmSync(tmp, { recursive: true, force: true });
     }
     finish();
+}
+
+/* Async spans (view_demo's "async" mode): the served page has a track per async track name, its
+ * statistics of the whole capture give each track the report's count, find zone finds a span by
+ * its name, and a clicked span names the threads it began and ended on; the static page shows the
+ * same tracks and spans. */
+async function asyncSession(browser, tmp) {
+    const cap = path.join(tmp, 'async.mprof');
+    execFileSync(viewDemo, [cap, '30', '10', 'async'], { stdio: 'ignore' });
+    const rep = JSON.parse(execFileSync(mprof, ['report', '--json', cap], { maxBuffer: 1 << 28 }).toString());
+    const want = rep.async.map((t) => t.track + ':' + t.count).sort().join('|');
+    const spans = rep.async.reduce((n, t) => n + t.count + t.open_at_end, 0);
+    const srv = await startServer(null, ['view', '--serve', cap, '--port', '0', '--index', path.join(tmp, 'async.vidx')]);
+    try {
+        const page = await browser.newPage();
+        await page.setViewportSize({ width: 1600, height: 1000 });
+        const st = (k) => page.$eval('#mprof-status', (e, key) => e.dataset[key], k);
+        await page.goto(srv.url);
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.state === 'ok', null, { timeout: 90000 });
+        check((await st('trackKinds')).includes('async:2'), 'async: two async tracks (' + await st('trackKinds') + ')');
+        /* Statistics of the whole capture: a row per async track with the report's count. */
+        await page.click('button[data-tab=stats]');
+        await page.click('text=Whole capture');
+        const got = await waitFor(page, () => {
+            const d = document.getElementById('mprof-status').dataset;
+            return d.statsWhole === '1' && d.statsAsync ? d.statsAsync.split('|').sort().join('|') : false;
+        }, null, { timeout: 90000 }).then((h) => h.jsonValue());
+        check(got === want, 'async: the statistics rows per track are the report\'s (' + got + ' = ' + want + ')');
+        await page.screenshot({ path: path.join(outDir, 'serve_async_stats.png') });
+        /* Find zone: a span by its name. */
+        await page.click('button[data-tab=find]');
+        await page.fill('#find-input', 'texture');
+        await page.press('#find-input', 'Enter');
+        await waitFor(page, () => +document.getElementById('mprof-status').dataset.histBars > 0, null, { timeout: 90000 });
+        check(+await st('histCount') === 30, 'async: find zone finds the 30 "texture" spans (' + await st('histCount') + ')');
+        /* The async tracks first, a frame in view: click a "texture" span. */
+        await page.evaluate(() => {
+            const S = window.MPROF_SERVE.state;
+            const a = S.order.filter((id) => S.meta.tracks.find((t) => t.id === id).kind === 'async');
+            S.order = a.concat(S.order.filter((id) => !a.includes(id)));
+            const t = S.frames.f.length > 3 ? S.frames.f[3] : 0;
+            window.MPROF_SERVE.setView(t, t + S.meta.capture.duration_ns / 8);
+        });
+        await waitFor(page, () => {
+            const d = document.getElementById('mprof-status').dataset;
+            return d.loadedView && d.loadedView === d.view;
+        }, null, { timeout: 90000 });
+        const zr = await page.evaluate(() => window.MPROF_SERVE.zoneRect('texture'));
+        check(!!zr, 'async: a texture span is drawn');
+        if (zr) {
+            await page.mouse.click(zr.x, zr.y);
+            await page.waitForTimeout(100);
+            const detail = await page.$eval('#zone-detail', (e) => e.textContent);
+            check(/begun on Main, ended on Worker/.test(detail), 'async: a span names its threads: ' + detail);
+        }
+        await page.screenshot({ path: path.join(outDir, 'serve_async.png') });
+        check(+await st('errors') === 0, 'async: no script errors (' + await st('errors') + ' ' + await st('lastError') + ')');
+        /* The static page of the same capture. */
+        const html = path.join(tmp, 'async.html');
+        execFileSync(mprof, ['view', '-o', html, cap]);
+        await page.goto('file://' + html);
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.state !== undefined &&
+            document.getElementById('mprof-status').dataset.state !== 'loading', null, { timeout: 90000 });
+        check(await st('state') === 'ok' && +await st('asyncTracks') === 2 && +await st('asyncSpans') === spans,
+            'async: the static page shows ' + await st('asyncTracks') + ' async tracks, ' + await st('asyncSpans') + ' spans (' + spans + ')');
+        await page.screenshot({ path: path.join(outDir, 'static_async.png') });
+        await page.close();
+    } finally {
+        srv.proc.kill('SIGTERM');
+    }
 }
 
 /* mprof view --live on a running game: the page grows, then shows the finished capture. */

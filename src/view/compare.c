@@ -48,7 +48,9 @@ static int side_load(side *s, const mprof_vindex *x)
     const cJSON *row;
     cJSON_ArrayForEach(row, ls) {
         const cJSON *slot = cJSON_GetArrayItem(row, 0), *kind = cJSON_GetArrayItem(row, 6);
-        if (!cJSON_IsNumber(slot) || !cJSON_IsString(kind) || strcmp(kind->valuestring, "lock") == 0)
+        /* Lock and async spans are no zones: mprof diff pairs zones only. */
+        if (!cJSON_IsNumber(slot) || !cJSON_IsString(kind) || strcmp(kind->valuestring, "lock") == 0 ||
+            strcmp(kind->valuestring, "async") == 0)
             continue;
         const cJSON *loc = cJSON_GetArrayItem(sl, slot->valueint);
         if (!cJSON_IsArray(loc))

@@ -164,6 +164,7 @@ typedef struct pass2 {
     mprof_site_table stats;
     mprof_site_stat *gpu; /* by reader srcloc id */
     uint32_t n_gpu;
+    mprof_vasync *async; /* the async spans (document_async.c) */
     int oom;
 } pass2;
 
@@ -273,6 +274,12 @@ static void p2_zone(void *user, const mprof_tl_zone *z)
     if (mprof__site_add(&p->gpu[z->loc], &p->stats.span, z->start_ns, z->end_ns - z->start_ns,
                         z->end_ns - z->start_ns - z->child_ns, 1) != 0)
         p->oom = 1;
+}
+
+static void p2_async(void *user, const mprof_async_span *s)
+{
+    pass2 *p = user;
+    mprof__vasync_span(p->async, s);
 }
 
 /* Lock spans become zones of the lock's track: depth = the thread's row, loc = a marker that the
@@ -958,6 +965,9 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
         }
     }
     fputs("]}", out);
+    /* Async spans: a track per name, its spans on lanes (document_async.c). */
+    if (mprof__vasync_write(p->async, w, r, out) != 0)
+        p->oom = 1;
     /* System tracing (docs/SYSTEM.md): thread states, CPU usage, samples; left out when it
      * cannot be read (the rest of the document stands). */
     mprof__document_system_json(path, out, rg->t0, rg->t1);
@@ -1001,6 +1011,7 @@ static void pass2_free(pass2 *p)
     for (uint32_t i = 0; i < p->n_gpu; i++)
         mprof__site_free(&p->gpu[i]);
     free(p->gpu);
+    mprof__vasync_free(p->async);
 }
 
 int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, char *err,
@@ -1059,9 +1070,13 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
     p2.max_keep = o.max_zones + o.max_zones / 2;
     p2.keep_all = strcmp(rg.mode, "all") == 0;
     mprof_tl_hooks h2 = {.user = &p2, .zone = p2_zone, .lock_span = p2_lock, .memory = p2_memory,
-                         .other = p2_other};
-    r = mprof_reader_open(path, err, errlen);
+                         .async_span = p2_async, .other = p2_other};
+    p2.async = mprof__vasync_new(rg.t0, rg.t1, p2.keep_all, p2.max_keep);
+    r = p2.async ? mprof_reader_open(path, err, errlen) : NULL;
+    if (!p2.async)
+        tool_seterr(err, errlen, "%s: out of memory", path);
     if (!r) {
+        pass2_free(&p2);
         mprof__walker_free(w1);
         return -1;
     }
@@ -1083,7 +1098,8 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
             series_flush(&p2, &p2.plots[i]);
         for (size_t i = 0; i < p2.n_mem; i++)
             series_flush(&p2, &p2.mem[i]);
-        if (write_doc(path, &o, r, w2, &p2, &rg, total_zones, out) != 0 || p2.oom) {
+        if (write_doc(path, &o, r, w2, &p2, &rg, total_zones, out) != 0 || p2.oom ||
+            mprof__vasync_oom(p2.async)) {
             tool_seterr(err, errlen, "%s: out of memory", path);
             ret = -1;
         }

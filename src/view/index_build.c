@@ -68,7 +68,8 @@ static blevel *level_of(builder *b, uint32_t track, uint32_t depth)
         l->track = track;
         l->depth = depth;
         const mprof_tl_track *t = mprof__walker_track(b->w, track);
-        l->kind = t ? (uint32_t)t->kind : MPROF_TRACK_THREAD;
+        /* Track ids past the walker's are async tracks (index_async.c). */
+        l->kind = t ? (uint32_t)t->kind : VTRACK_ASYNC;
         l->collect = l->kind == MPROF_TRACK_GPU; /* GPU zones end in any order */
         l->last_s = INT64_MIN;
         mprof__vab_init(&l->zones, VC_ZONES, sizeof(vzone));
@@ -151,11 +152,11 @@ static int level_put(builder *b, blevel *l, const vzone *z)
     return mprof__vidx_tier_feed(l->stages, &b->out, &it);
 }
 
-static void add_zone(builder *b, uint32_t track, uint32_t depth, uint32_t slot, int64_t s, int64_t e,
-                     int64_t self, uint32_t flags, int counts, int outermost)
+blevel *mprof__vidx_add_zone(builder *b, uint32_t track, uint32_t depth, uint32_t slot, int64_t s, int64_t e,
+                             int64_t self, uint32_t flags, int counts, int outermost)
 {
     if (b->oom)
-        return;
+        return NULL;
     if (e < s)
         e = s;
     if (self < 0)
@@ -168,7 +169,7 @@ static void add_zone(builder *b, uint32_t track, uint32_t depth, uint32_t slot, 
     bloc *lc = loc_of(b, slot);
     if (!l || !lc) {
         b->oom = 1;
-        return;
+        return NULL;
     }
     if (!b->n_zones++ || s < b->min_s)
         b->min_s = s;
@@ -183,6 +184,7 @@ static void add_zone(builder *b, uint32_t track, uint32_t depth, uint32_t slot, 
     vzone z = {s, e, self, 0, slot, flags};
     if (loc_level(lc, (uint32_t)(l - b->levels)) != 0 || level_put(b, l, &z) != 0)
         b->oom = 1;
+    return b->oom ? NULL : l;
 }
 
 static void h_zone(void *user, const mprof_tl_zone *z)
@@ -195,8 +197,8 @@ static void h_zone(void *user, const mprof_tl_zone *z)
                      (z->nested && z->depth > z->nest_depth ? (z->depth - z->nest_depth) << VZ_NEST_SHIFT : 0);
     /* CPU zones by the one rule of site_stats.h; a GPU location's figures are its GPU zones. */
     int counts = kind == MPROF_TRACK_GPU ? !z->unfinished : mprof__site_counts(kind, z->unfinished);
-    add_zone(b, z->track, z->depth, z->loc + 2, z->start_ns, z->end_ns, self, flags, counts,
-             mprof__site_outermost(z->nested, 0, 0));
+    mprof__vidx_add_zone(b, z->track, z->depth, z->loc + 2, z->start_ns, z->end_ns, self, flags, counts,
+                         mprof__site_outermost(z->nested, 0, 0));
 }
 
 static void h_lock(void *user, const mprof_tl_lockspan *s)
@@ -204,8 +206,16 @@ static void h_lock(void *user, const mprof_tl_lockspan *s)
     builder *b = user;
     const mprof_tl_lock *l = mprof__walker_lock(b->w, s->lock);
     if (l)
-        add_zone(b, l->track, s->row, s->waiting ? 0 : 1, s->start_ns, s->end_ns, s->end_ns - s->start_ns, 0, 1, 1);
+        mprof__vidx_add_zone(b, l->track, s->row, s->waiting ? 0 : 1, s->start_ns, s->end_ns,
+                             s->end_ns - s->start_ns, 0, 1, 1);
     if (mprof__vsys_lock(b->sys, b->w, s) != 0)
+        b->oom = 1;
+}
+
+static void h_async(void *user, const mprof_async_span *s)
+{
+    builder *b = user;
+    if (mprof__vidx_async_span(b, s) != 0)
         b->oom = 1;
 }
 
@@ -339,7 +349,8 @@ static int level_finish(builder *b, blevel *l)
                 return -1;
         }
     }
-    if (mprof__vab_finish(&l->zones, &b->out) != 0 || mprof__vidx_tier_close(l->stages, &b->out) != 0)
+    if (mprof__vab_finish(&l->zones, &b->out) != 0 || mprof__vidx_tier_close(l->stages, &b->out) != 0 ||
+        (l->has_thr && mprof__vab_finish(&l->thr, &b->out) != 0))
         return -1;
     unsigned mask = tiers_kept(l->stages, l->zones.n);
     l->tier0 = (uint32_t)b->n_tiers;
@@ -410,6 +421,8 @@ static void builder_free(builder *b)
 {
     for (size_t i = 0; i < b->n_levels; i++) {
         mprof__vab_free(&b->levels[i].zones);
+        if (b->levels[i].has_thr)
+            mprof__vab_free(&b->levels[i].thr);
         free(b->levels[i].stages);
         free(b->levels[i].mem);
     }
@@ -438,6 +451,7 @@ static void builder_free(builder *b)
     free(b->locs);
     free(b->plots);
     mprof__vsys_free(b->sys);
+    mprof__vidx_async_free(b->async);
     mprof__vout_free(&b->out);
 }
 
@@ -521,7 +535,7 @@ static int build_into(const char *capture_path, int fd, char *err, size_t errlen
         return -1;
     }
     mprof_tl_hooks hooks = {.user = &b, .zone = h_zone, .lock_span = h_lock, .memory = h_memory,
-                            .other = h_other};
+                            .async_span = h_async, .other = h_other};
     b.r = r;
     b.w = mprof__walker_new(r, &hooks, 1);
     b.sys = mprof__vsys_new();
@@ -551,7 +565,8 @@ static int build_into(const char *capture_path, int fd, char *err, size_t errlen
                     b.out.failed ? "cannot write the index (disk full?)" : "out of memory");
     else {
         mprof__walker_finish(b.w);
-        int ok = !b.oom;
+        /* Async spans into their lanes' levels (the span that holds every zone holds them). */
+        int ok = !b.oom && mprof__vidx_async_finish(&b) == 0 && !b.oom;
         for (size_t i = 0; i < b.n_levels && ok; i++)
             ok = level_finish(&b, &b.levels[i]) == 0;
         if (b.n_marks >= 2 && b.mark_hi > b.mark_lo)

@@ -18,6 +18,7 @@
 #include "view/index_block.h"
 #include "view/index_file.h"
 #include "view/index_sys.h"
+#include "util/json_out.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -45,6 +46,8 @@ typedef struct blevel {
     vzone *mem;
     uint64_t n_mem, cap_mem;
     uint32_t tier0, n_tiers; /* after the build: its tiers in the builder's list */
+    vab thr;                 /* async lanes: each span's threads (vthr), when has_thr */
+    int has_thr;
 } blevel;
 
 /* A source location slot: its figures and the levels it appears in. */
@@ -96,8 +99,33 @@ typedef struct builder {
     uint64_t n_marks;
     int64_t mark_lo, mark_hi;
     mprof_vsys *sys;
+    struct vasync_b *async; /* async spans until they go to their levels (index_async.c) */
     int oom;
 } builder;
+
+typedef struct vasync_b vasync_b;
+
+/* index_build.c: a zone of slot into level (track, depth) and its slot's figures (counts: it
+ * counts; outermost: it adds its duration to total, site_stats.h). Returns its level, or NULL
+ * when out of memory (b->oom set). */
+blevel *mprof__vidx_add_zone(builder *b, uint32_t track, uint32_t depth, uint32_t slot, int64_t s, int64_t e,
+                             int64_t self, uint32_t flags, int counts, int outermost);
+
+/* index_async.c: async spans. The walker's hook: keeps a span (0, or -1 out of memory). */
+int mprof__vidx_async_span(builder *b, const mprof_async_span *s);
+/* After the walker finished, before the levels are: lays each track's spans out on lanes and
+ * adds them to the levels of track ids after the walker's. 0, or -1 out of memory. */
+int mprof__vidx_async_finish(builder *b);
+/* The span name of a slot at or after the capture's source locations and its track's name; NULL
+ * when slot is no span name. */
+const char *mprof__vidx_async_slot(const builder *b, uint32_t slot, const char **out_track);
+/* The end of the span names' slots (0 without async spans). */
+uint32_t mprof__vidx_async_slots_end(const builder *b);
+/* The metadata: the async tracks, as objects of its "tracks" array; "async_threads", the
+ * capture's thread names by index (the spans' vthr name them). */
+void mprof__vidx_async_tracks(const builder *b, mprof_json *j);
+void mprof__vidx_async_threads(const builder *b, mprof_json *j);
+void mprof__vidx_async_free(vasync_b *a); /* NULL is a no-op */
 
 /* index_detail.c: feeds one zone (its index in the level in first) to the stages of a level,
  * counting runs, or writing the runs of the stages that have an output. 0, or -1 (o->failed). */

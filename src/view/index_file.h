@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #define VIDX_MAGIC "MPVIDX02"
-#define VIDX_VERSION 6u
+#define VIDX_VERSION 7u /* 7: async tracks (index_async.c) */
 #define MAX_LOC_SLOTS (1u << 20)
 #define PYR_FANOUT 16
 #define PYR_LEVELS 8
@@ -108,11 +108,22 @@ typedef struct vmsg { int64_t ts; uint64_t text_off; uint32_t text_len, level, t
 typedef struct vimage { int64_t ts; uint64_t off; uint32_t len, w, h, codec; } vimage;
 typedef struct vframe { int64_t s, d; uint32_t set, flags; } vframe; /* flags 1: lossy */
 
-/* A level: the zones of one depth of one track. kind: the track's MPROF_TRACK_*. */
+/* A level: the zones of one depth of one track. kind: the track's MPROF_TRACK_*, or VTRACK_ASYNC
+ * for a lane of an async track (index_async.c), whose zones are its spans. */
 typedef struct vlevel {
     uint32_t track, depth, kind, arr; /* arr: the zones */
     uint32_t tier0, n_tiers;          /* its tiers: tiers[tier0, tier0 + n_tiers) */
+    uint32_t thr, pad;                /* async lanes: an array of vthr, one per zone; else VNONE */
 } vlevel;
+
+/* The track kind of async tracks in the index (after timeline.h's MPROF_TRACK_*). Their track
+ * ids follow the walker's tracks; their span names are source location slots after the
+ * capture's. */
+#define VTRACK_ASYNC 5u
+#define VNONE UINT32_MAX
+/* An async span's threads (capture thread indices; end VNONE: open at the end of the capture)
+ * and whether its id was begun again while it was open (cut 1). */
+typedef struct vthr { uint32_t begin, end, cut, pad; } vthr;
 
 /* Level of detail (index_detail.c): a tier of a level is its zones merged at resolution res_ns,
  * as an array of runs (VC_RUNS). A run is a maximal chain of zones each narrower than res_ns,

@@ -146,6 +146,10 @@ static const char *check_dir(mprof_vindex *x, size_t len)
         const vlevel *l = &x->levels[i];
         if (!array_ok(x, l->arr, VC_ZONES, 0) || l->tier0 > d->n_tiers || l->n_tiers > d->n_tiers - l->tier0)
             return "a damaged level";
+        /* An async lane's threads: one record per span (index_async.c); no other level has them. */
+        if ((l->kind == VTRACK_ASYNC) != (l->thr != VNONE) ||
+            (l->thr != VNONE && (!array_ok(x, l->thr, VC_RAW, sizeof(vthr)) || x->arrays[l->thr].n != x->arrays[l->arr].n)))
+            return "a damaged level";
     }
     for (uint64_t i = 0; i < d->n_tiers; i++)
         if (!array_ok(x, x->tiers[i].arr, VC_RUNS, 0) || x->tiers[i].res_ns < 1)
@@ -424,8 +428,11 @@ static uint64_t array_bytes(const mprof_vindex *x, uint32_t ai)
 void mprof__vindex_parts(const mprof_vindex *x, mprof_vindex_parts *out)
 {
     memset(out, 0, sizeof *out);
-    for (uint64_t i = 0; i < x->d->n_levels; i++)
+    for (uint64_t i = 0; i < x->d->n_levels; i++) {
         out->zones += array_bytes(x, x->levels[i].arr);
+        if (x->levels[i].thr != VNONE) /* async spans' threads: part of their zones */
+            out->zones += array_bytes(x, x->levels[i].thr);
+    }
     for (uint64_t i = 0; i < x->d->n_tiers; i++)
         out->tiers += array_bytes(x, x->tiers[i].arr);
     for (uint64_t i = 0; i < x->d->n_plots; i++) {

@@ -329,6 +329,52 @@ static void frames_inside(const mprof_vindex *x, const int64_t *iv, uint64_t n_i
     }
 }
 
+/* Async spans (index_async.c): a row per span name of a track (its slot) and a row per track,
+ * [track id, ...], the slots of the track merged: the figures of `mprof report`'s async[]. */
+static int async_rows(const mprof_vindex *x, int all, const mprof_site_stat *sites, FILE *out)
+{
+    uint32_t n_tracks = 0;
+    for (uint64_t i = 0; i < x->d->n_levels; i++)
+        if (x->levels[i].kind == VTRACK_ASYNC && x->levels[i].track + 1 > n_tracks)
+            n_tracks = x->levels[i].track + 1;
+    mprof_site_stat *per = calloc((size_t)n_tracks + 1, sizeof *per);
+    if (!per)
+        return -1;
+    int rc = 0, first = 1;
+    fputs(",\"async_rows\":[", out);
+    for (uint64_t i = 0; i < x->d->n_locs && rc == 0; i++) {
+        const vloc *l = &x->locs[i];
+        if (l->kind != VTRACK_ASYNC || !l->n_lv)
+            continue;
+        mprof_site_stat s;
+        const mprof_site_stat *sp = &s;
+        if (!all)
+            sp = &sites[l->slot];
+        else if (site_of_vloc(x, l, &s) != 0) {
+            rc = -1;
+            break;
+        }
+        uint32_t t = x->levels[x->loclevels[l->lv0]].track;
+        if (sp->count) {
+            json_row(out, &first, l->slot, sp);
+            if (t < n_tracks && mprof__site_merge(&per[t], sp) != 0)
+                rc = -1;
+        }
+        if (all)
+            mprof__site_free(&s);
+    }
+    fputs("],\"async_tracks\":[", out);
+    first = 1;
+    for (uint32_t t = 0; t < n_tracks; t++) {
+        if (per[t].count)
+            json_row(out, &first, t, &per[t]);
+        mprof__site_free(&per[t]);
+    }
+    fputc(']', out);
+    free(per);
+    return rc;
+}
+
 int mprof__vidx_answer_stats(const mprof_vindex *x, const mprof_vquery *q, FILE *out, char *err, size_t errlen)
 {
     mprof_site_stat *sites = NULL;
@@ -375,7 +421,10 @@ int mprof__vidx_answer_stats(const mprof_vindex *x, const mprof_vquery *q, FILE 
         }
         fputs("]", out);
     }
-    if (!all) /* zones: the CPU zones of the rows (lock spans are no zones, GPU zones have theirs) */
+    if (rc == 0)
+        rc = async_rows(x, all, sites, out);
+    if (!all) /* zones: the CPU zones of the rows (lock and async spans are no zones, GPU zones have
+               * theirs) */
         for (uint64_t i = 0; i < x->d->n_locs; i++)
             if (x->locs[i].kind != MPROF_TRACK_THREAD)
                 zones -= sites[x->locs[i].slot].count;

@@ -21,7 +21,7 @@
 static const char *kind_name(int k)
 {
     return k == MPROF_TRACK_THREAD ? "thread" : k == MPROF_TRACK_FIBER ? "fiber"
-         : k == MPROF_TRACK_GPU ? "gpu" : "lock";
+         : k == MPROF_TRACK_GPU ? "gpu" : k == (int)VTRACK_ASYNC ? "async" : "lock";
 }
 
 /* The main frame set first, then the others in the walker's order. */
@@ -181,16 +181,31 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
         }
         mprof_json_obj_end(&j);
     }
+    /* Async tracks below the others, a lane per level (index_async.c). */
+    mprof__vidx_async_tracks(b, &j);
     mprof_json_arr_end(&j);
     free(order);
+    mprof__vidx_async_threads(b, &j);
 
     /* Source locations by slot; figures for those with zones. */
     uint32_t n_rl = mprof_reader_srcloc_count(r);
     uint32_t n_slots = n_rl + 2 > b->n_locs ? n_rl + 2 : b->n_locs;
+    if (mprof__vidx_async_slots_end(b) > n_slots)
+        n_slots = mprof__vidx_async_slots_end(b);
     mprof_json_arr_begin(&j, "srclocs");
     for (uint32_t s = 0; s < n_slots; s++) {
+        const char *atrack = NULL, *aname = s >= n_rl + 2 ? mprof__vidx_async_slot(b, s, &atrack) : NULL;
         mprof_json_arr_begin(&j, NULL);
-        if (s < 2) {
+        if (aname) {
+            /* A span name of an async track: its track where a zone has its function. */
+            char where[300];
+            snprintf(where, sizeof where, "async %s", atrack ? atrack : "");
+            mprof_json_str(&j, NULL, aname);
+            mprof_json_str(&j, NULL, where);
+            mprof_json_str(&j, NULL, "");
+            mprof_json_u64(&j, NULL, 0);
+            mprof_json_u64(&j, NULL, 0);
+        } else if (s < 2) {
             mprof_json_str(&j, NULL, s ? "holding" : "waiting");
             mprof_json_str(&j, NULL, "");
             mprof_json_str(&j, NULL, "");
@@ -297,7 +312,8 @@ static int build_dir(builder *b, dirb *d, vdir *h)
     /* Levels and their tiers. */
     for (size_t i = 0; i < b->n_levels; i++) {
         const blevel *l = &b->levels[i];
-        vlevel v = {l->track, l->depth, l->kind, add_array(d, &l->zones), (uint32_t)(d->tiers.n / sizeof(vtier)), l->n_tiers};
+        vlevel v = {l->track, l->depth, l->kind, add_array(d, &l->zones), (uint32_t)(d->tiers.n / sizeof(vtier)), l->n_tiers,
+                    l->has_thr ? add_array(d, &l->thr) : VNONE, 0};
         for (uint32_t k = 0; k < l->n_tiers; k++) {
             vtier t = b->tiers[l->tier0 + k];
             t.arr = add_array(d, &b->tier_arrs[l->tier0 + k]);

@@ -74,6 +74,9 @@ typedef struct merge {
     int fz, fm, open;
     int64_t bs, be;
     uint64_t cnt, drawn, merged;
+    FILE *th;         /* async lanes: each drawn span's threads, else NULL */
+    const varr *thr;  /* their vthr array */
+    vread *r;
 } merge;
 
 static void merge_close(merge *g)
@@ -118,6 +121,13 @@ static void merge_feed(merge *g, const seq *q, uint64_t i, uint64_t end)
             return;
         if (sq_wide(q, i, g->px)) {
             vzone z = sq_at(q, i);
+            if (g->th) {
+                /* z.first is the span's index in its lane (a run of one names its zone). */
+                vthr t;
+                memcpy(&t, mprof__vread_rec(g->r, g->thr, z.first < g->thr->n ? z.first : 0), sizeof t);
+                fprintf(g->th, "%s%" PRIu32 ",%" PRId64 ",%" PRIu32, g->fz ? "" : ",", t.begin,
+                        t.end == VNONE ? INT64_C(-1) : (int64_t)t.end, t.cut);
+            }
             fprintf(g->out, "%s%" PRId64 ",%" PRId64 ",%" PRIu32 ",%" PRId64, g->fz ? "" : ",", z.s, z.e, z.loc, z.self);
             g->fz = 0;
             g->drawn++;
@@ -189,10 +199,21 @@ int mprof__vidx_answer_zones(const mprof_vindex *x, const mprof_vquery *q, FILE 
                 l->track, l->depth);
         first_level = 0;
         /* Merged spans go to a second array, written after the zones from a small buffer. */
-        char *mbuf = NULL;
-        size_t mlen = 0;
-        merge g = {out, open_memstream(&mbuf, &mlen), px, q->t1, 1, 1, 0, 0, 0, 0, 0, 0};
-        if (!g.m) {
+        char *mbuf = NULL, *tbuf = NULL;
+        size_t mlen = 0, tlen = 0;
+        merge g = {out, open_memstream(&mbuf, &mlen), px, q->t1, 1, 1, 0, 0, 0, 0, 0, 0, NULL, NULL, &rd};
+        /* An async lane: the threads of its drawn spans, in a third array. */
+        if (l->thr != VNONE) {
+            g.thr = &x->arrays[l->thr];
+            g.th = open_memstream(&tbuf, &tlen);
+        }
+        if (!g.m || (l->thr != VNONE && !g.th)) {
+            if (g.m)
+                fclose(g.m);
+            if (g.th)
+                fclose(g.th);
+            free(mbuf);
+            free(tbuf);
             mprof__vread_free(&rd);
             tool_seterr(err, errlen, "out of memory");
             return -1;
@@ -223,8 +244,14 @@ int mprof__vidx_answer_zones(const mprof_vindex *x, const mprof_vquery *q, FILE 
         fclose(g.m);
         drawn += g.drawn;
         merged += g.merged;
-        fprintf(out, "],\"m\":[%s]}", mbuf ? mbuf : "");
+        fprintf(out, "],\"m\":[%s]", mbuf ? mbuf : "");
+        if (g.th) {
+            fclose(g.th);
+            fprintf(out, ",\"th\":[%s]", tbuf ? tbuf : "");
+        }
+        fputc('}', out);
         free(mbuf);
+        free(tbuf);
     }
     fprintf(out, "],\"drawn\":%" PRIu64 ",\"merged\":%" PRIu64 "}", drawn, merged);
     int rc = rd.err ? -1 : 0;

@@ -52,8 +52,9 @@ Data.decodeTrack = function (t, index) {
         if (d > maxDepth) maxDepth = d;
         counts[d] = (counts[d] || 0) + 1;
         stack.length = Math.min(stack.length, d);
-        /* Lock tracks put one thread per depth row: spans there have no parents. */
-        const p = d > 0 && stack.length >= d && t.kind !== 'lock' ? stack[d - 1] : -1;
+        /* Lock tracks put one thread per depth row and async tracks one lane per depth row:
+         * spans there have no parents. */
+        const p = d > 0 && stack.length >= d && t.kind !== 'lock' && t.kind !== 'async' ? stack[d - 1] : -1;
         parent[i] = p;
         if (p >= 0) self[p] -= dur[i];
         stack[d] = i;
@@ -163,6 +164,7 @@ Data.load = function (raw) {
             min: v.length ? lo : 0, max: v.length ? hi : 0
         });
     }
+    Data.decodeAsync(raw.async, D);
     SystemView.decode(raw, D); /* system.js: thread states, CPU plots, samples */
     D.start = D.range.start_ns || 0;
     D.end = D.range.end_ns || D.capture.duration_ns || 1;
@@ -174,6 +176,50 @@ Data.load = function (raw) {
     }
 };
 
+/* The document's async tracks (docs/VIEW.md) become tracks of kind 'async' after the others:
+ * a lane is a depth row (the spans of a lane never overlap), each span name a source location
+ * of its own (color 0: hashed from the name), so the timeline draws, merges and picks spans as
+ * it does zones. The spans are not zones: D.zoneCount, the zone statistics and the flame graph
+ * leave them out; the track's figures of the whole capture (stats, from site_stats.h like a
+ * zone's) stay with it for the statistics table. */
+Data.decodeAsync = function (a, D) {
+    D.asyncCount = 0;
+    if (!a || !a.tracks) return;
+    const threads = a.threads || [];
+    for (const at of a.tracks) {
+        const sp = at.spans || { start: [], dur: [], lane: [], name: [], begin: [], end: [] };
+        const names = at.names || [];
+        const n = sp.dur.length;
+        if (sp.start.length !== n || sp.lane.length !== n || sp.name.length !== n || sp.begin.length !== n || sp.end.length !== n)
+            throw new Error('async track "' + at.name + '": span arrays differ in length');
+        const base = D.srclocs.length;
+        for (const nm of names) {
+            const sl = { name: nm, func: '', file: '', line: 0, color: 0, async: true };
+            sl.rgb = U.zoneRgb(0, nm);
+            D.srclocs.push(sl);
+        }
+        const loc = new Array(n);
+        for (let k = 0; k < n; k++) {
+            if (!(sp.name[k] >= 0 && sp.name[k] < names.length))
+                throw new Error('async track "' + at.name + '": span ' + k + ' has unknown name ' + sp.name[k]);
+            loc[k] = base + sp.name[k];
+        }
+        const tr = Data.decodeTrack({
+            kind: 'async', name: at.name, unfinished: at.open || [],
+            zones: { start: sp.start, dur: sp.dur, depth: sp.lane, loc: loc }
+        }, D.tracks.length);
+        tr.async = {
+            begin: sp.begin.map((i) => threads[i] !== undefined ? threads[i] : 'thread ' + i),
+            end: sp.end.map((i) => i < 0 ? null : threads[i] !== undefined ? threads[i] : 'thread ' + i),
+            cut: new Set(at.cut || []),
+            stats: at.stats || null, nameStats: at.name_stats || [], locBase: base, openAtEnd: at.open_at_end || 0, unmatchedEnds: at.unmatched_ends || 0,
+            reusedIds: at.reused_ids || 0, omitted: at.omitted || 0, lanes: at.lanes || 0
+        };
+        D.tracks.push(tr);
+        D.asyncCount += n;
+    }
+};
+
 /* Display name of zone i of track t: its dynamic name when it has one. */
 Data.zoneName = function (D, t, i) {
     const n = t.names.get(i);
@@ -181,10 +227,10 @@ Data.zoneName = function (D, t, i) {
 };
 
 /* Calls fn(track, zoneIndex) for every zone overlapping [t0, t1]. Lock tracks hold waiting and
- * holding spans, not zones, and are left out. */
+ * holding spans and async tracks async spans, not zones: they are left out. */
 Data.forZonesIn = function (D, t0, t1, fn) {
     for (const t of D.tracks) {
-        if (t.kind === 'lock') continue;
+        if (t.kind === 'lock' || t.kind === 'async') continue;
         for (const l of t.levels) {
             let i = U.lowerBound(l.e, t0);
             for (; i < l.n && l.s[i] <= t1; i++) fn(t, l.idx[i]);

@@ -31,7 +31,7 @@ class FlameGraph extends CanvasView {
         const D = this.D;
         const root = FlameGraph.node('all threads', -1, null);
         for (const t of D.tracks) {
-            if (!t.n || t.kind === 'lock') continue;
+            if (!t.n || t.kind === 'lock' || t.kind === 'async') continue;
             const tnode = FlameGraph.node(t.name, -2, root);
             const nodeOf = new Int32Array(t.n).fill(-1);
             const nodes = [];

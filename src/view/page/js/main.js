@@ -182,6 +182,12 @@ class App {
         const D = this.D;
         const sl = D.srclocs[t.loc[i]];
         const d = document.getElementById('zone-detail');
+        if (t.async) {
+            const a = t.async;
+            d.textContent = Data.zoneName(D, t, i) + ' \u2014 ' + U.fmtNs(t.dur[i]) + ' \u2014 async ' + t.name + ', lane ' + t.depth[i] +
+                ' \u2014 begun on ' + a.begin[i] + ', ' + (a.end[i] === null ? 'open at the end of the capture' : 'ended on ' + a.end[i]);
+            return;
+        }
         d.textContent = Data.zoneName(D, t, i) + ' \u2014 ' + U.fmtNs(t.dur[i]) + ' (self ' + U.fmtNs(t.self[i]) + ') \u2014 ' + sl.file + ':' + sl.line + ' \u2014 ' + t.name;
     }
 
@@ -240,6 +246,8 @@ function mprofMain() {
         'track-names': D.tracks.map((t) => t.name).join('|'),
         'track-kinds': Object.keys(kinds).map((k) => k + ':' + kinds[k]).join(','),
         zones: D.zoneCount,
+        'async-tracks': D.tracks.filter((t) => t.async).length,
+        'async-spans': D.asyncCount,
         frames: D.frames ? D.frames.n : 0,
         plots: D.plots.length,
         messages: D.messages ? D.messages.n : 0,

@@ -13,6 +13,8 @@
  *     location is inside the range too;
  *   - percentiles come from the log-linear histogram of analysis/hist.c (Stats.hist* below,
  *     the same buckets), so they equal the report's.
+ * Async tracks have a row each (the report's async[]), and each span name of a track a row: their
+ * spans inside the range that ended.
  */
 'use strict';
 
@@ -94,7 +96,7 @@ Stats.compute = function (D, t0, t1) {
         const b = Stats.histBucket(d);
         r.h.set(b, (r.h.get(b) || 0) + 1);
     });
-    const out = [];
+    const out = Stats.asyncRows(D, t0, t1);
     for (const r of rows.values())
         out.push(Stats.row(D, r.loc, r.gpu, {
             count: r.count, total: r.total, self: r.self, mean: r.calls / r.count, min: r.min, max: r.max,
@@ -104,9 +106,63 @@ Stats.compute = function (D, t0, t1) {
     return out;
 };
 
+/* An async track's row (loc < 0: the track, not a source location), or the row of one of its
+ * span names (loc: the name's source location, data.js); a span has no children, so its self
+ * time is its duration. */
+Stats.asyncRow = function (D, t, loc, f) {
+    const sl = loc >= 0 ? D.srclocs[loc] : null;
+    return {
+        loc: loc >= 0 ? loc : -2 - t.index, name: sl ? sl.name + ' (async ' + t.name + ')' : t.name + ' (async)',
+        where: 'async track', func: '', async: true,
+        count: f.count, total: f.total, self: f.total, mean: f.mean, p50: f.p50, p95: f.p95, min: f.min, max: f.max,
+        inFrames: 0, rgb: sl ? sl.rgb : 0x9cc9ff, gpu: false
+    };
+};
+
+/* A row per async track: its spans inside [t0, t1] that ended (those open at the end of the
+ * capture have no duration), with the histogram's percentiles, as `mprof report` counts them;
+ * null bounds: the whole capture, from the document's figures (every span, embedded or not). */
+Stats.asyncRows = function (D, t0, t1) {
+    const out = [];
+    for (const t of D.tracks) {
+        if (!t.async) continue;
+        if (t0 === null) {
+            const st = t.async.stats;
+            if (st) out.push(Stats.asyncRow(D, t, -1, { count: st[0], total: st[1], min: st[2], max: st[3], mean: st[4], p50: st[5], p95: st[6] }));
+            for (const r of t.async.nameStats)
+                out.push(Stats.asyncRow(D, t, t.async.locBase + r[0], { count: r[1], total: r[2], min: r[3], max: r[4], mean: r[5], p50: r[6], p95: r[7] }));
+            continue;
+        }
+        /* The track (key -1) and each of its names (key: the name's source location). */
+        const acc = new Map();
+        const add = (key, d) => {
+            let r = acc.get(key);
+            if (!r) acc.set(key, r = { count: 0, total: 0, min: Infinity, max: 0, h: new Map() });
+            r.count++;
+            r.total += d;
+            if (d < r.min) r.min = d;
+            if (d > r.max) r.max = d;
+            const b = Stats.histBucket(d);
+            r.h.set(b, (r.h.get(b) || 0) + 1);
+        };
+        for (let i = 0; i < t.n; i++) {
+            const s = t.start[i], e = t.end[i];
+            if (!(s >= t0 && s < t1 && e <= t1) || t.unfinished.has(i)) continue;
+            add(-1, t.dur[i]);
+            add(t.loc[i], t.dur[i]);
+        }
+        for (const [key, r] of acc)
+            out.push(Stats.asyncRow(D, t, key, {
+                count: r.count, total: r.total, min: r.min, max: r.max, mean: r.total / r.count,
+                p50: Stats.histQuantile(r.h, r.count, r.min, r.max, 0.5), p95: Stats.histQuantile(r.h, r.count, r.min, r.max, 0.95)
+            }));
+    }
+    return out;
+};
+
 /* The whole capture's figures from the document (every zone, embedded or not). */
 Stats.whole = function (D) {
-    const z = D.zoneStats, out = [];
+    const z = D.zoneStats, out = Stats.asyncRows(D, null, null);
     if (!z) return null;
     const add = (r, gpu) => out.push(Stats.row(D, r[0], gpu, {
         count: r[1], total: r[2], self: r[3], min: r[4], max: r[5], mean: r[6], p50: r[7], p95: r[8], inFrames: r[9]

@@ -311,10 +311,12 @@ class Timeline extends CanvasView {
         this.hits.push({ kind: 'header', track: t, y: y, h: this.HEADER });
         ctx.fillStyle = '#2f3136';
         ctx.fillRect(0, y, W, this.HEADER);
-        ctx.fillStyle = t.kind === 'gpu' ? '#d5a6ff' : t.kind === 'lock' ? '#ffb36b' : t.kind === 'fiber' ? '#7fd1c7' : '#e8e8e8';
+        ctx.fillStyle = t.kind === 'gpu' ? '#d5a6ff' : t.kind === 'lock' ? '#ffb36b' : t.kind === 'fiber' ? '#7fd1c7' :
+            t.kind === 'async' ? '#9cc9ff' : '#e8e8e8';
         const arrow = t.collapsed ? '\u25b6 ' : '\u25bc ';
         const kind = t.kind === 'thread' ? '' : '[' + t.kind + '] ';
-        ctx.fillText(arrow + kind + t.name + '  (' + U.fmtCount(t.n) + ' zones)', 6, y + this.HEADER / 2);
+        const what = t.async ? U.fmtCount(t.n) + ' spans, ' + (t.maxDepth + 1) + ' lanes' : U.fmtCount(t.n) + ' zones';
+        ctx.fillText(arrow + kind + t.name + '  (' + what + ')', 6, y + this.HEADER / 2);
         SystemView.drawStrip(this, ctx, t, y, W); /* system.js: running / preempted / blocked */
         if (t.collapsed || t.n === 0) return;
         const y0 = y + this.HEADER + 2;
@@ -382,6 +384,17 @@ class Timeline extends CanvasView {
             ctx.lineWidth = 2;
             ctx.strokeRect(x + 1, y + 1, Math.max(ww - 2, 1), h - 2);
             ctx.lineWidth = 1;
+        }
+        if (t.async && t.unfinished.has(zi) && ww > 6) {
+            /* Open at the end of the capture: a white arrow at the end it has not reached. */
+            const xe = x + ww;
+            ctx.fillStyle = '#fff';
+            ctx.beginPath();
+            ctx.moveTo(xe - 6, y + 1);
+            ctx.lineTo(xe, y + h / 2);
+            ctx.lineTo(xe - 6, y + h - 1);
+            ctx.closePath();
+            ctx.fill();
         }
         if (ww > 24) {
             const name = Data.zoneName(D, t, zi);
@@ -513,6 +526,15 @@ class Timeline extends CanvasView {
     tooltipHtml(hit) {
         const D = this.D;
         const e = U.escapeHtml;
+        if (hit.kind === 'zone' && hit.track.async) {
+            const t = hit.track, i = hit.i, a = t.async;
+            let h = '<b>' + e(Data.zoneName(D, t, i)) + '</b> <span class="dim">(async, ' + e(t.name) + ')</span>';
+            h += '<br>duration <b>' + U.fmtNs(t.dur[i]) + '</b>' + (t.unfinished.has(i) ? ' (open at the end of the capture)' : '');
+            h += '<br>start ' + U.fmtTs(t.start[i], 1) + ', lane ' + t.depth[i];
+            h += '<br>begun on ' + e(a.begin[i]) + ', ' + (a.end[i] === null ? 'never ended' : 'ended on ' + e(a.end[i]));
+            if (a.cut.has(i)) h += '<br>its id was begun again while it was open: it ends there';
+            return h;
+        }
         if (hit.kind === 'zone') {
             const t = hit.track, i = hit.i;
             const sl = D.srclocs[t.loc[i]];
@@ -553,6 +575,10 @@ class Timeline extends CanvasView {
         }
         if (hit.kind === 'header') {
             const t = hit.track;
+            if (t.async)
+                return '<b>' + e(t.name) + '</b> (async track: spans begun and ended on any threads)<br>' +
+                    U.fmtCount(t.n) + ' spans on ' + (t.maxDepth + 1) + ' lanes, ' + t.async.openAtEnd + ' open at the end, ' +
+                    t.async.unmatchedEnds + ' ends without a begin<br>click to ' + (t.collapsed ? 'expand' : 'collapse');
             return '<b>' + e(t.name) + '</b> (' + t.kind + (t.tid !== undefined ? ', tid ' + t.tid : '') + ')<br>' +
                 U.fmtCount(t.n) + ' zones, depth ' + (t.maxDepth + 1) + '<br>click to ' + (t.collapsed ? 'expand' : 'collapse');
         }

@@ -52,6 +52,9 @@
      * (or folded). serve.js starts the zone's label after it (S.labelInset). */
     function marked(track, depth, s, e, w) {
         if (w < 4 * MARK || S.hidden(track, depth, s, e)) return false;
+        /* The lanes of an async track hold spans side by side, not inside each other. */
+        const t = S.meta && S.meta.tracks.find((q) => q.id === track);
+        if (t && t.kind === 'async') return false;
         return folded(track, depth, s, e) >= 0 || hasChildren()(track, depth, s, e);
     }
     S.labelInset = (track, depth, s, e, w) => (marked(track, depth, s, e, w) ? MARK : 0);

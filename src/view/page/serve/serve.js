@@ -111,8 +111,10 @@ function drawTimeline() {
             ctx.fillRect(0, r.y, w, HEAD);
             ctx.fillStyle = '#cfd3da';
             const mark = S.collapsed[r.track] ? '\u25b6' : '\u25bc';
-            ctx.fillText(mark + ' ' + t.name + '  (' + t.kind + ', ' + U.fmtCount(t.zones) + ' zones, ' + t.depths +
-                ' levels)   \u25b2 \u25bc', 6, r.y + HEAD / 2);
+            const what = t.kind === 'async' ? U.fmtCount(t.zones) + ' spans, ' + t.depths + ' lanes' +
+                (t.open_at_end ? ', ' + t.open_at_end + ' open at the end' : '')
+                : U.fmtCount(t.zones) + ' zones, ' + t.depths + ' levels';
+            ctx.fillText(mark + ' ' + t.name + '  (' + t.kind + ', ' + what + ')   \u25b2 \u25bc', 6, r.y + HEAD / 2);
         } else if (r.depth === -2) {
             ctx.fillStyle = '#8b8f98';
             ctx.fillText('+ ' + (t.depths - DEPTH_CAP) + ' deeper levels (click to show)', 20, r.y + ROW / 2);
@@ -134,6 +136,16 @@ function drawTimeline() {
                 ctx.fillStyle = U.rgbCss(dim ? U.shade(rgb, 0.45) : rgb);
                 const cx = Math.max(x0, -2), cw = Math.max(1, Math.min(x1, w + 2) - cx);
                 ctx.fillRect(cx, r.y + 1, cw, ROW - 2);
+                if (lv.th && lv.th[(i / 4) * 3 + 1] < 0 && x1 <= w + 2 && cw > 6) {
+                    /* An async span open at the end of the capture: a white arrow at its end. */
+                    ctx.fillStyle = '#fff';
+                    ctx.beginPath();
+                    ctx.moveTo(x1 - 6, r.y + 2);
+                    ctx.lineTo(x1, r.y + ROW / 2);
+                    ctx.lineTo(x1 - 6, r.y + ROW - 2);
+                    ctx.closePath();
+                    ctx.fill();
+                }
                 if (S.selZone && S.selZone.s === a[i] && S.selZone.track === lv.track && S.selZone.depth === lv.depth) {
                     ctx.strokeStyle = '#fff';
                     ctx.lineWidth = 2;
@@ -277,15 +289,26 @@ function zoneAt(x, y) {
     const shown = (a, b) => !(S.hidden && S.hidden(r.track, r.depth, a, b));
     for (let i = 0; i < lv.z.length; i += 4)
         if (t >= lv.z[i] - tol && t <= lv.z[i + 1] + tol && shown(lv.z[i], lv.z[i + 1]))
-            return { row: r, zone: { s: lv.z[i], e: lv.z[i + 1], loc: lv.z[i + 2], self: lv.z[i + 3], track: r.track, depth: r.depth } };
+            return { row: r, zone: { s: lv.z[i], e: lv.z[i + 1], loc: lv.z[i + 2], self: lv.z[i + 3], track: r.track, depth: r.depth,
+                th: lv.th ? lv.th.slice((i / 4) * 3, (i / 4) * 3 + 3) : null } };
     for (let i = 0; i < lv.m.length; i += 3)
         if (t >= lv.m[i] - tol && t <= lv.m[i + 1] + tol && shown(lv.m[i], lv.m[i + 1]))
             return { row: r, merged: { s: lv.m[i], e: lv.m[i + 1], n: lv.m[i + 2] } };
     return { row: r };
 }
 
+/* A thread of the capture by index, for async spans (/api/meta's async_threads). */
+function threadName(i) {
+    const n = S.meta.async_threads || [];
+    return n[i] !== undefined ? n[i] : 'thread ' + i;
+}
+
 function describe(z) {
     const l = loc(z.loc), t = trackById(z.track);
+    if (t && t.kind === 'async')
+        return l[0] + '  ' + U.fmtNs(z.e - z.s) + '  at ' + U.fmtTs(z.s, 1000) + '  async ' + t.name + ' lane ' + z.depth +
+            (z.th ? '  begun on ' + threadName(z.th[0]) + ', ' + (z.th[1] < 0 ? 'open at the end of the capture' : 'ended on ' + threadName(z.th[1])) +
+                (z.th[2] ? ' (its id was begun again while it was open)' : '') : '');
     return l[0] + '  ' + U.fmtNs(z.e - z.s) + ' (self ' + U.fmtNs(z.self) + ')  at ' + U.fmtTs(z.s, 1000) +
         '  ' + (l[1] ? l[1] + '  ' : '') + (l[2] ? l[2] + ':' + l[3] + '  ' : '') + t.name + ' depth ' + z.depth;
 }
@@ -570,17 +593,25 @@ function panelStats(p) {
     setStatus('statsQuery', q);
     api('/api/stats?' + q).then((st) => {
         S.stats = st;
-        const rows = st.rows.map((r) => [r, false]).concat((st.gpu_rows || []).map((r) => [r, true]))
+        /* Async spans: a row per track (the report's async[]) and one per span name of a track. */
+        const trackName = (id) => (trackById(id) || { name: '?' }).name;
+        const rows = st.rows.map((r) => [r, '']).concat((st.gpu_rows || []).map((r) => [r, 'gpu']))
+            .concat((st.async_tracks || []).map((r) => [r, 'track'])).concat((st.async_rows || []).map((r) => [r, 'async']))
             .sort((a, b) => b[0][2] - a[0][2]);
+        const label = (r, k) => k === 'track' ? trackName(r[0]) + ' (async track, every span)'
+            : k === 'async' ? loc(r[0])[0] + ' (' + loc(r[0])[1] + ')' : loc(r[0])[0] + (k === 'gpu' ? ' (GPU)' : '');
         body.textContent = '';
         body.appendChild(U.el('div', { class: 'dim', text: U.fmtCount(st.zones) + ' zones' + (st.whole ? ' (the whole capture: the figures of mprof report)' : '') +
             (st.frames ? '; ' + U.fmtCount(st.frames) + ' main frames inside' : '') + '. Total counts recursion once; %frames is the time inside the main frames over their span.' }));
         body.appendChild(table(['zone', 'count', 'total', 'self', 'mean', 'p50', 'p95', 'min', 'max', '%frames', 'per frame'],
-            rows.map(([r, gpu]) => [loc(r[0])[0] + (gpu ? ' (GPU)' : ''), U.fmtCount(r[1]), U.fmtNs(r[2]), U.fmtNs(r[3]), U.fmtNs(r[6]),
+            rows.map(([r, k]) => [label(r, k), U.fmtCount(r[1]), U.fmtNs(r[2]), U.fmtNs(r[3]), U.fmtNs(r[6]),
                 U.fmtNs(r[7]), U.fmtNs(r[8]), U.fmtNs(r[4]), U.fmtNs(r[5]),
-                st.span_ns > 0 ? (100 * r[9] / st.span_ns).toFixed(1) + ' %' : '-', st.frames ? U.fmtNs(r[9] / st.frames) : '-']),
-            (k) => findZone(rows[k][0][0])));
+                /* Spans of a track overlap: their share of frame time is no share (it passes 100 %). */
+                st.span_ns > 0 && k !== 'track' && k !== 'async' ? (100 * r[9] / st.span_ns).toFixed(1) + ' %' : '-',
+                st.frames ? U.fmtNs(r[9] / st.frames) : '-']),
+            (k) => { if (rows[k][1] !== 'track') findZone(rows[k][0][0]); }));
         setStatus('statsRows', rows.length);
+        setStatus('statsAsync', (st.async_tracks || []).map((r) => trackName(r[0]) + ':' + r[1]).join('|'));
         setStatus('statsZones', st.zones);
         setStatus('statsWhole', st.whole ? 1 : 0);
     }).catch(() => { S.errors++; setStatus('errors', S.errors); });
