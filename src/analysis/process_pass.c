@@ -141,8 +141,9 @@ static void procs_print_text(void *state, mprof_analysis *a, FILE *out, int top_
     if (np < 2)
         return;
     char e[256];
-    fprintf(out, "\nProcesses (%u, aligned by %s)\n", np,
-            tool_text(mprof_reader_info(r, "merge_alignment"), e, sizeof e));
+    const char *al = mprof_reader_info(r, "merge_alignment");
+    fprintf(out, "\nProcesses (%u%s%s)\n", np, al ? ", aligned by " : "",
+            al ? tool_text(al, e, sizeof e) : "");
     for (uint32_t i = 0; i < np && i < s->n; i++) {
         const mprof_process_def *d = mprof_reader_process(r, i);
         const proc_acc *p = &s->p[i];
