@@ -803,6 +803,61 @@ static void killed_process_marked_other_complete(void **state)
     unlink(b.ready);
 }
 
+/* -s ends every part; so does a SIGTERM to the tool alone (passed on to its children). Both
+ * processes are in the merged capture, neither marked: each sent its own end record. */
+static void seconds_and_sigterm_end_all(void **state)
+{
+    (void)state;
+    game a, b;
+    game_start(&a, "150", 1);
+    game_start(&b, "150", 1);
+    assert_int_equal(wait_for(a.ready, 0, 10000), 0);
+    assert_int_equal(wait_for(b.ready, 0, 10000), 0);
+    char out[512], log[512], part[600];
+    snprintf(out, sizeof out, "%s", tu_temp_path("ended.mprof"));
+    snprintf(log, sizeof log, "%s", tu_temp_path("ended.log"));
+    for (int round = 0; round < 2; round++) {
+        pid_t tool = capture_two(&a, &b, out, log, round == 0 ? "0.5" : NULL);
+        if (round == 1) {
+            for (int k = 1; k <= 2; k++) {
+                snprintf(part, sizeof part, "%s.parts/%d.mprof", out, k);
+                assert_int_equal(wait_for(part, 400, 10000), 0);
+            }
+            kill(tool, SIGTERM);
+        }
+        assert_int_equal(wait_exit(tool, 20000), 0);
+        cJSON *rep = report_json(out);
+        const cJSON *procs = cJSON_GetObjectItemCaseSensitive(rep, "processes");
+        assert_int_equal(cJSON_GetArraySize(procs), 2);
+        for (int i = 0; i < 2; i++) {
+            const cJSON *p = cJSON_GetArrayItem(procs, i);
+            assert_null(cJSON_GetObjectItemCaseSensitive(p, "ended_by"));
+            assert_int_equal((uint64_t)num(p, "pid"), (uint64_t)(i == 0 ? a.pid : b.pid));
+            assert_true(num(cJSON_GetObjectItemCaseSensitive(p, "frames"), "count") > 0);
+        }
+        cJSON_Delete(rep);
+        unlink(out);
+    }
+    /* The games went on running: a capture ending is not theirs. */
+    assert_int_equal(game_finish(&a), 0);
+    assert_int_equal(game_finish(&b), 0);
+    /* Usage: addresses that do not match the ports, and an existing parts folder. */
+    char cmd[1024], text[4096];
+    snprintf(cmd, sizeof cmd, "%s capture -o %s -p 1 -p 2 -a ::1 -a ::1 -a ::1 2>&1",
+             tu_mprof_bin(), out);
+    assert_int_equal(tu_run(cmd, text, sizeof text), 2);
+    assert_non_null(strstr(text, "3 addresses for 2 ports"));
+    snprintf(part, sizeof part, "%s.parts", out);
+    assert_int_equal(mkdir(part, 0755), 0);
+    snprintf(cmd, sizeof cmd, "%s capture -o %s -p 1 -p 2 2>&1", tu_mprof_bin(), out);
+    assert_int_equal(tu_run(cmd, text, sizeof text), 3);
+    assert_non_null(strstr(text, "mprof merge"));
+    rmdir(part);
+    unlink(log);
+    unlink(a.inproc);
+    unlink(b.inproc);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -813,6 +868,7 @@ int main(void)
         cmocka_unit_test(merge_equals_sum_of_reports),
         cmocka_unit_test(two_processes_one_capture),
         cmocka_unit_test(killed_process_marked_other_complete),
+        cmocka_unit_test(seconds_and_sigterm_end_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
