@@ -14,8 +14,8 @@
  * The merged clock is nanoseconds (ns_per_tick 1, tick0 0). Where each input's time 0 lies on
  * it: `--offset` when given; else, for inputs of one host with one timer (INFO `hostname` and
  * `timer` equal to the first input's), the distance between their tick0 on the first input's
- * clock (`clock`); else the distance between their wall-clock starts (`wallclock`). The
- * earliest origin becomes time 0.
+ * clock (`clock`), unless their wall clocks contradict it by more than a second; else the
+ * distance between their wall-clock starts (`wallclock`). The earliest origin becomes time 0.
  */
 #include "format/merge.h"
 #include "format/decode.h"
@@ -455,6 +455,16 @@ static int place(merger *m, src *s, uint32_t n, int64_t *pos)
             int64_t dt = (int64_t)(strtoull(t0, NULL, 10) - strtoull(t00, NULL, 10));
             pos[i] = (int64_t)((double)dt * npt0);
             s[i].alignment = "clock";
+            /* A counter that the wall clocks contradict by more than a second was not shared
+             * (the host rebooted between the captures, or its counter is not invariant): the
+             * wall clocks place them. */
+            if (w && w0) {
+                int64_t wall = (int64_t)(strtoull(w, NULL, 10) - strtoull(w0, NULL, 10));
+                if (wall - pos[i] > 1000000000 || pos[i] - wall > 1000000000) {
+                    pos[i] = wall;
+                    s[i].alignment = "wallclock";
+                }
+            }
         } else {
             if (!w || !w0)
                 return mfail(m, "%s: cannot be placed beside %s: they are not of one host and "
