@@ -129,7 +129,8 @@ static void procs_finish(void *state, mprof_analysis *a)
             s->p[d->process].threads++;
     }
     for (uint32_t i = 0; i < s->n; i++)
-        qsort(s->p[i].ms, s->p[i].n, sizeof(double), cmp_double);
+        if (s->p[i].n)
+            qsort(s->p[i].ms, s->p[i].n, sizeof(double), cmp_double);
 }
 
 static void procs_print_text(void *state, mprof_analysis *a, FILE *out, int top_n)
