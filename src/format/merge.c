@@ -248,7 +248,7 @@ static int map_thread(merger *m, src *s, uint32_t old, uint32_t *out)
     uint32_t proc = 0;
     if (s->multi) {
         const mprof_thread_def *t = mprof_reader_thread(s->r, old);
-        proc = t ? t->process : 0;
+        proc = t && t->process < s->n_procs ? t->process : 0;
     }
     mprof_event tp = {.type = MPROF_EV_THREAD_PROCESS};
     tp.u[0] = *out;
@@ -270,9 +270,10 @@ static int advance(merger *m, src *s)
         int t = s->head.type;
         /* Thread switches are the output's own; calibrations tie ticks to a clock the merged
          * capture does not have (its ticks are nanoseconds); a merged input's processes were
-         * defined before everything else. */
-        if (t == MPROF_EV_THREAD || t == MPROF_EV_CALIBRATION ||
-            (t == MPROF_EV_DEF_PROCESS && s->multi))
+         * defined before everything else, and a one-process input's process records (a
+         * capture that defines one process) are made again from its INFO and END. */
+        if (t == MPROF_EV_THREAD || t == MPROF_EV_CALIBRATION || t == MPROF_EV_DEF_PROCESS ||
+            (!s->multi && (t == MPROF_EV_THREAD_PROCESS || t == MPROF_EV_PROCESS_END)))
             continue;
         const mprof_event_desc *d = mprof_event_desc_get(t);
         if (d && d->has_ts)
@@ -315,6 +316,10 @@ static int take(merger *m, src *s)
         break;
     case MPROF_EV_DEF_THREAD:
     case MPROF_EV_THREAD_PROCESS:
+        /* A process the input defined only after its first events is none of those kept: the
+         * thread stays where it was put. */
+        if (ev.type == MPROF_EV_THREAD_PROCESS && (ev.u[1] == 0 || ev.u[1] > s->n_procs))
+            return 0;
         if (map_thread(m, s, (uint32_t)ev.u[0], &id) != 0)
             return -1;
         ev.u[0] = id;
@@ -322,8 +327,9 @@ static int take(merger *m, src *s)
             ev.u[1] += s->base;
         break;
     case MPROF_EV_PROCESS_END:
-        if (ev.u[0] >= 1 && ev.u[0] <= s->n_procs)
-            s->proc_ended[ev.u[0] - 1] = 1;
+        if (ev.u[0] == 0 || ev.u[0] > s->n_procs)
+            return 0;
+        s->proc_ended[ev.u[0] - 1] = 1;
         ev.u[0] += s->base;
         break;
     default: {
@@ -479,30 +485,30 @@ static int place(merger *m, src *s, uint32_t n, int64_t *pos)
     return 0;
 }
 
-/* The processes of a merged input: a second reader reads up to its first event that is not a
- * definition (the merger writes them all first). */
+/* Whether s is a merged capture, and its processes: a second reader reads up to its first event
+ * that is not a definition (the merger writes the processes before everything else). INFO's
+ * `processes` or more than one process makes it one. */
 static int procs_of(merger *m, src *s)
 {
     char err[256];
-    if (!s->multi) {
-        s->n_procs = 1;
-    } else {
-        mprof_reader *r = mprof_reader_open(s->in->path, err, sizeof err);
-        if (!r)
-            return mfail(m, "%s", err);
-        mprof_event ev;
-        int rc;
-        while ((rc = mprof_reader_next(r, &ev)) == 1 && ev.type != MPROF_EV_THREAD_PROCESS &&
-               !mprof_event_counted(ev.type))
-            ;
-        if (rc < 0) {
-            mfail(m, "%s: %s", s->in->path, mprof_reader_error(r));
-            mprof_reader_close(r);
-            return -1;
-        }
-        s->n_procs = mprof_reader_process_count(r);
+    mprof_reader *r = mprof_reader_open(s->in->path, err, sizeof err);
+    if (!r)
+        return mfail(m, "%s", err);
+    mprof_event ev;
+    int rc;
+    while ((rc = mprof_reader_next(r, &ev)) == 1 && ev.type != MPROF_EV_THREAD_PROCESS &&
+           !mprof_event_counted(ev.type))
+        ;
+    if (rc < 0) {
+        mfail(m, "%s: %s", s->in->path, mprof_reader_error(r));
         mprof_reader_close(r);
+        return -1;
     }
+    s->n_procs = mprof_reader_process_count(r);
+    s->multi = s->n_procs > 1 || mprof_reader_info(s->r, "processes") != NULL;
+    if (!s->multi)
+        s->n_procs = 1;
+    mprof_reader_close(r);
     s->proc_ended = calloc(s->n_procs, 1);
     return s->proc_ended ? 0 : mfail(m, "out of memory");
 }
@@ -634,6 +640,9 @@ static int write_end(merger *m, const mprof_merge_result *res)
 
 static int run(merger *m, src *s, uint32_t n, mprof_merge_result *res)
 {
+    for (uint32_t i = 0; i < n; i++)
+        if (procs_of(m, &s[i]) != 0)
+            return -1;
     int64_t *pos = calloc(n, sizeof *pos);
     if (!pos)
         return mfail(m, "out of memory");
@@ -649,7 +658,6 @@ static int run(merger *m, src *s, uint32_t n, mprof_merge_result *res)
         if (strcmp(s[i].alignment, alignment) != 0)
             alignment = "mixed";
         s[i].base = procs;
-        rc = procs_of(m, &s[i]);
         procs += s[i].n_procs;
     }
     free(pos);
@@ -707,8 +715,6 @@ int mprof_merge(const mprof_merge_input *in, uint32_t n, const char *out_path,
         s[i].r = mprof_reader_open(in[i].path, err, errlen);
         if (!s[i].r)
             rc = -1;
-        else
-            s[i].multi = mprof_reader_info(s[i].r, "processes") != NULL;
     }
     /* Written beside out_path, renamed when whole: a failed merge leaves nothing half-made. */
     size_t pl = strlen(out_path) + 16;
