@@ -192,7 +192,8 @@ static inline int is_def(int tag)
 {
     return tag == MPROF_EV_DEF_SRCLOC || tag == MPROF_EV_DEF_STRING || tag == MPROF_EV_DEF_THREAD ||
            tag == MPROF_EV_DEF_CALLSTACK || tag == MPROF_EV_THREAD_NAME ||
-           tag == MPROF_EV_THREAD_EXIT;
+           tag == MPROF_EV_THREAD_EXIT || tag == MPROF_EV_DEF_PROCESS ||
+           tag == MPROF_EV_THREAD_PROCESS || tag == MPROF_EV_PROCESS_END;
 }
 
 /* The segment being filled: its open batch and open run. */
@@ -686,7 +687,10 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
         if (rc == 0)
             break;
         out = s->rec + s->n_rec;
-        run_ok = f.run_open && f.run_thread == d->cur_thread;
+        /* While the batch holds only definitions, the next zone takes the way that ends them
+         * (the zone paths below leave only_defs alone), so that a definition after it starts a
+         * batch of its own, in a whole read as in a filtered one. */
+        run_ok = f.run_open && f.run_thread == d->cur_thread && !f.only_defs;
         th = d->cur_thread;
         t = &d->threads[th];
         scale = d->ts_scale;
