@@ -644,16 +644,21 @@ static void mem_discard(mprof_walker *w, uint32_t name, int64_t ts)
 
 /* ---- frames ---------------------------------------------------------------------------------- */
 
-static struct frameset_st *set_of(mprof_walker *w, uint32_t name)
+/* The frame set (process of thread, name): the marks of two processes of a merged capture
+ * never mix, even where both use the main frame set. */
+static struct frameset_st *set_of(mprof_walker *w, uint32_t name, uint32_t thread)
 {
+    const mprof_thread_def *d = w->r ? mprof_reader_thread(w->r, thread) : NULL;
+    uint32_t process = d ? d->process : 0;
     for (uint32_t i = 0; i < w->n_sets; i++)
-        if (w->sets[i].pub.name == name)
+        if (w->sets[i].pub.name == name && w->sets[i].pub.process == process)
             return &w->sets[i];
     if (GROW(w->sets, w->sets_cap, w->n_sets + 1) != 0)
         return NULL;
     struct frameset_st *f = &w->sets[w->n_sets++];
     memset(f, 0, sizeof *f);
     f->pub.name = name;
+    f->pub.process = process;
     f->last_mark = f->open_begin = -1;
     return f;
 }
@@ -775,7 +780,7 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
         break;
     }
     case MPROF_EV_FRAME_MARK: {
-        struct frameset_st *f = set_of(w, (uint32_t)ev->u[0]);
+        struct frameset_st *f = set_of(w, (uint32_t)ev->u[0], ev->thread);
         if (!f) {
             w->oom = 1;
             break;
@@ -788,7 +793,7 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
         break;
     }
     case MPROF_EV_FRAME_BEGIN: {
-        struct frameset_st *f = set_of(w, (uint32_t)ev->u[0]);
+        struct frameset_st *f = set_of(w, (uint32_t)ev->u[0], ev->thread);
         if (f) {
             f->open_begin = ev->ts_ns;
             f->thread = ev->thread;
@@ -797,7 +802,7 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
         break;
     }
     case MPROF_EV_FRAME_END: {
-        struct frameset_st *f = set_of(w, (uint32_t)ev->u[0]);
+        struct frameset_st *f = set_of(w, (uint32_t)ev->u[0], ev->thread);
         if (f && f->open_begin >= 0 && ev->ts_ns >= f->open_begin) {
             frame_add(w, f, f->open_begin, ev->ts_ns);
             f->open_begin = -1;
@@ -1189,6 +1194,13 @@ const mprof_tl_frameset *mprof__walker_main_frames(const mprof_walker *w)
         if (w->sets[i].pub.name == 0)
             return &w->sets[i].pub;
     return w->n_sets ? &w->sets[0].pub : NULL;
+}
+const mprof_tl_frameset *mprof__walker_process_main_frames(const mprof_walker *w, uint32_t p)
+{
+    for (uint32_t i = 0; i < w->n_sets; i++)
+        if (w->sets[i].pub.name == 0 && w->sets[i].pub.process == p)
+            return &w->sets[i].pub;
+    return NULL;
 }
 int64_t mprof__walker_first_ns(const mprof_walker *w) { return w->have_ts ? w->first_ns : 0; }
 int64_t mprof__walker_last_ns(const mprof_walker *w) { return w->have_ts ? w->last_ns : 0; }
