@@ -82,6 +82,8 @@ typedef struct mprof_tl_hooks {
 typedef struct mprof_tl_track {
     int kind;          /* MPROF_TRACK_* */
     uint32_t ref;      /* thread index, fiber name id, GPU context id or lock id */
+    uint32_t process;  /* its process (mprof_thread_def.process): its thread's, or for a fiber,
+                          GPU context or lock that of the thread whose event made it */
     uint64_t os_tid;   /* threads */
     uint64_t zones;    /* zones completed on this track */
     uint32_t max_depth;
@@ -95,7 +97,9 @@ typedef struct mprof_tl_lock {
 } mprof_tl_lock;
 
 typedef struct mprof_tl_pool {
-    uint32_t name; /* string id; 0 = the default heap */
+    uint32_t name;    /* string id; 0 = the default heap */
+    uint32_t process; /* the process of its events: a pool is (process, name), so two processes'
+                         heaps (and their addresses, which may coincide) never mix */
     uint64_t allocs, frees, bad_frees;
     uint64_t alloc_bytes;
     int64_t in_use, peak;
