@@ -60,7 +60,8 @@ static int take_processes(collect *c)
     }
     for (uint32_t i = 0; i < mprof__walker_track_count(c->w); i++) {
         const mprof_tl_track *t = mprof__walker_track(c->w, i);
-        if (t->kind == MPROF_TRACK_THREAD && t->process < n)
+        /* Thread 0 is the process context (system records), not a thread. */
+        if (t->kind == MPROF_TRACK_THREAD && t->ref != 0 && t->process < n)
             s->procs[t->process].threads++;
     }
     return 0;
