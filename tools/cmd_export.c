@@ -52,6 +52,8 @@ static const char *const help =
     "  -h, --help      show this help\n"
     "\n"
     "The capture is read once, as a stream: a capture larger than memory exports.\n"
+    "A capture of several processes (mprof merge): perfetto and chrome put each process's\n"
+    "threads under its own pid and name, csv adds a first column, process.\n"
     "Exit status: 0 ok, 2 usage error (a frame export of several processes without\n"
     "--process, an unknown process), 3 the capture cannot be read or the output not written.\n";
 
