@@ -462,6 +462,33 @@ static void frames_of_one_process(void **state)
         cJSON_Delete(m);
         cJSON_Delete(a);
 
+        /* --frames A:B numbers the process's own frames: those of its input alone. */
+        const char *rm = tu_temp_path("rm.json"), *ra = tu_temp_path("ra.json");
+        snprintf(cmd, sizeof cmd, "%s export -f frames --process %s --frames 10:20 -o %s %s 2>&1",
+                 tu_mprof_bin(), name, rm, merged);
+        if (run(cmd, out, sizeof out) != 0)
+            fail_msg("%s", out);
+        snprintf(cmd, sizeof cmd, "%s export -f frames --frames 10:20 -o %s %s 2>&1",
+                 tu_mprof_bin(), ra, k ? cap_b : cap_a);
+        if (run(cmd, out, sizeof out) != 0)
+            fail_msg("%s", out);
+        char *s1 = slurp(rm, NULL), *s2 = slurp(ra, NULL);
+        cJSON *x = cJSON_Parse(s1), *y = cJSON_Parse(s2);
+        free(s1);
+        free(s2);
+        const cJSON *tx = cJSON_GetObjectItemCaseSensitive(x, "frameTimesMs");
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(y, "frameTimesMs");
+        assert_int_equal(cJSON_GetArraySize(ty), 10);
+        assert_int_equal(cJSON_GetArraySize(tx), 10);
+        for (int i = 0; i < 10; i++) {
+            double d = cJSON_GetArrayItem(tx, i)->valuedouble - cJSON_GetArrayItem(ty, i)->valuedouble;
+            assert_true(d < 1.5e-6 && d > -1.5e-6);
+        }
+        cJSON_Delete(x);
+        cJSON_Delete(y);
+        unlink(rm);
+        unlink(ra);
+
         /* The gate: --process of the export's own process compares; another's is bad input. */
         snprintf(cmd, sizeof cmd,
                  "%s gate --baseline %s --current %s --min-frames 10 --process %s >/dev/null 2>&1",

@@ -46,8 +46,8 @@ static const char *const help =
     "  --time S0:S1    the same for a time window, in seconds on the capture's clock (the\n"
     "                  Chrome export's ts / 1e6)\n"
     "  --process NAME  frames: the frames of process NAME of a capture of several (its main\n"
-    "                  thread's marks, its zones, its identity); refused when NAME is not one\n"
-    "                  of the capture's processes\n"
+    "                  thread's marks, its zones, its identity; --frames A:B numbers its\n"
+    "                  frames); refused when NAME is not one of the capture's processes\n"
     TOOL_JOBS_HELP
     "  -h, --help      show this help\n"
     "\n"
@@ -108,7 +108,7 @@ int cmd_export(int argc, char **argv)
     if (strcmp(format, "frames") != 0 && !is_chrome && !is_csv && !is_perfetto)
         return tool_error("export", EXIT_USAGE,
                           "unknown format '%s': perfetto, chrome, csv or frames", format);
-    if (mprof__export_range_resolve(path, &range, rerr, sizeof rerr) != 0)
+    if (mprof__export_range_resolve_process(path, &range, process, rerr, sizeof rerr) != 0)
         return tool_error("export", EXIT_IO, "%s", rerr);
     if (strcmp(format, "frames") == 0) {
         if (per_zone)
