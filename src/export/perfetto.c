@@ -286,6 +286,10 @@ static uint64_t process_uuid(const pf *x, uint32_t k)
 {
     return k < x->n_processes ? x->process_uuids[k] : x->process_uuid;
 }
+uint64_t pf_process_uuid(const pf *x, uint32_t k)
+{
+    return process_uuid(x, k);
+}
 /* The process of reader thread t. */
 static uint32_t thread_process(const pf *x, uint32_t t)
 {

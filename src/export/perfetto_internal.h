@@ -295,6 +295,9 @@ typedef struct pf {
     int64_t post_ts;
 } pf;
 
+/* The track uuid of process k (mprof_reader_process): its own in a capture of several, the
+ * process's otherwise. */
+uint64_t pf_process_uuid(const pf *x, uint32_t k);
 /* A fresh sequence; incremental: its timestamps are deltas on its own clock. Returns its index,
  * or PF_NONE when out of memory. */
 uint32_t pf_seq_new(pf *x, int incremental, uint64_t default_track);
