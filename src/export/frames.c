@@ -916,7 +916,25 @@ static const char *set_name(const mprof_reader *r, const fset *f)
  * reasons, the main thread's off-CPU time is split into preempted and blocked, and the part of
  * its waits that the critical path spent runnable (analysis/system.h) is given, so that the gate
  * computes each frame's decision time without the capture. */
-static int write_system(exporter *x, FILE *out)
+/* frameCpuMs of one process of a capture of several: the CPU time of its own traced threads
+ * in each frame (the system model's process CPU is every traced thread's, both processes'). */
+static void process_cpu(const exporter *x, const mprof_reader *r, const fset *m, double *all)
+{
+    for (size_t i = 0; i < m->nf; i++)
+        all[i] = 0;
+    for (uint32_t t = 1; t < mprof_reader_thread_count(r); t++) {
+        const mprof_thread_def *d = mprof_reader_thread(r, t);
+        if (!d || (int64_t)d->process != x->process || !mprof__sys_thread_traced(x->sys, t))
+            continue;
+        for (size_t i = 0; i < m->nf; i++) {
+            int64_t off, traced;
+            mprof__sys_thread_time(x->sys, t, m->fs[i], m->fe[i], &off, &traced);
+            all[i] += (double)(traced - off) / 1e6;
+        }
+    }
+}
+
+static int write_system(exporter *x, const mprof_reader *r, FILE *out)
 {
     int cpu = x->sys_st.cpu_usage && mprof__sys_has_busy(x->sys);
     const char *why = x->sys_st.why_not;
@@ -938,6 +956,8 @@ static int write_system(exporter *x, FILE *out)
         if (!on || !off || !all || !busy || !pre || !wait)
             goto out;
         mprof__sys_frames(x->sys, m->thread, m->fs, m->fe, m->nf, on, off, all, busy);
+        if (x->process >= 0)
+            process_cpu(x, r, m, all);
         if (path != MPROF_SYS_PATH_NONE)
             truncated = mprof__sys_frames_path(x->sys, m->thread, m->fs, m->fe, m->nf, pre, wait,
                                                &unrecorded);
@@ -1083,7 +1103,7 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
     /* The main set's summary and frames at the top level. */
     static const fset empty = {0};
     const fset *m = x->main ? x->main : &empty;
-    if (put_set_frames(out, m, "  ") || write_system(x, out))
+    if (put_set_frames(out, m, "  ") || write_system(x, r, out))
         return -1;
 
     fputs(",\n  \"frameSets\": [", out);
