@@ -13,7 +13,10 @@
 
 #include "test_util.h"
 
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -526,6 +529,49 @@ static void one_process_unchanged(void **state)
     unlink(p2);
 }
 
+/* mprof ci --process passes the name to its exports: a name the run's capture lacks fails the
+ * export, naming the process it has; its own name exports as without. */
+static unsigned free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof a;
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void ci_passes_process_on(void **state)
+{
+    (void)state;
+    char dir[512], cmd[4096];
+    static char out[1 << 16];
+    for (int k = 0; k < 2; k++) {
+        snprintf(dir, sizeof dir, "%s", tu_temp_path("ci"));
+        snprintf(cmd, sizeof cmd,
+                 "%s ci --output-dir %s --port %u --runs 1 --process %s -- %s ci "
+                 "--self-test-workload --frames 100 2>&1",
+                 tu_mprof_bin(), dir, free_port(), k ? "mprof" : "nope", tu_mprof_bin());
+        int rc = run(cmd, out, sizeof out);
+        if (k == 0) {
+            assert_int_equal(rc, 3);
+            assert_non_null(strstr(out, "no process named \"nope\" (the capture's processes: mprof"));
+        } else {
+            if (rc != 0)
+                fail_msg("%s", out);
+            char path[700];
+            snprintf(path, sizeof path, "%s/current/frames.json", dir);
+            char *s = slurp(path, NULL);
+            assert_non_null(s);
+            assert_non_null(strstr(s, "\"process\": \"mprof\""));
+            free(s);
+        }
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        run(cmd, out, sizeof out);
+    }
+}
+
 /* ---- diff ------------------------------------------------------------------------------------ */
 
 static void diff_pairs_per_process(void **state)
@@ -655,6 +701,7 @@ int main(void)
         cmocka_unit_test(csv_has_process_column),
         cmocka_unit_test(frames_of_one_process),
         cmocka_unit_test(one_process_unchanged),
+        cmocka_unit_test(ci_passes_process_on),
         cmocka_unit_test(diff_pairs_per_process),
         cmocka_unit_test(ended_early_is_shown),
     };
