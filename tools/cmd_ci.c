@@ -68,6 +68,8 @@ static const char *const help =
     "  --self-test               check this installation: run a built-in instrumented workload\n"
     "                            against its own baseline (must pass) and with Physics made 30 %\n"
     "                            slower (must be a regression naming Physics)\n"
+    "  --process NAME            export the frames of process NAME (a capture of several\n"
+    "                            processes, as mprof export --process)\n"
     "  --jobs N                  threads that decode the capture (default: one a core; 1:\n"
     "                            none); the export is the same for any N\n"
     "  -h, --help                show this help\n"
@@ -507,6 +509,9 @@ int cmd_ci(int argc, char **argv)
             if (tool_parse_uint("ci", a, tool_args_value(&args), 65535, &u))
                 return EXIT_USAGE;
             o.port = (unsigned)u;
+        } else if (strcmp(a, "--process") == 0) {
+            if (!(o.process = tool_args_value(&args)) || !*o.process)
+                return tool_error("ci", EXIT_USAGE, "--process needs a process name");
         } else if (strcmp(a, "--skip-frames") == 0) {
             if (tool_parse_uint("ci", a, tool_args_value(&args), 100000000, &u))
                 return EXIT_USAGE;

@@ -14,6 +14,8 @@ static const char *const help =
     "and its impact, the change of its total time per frame (per second of capture when a\n"
     "capture has no frames), sorted by the size of the impact; zones found in one capture only\n"
     "are marked. Deltas are B - A: positive means slower in B.\n"
+    "When either capture has several processes (mprof merge), both sides' processes are\n"
+    "listed and zones pair only within a process of one name, each row with its process.\n"
     "\n"
     "Options:\n"
     "  --json          print one JSON object (docs/EXPORT.md) instead of text\n"

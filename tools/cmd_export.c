@@ -33,7 +33,8 @@ static const char *const help =
     "  csv      zone statistics, one row per source location: name, function, file, line,\n"
     "           count, total, self, mean, min, max, stddev, p50, p90, p95, p99 (ns).\n"
     "           With --per-zone: one row per zone with its track, start, duration and self time.\n"
-    "  frames   frame times for mprof gate (see docs/GATE.md)\n"
+    "  frames   frame times for mprof gate (see docs/GATE.md); a capture of several\n"
+    "           processes (mprof merge) needs --process\n"
     "\n"
     "Options:\n"
     "  -f, --format F  perfetto, chrome, csv or frames (required)\n"
@@ -44,15 +45,21 @@ static const char *const help =
     "                  messages, plots and memory changes inside them; every format\n"
     "  --time S0:S1    the same for a time window, in seconds on the capture's clock (the\n"
     "                  Chrome export's ts / 1e6)\n"
+    "  --process NAME  frames: the frames of process NAME of a capture of several (its main\n"
+    "                  thread's marks, its zones, its identity; --frames A:B numbers its\n"
+    "                  frames); refused when NAME is not one of the capture's processes\n"
     TOOL_JOBS_HELP
     "  -h, --help      show this help\n"
     "\n"
     "The capture is read once, as a stream: a capture larger than memory exports.\n"
-    "Exit status: 0 ok, 2 usage error, 3 the capture cannot be read or the output not written.\n";
+    "A capture of several processes (mprof merge): perfetto and chrome put each process's\n"
+    "threads under its own pid and name, csv adds a first column, process.\n"
+    "Exit status: 0 ok, 2 usage error (a frame export of several processes without\n"
+    "--process, an unknown process), 3 the capture cannot be read or the output not written.\n";
 
 int cmd_export(int argc, char **argv)
 {
-    const char *path = NULL, *format = NULL, *out_path = NULL;
+    const char *path = NULL, *format = NULL, *out_path = NULL, *process = NULL;
     int per_zone = 0;
     mprof_export_range range = {.first_frame = -1};
     char rerr[512];
@@ -69,6 +76,9 @@ int cmd_export(int argc, char **argv)
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (!(out_path = tool_args_value(&args)))
                 return tool_error("export", EXIT_USAGE, "%s needs a file name", a);
+        } else if (strcmp(a, "--process") == 0) {
+            if (!(process = tool_args_value(&args)))
+                return tool_error("export", EXIT_USAGE, "--process needs a process name");
         } else if (strcmp(a, "--per-zone") == 0) {
             per_zone = 1;
         } else if (strcmp(a, "--frames") == 0 || strcmp(a, "--time") == 0) {
@@ -98,18 +108,23 @@ int cmd_export(int argc, char **argv)
     if (strcmp(format, "frames") != 0 && !is_chrome && !is_csv && !is_perfetto)
         return tool_error("export", EXIT_USAGE,
                           "unknown format '%s': perfetto, chrome, csv or frames", format);
-    if (mprof__export_range_resolve(path, &range, rerr, sizeof rerr) != 0)
+    if (mprof__export_range_resolve_process(path, &range, process, rerr, sizeof rerr) != 0)
         return tool_error("export", EXIT_IO, "%s", rerr);
     if (strcmp(format, "frames") == 0) {
         if (per_zone)
             return tool_error("export", EXIT_USAGE, "--per-zone applies to --format csv");
-        char ferr[512];
-        if (mprof__export_frames_range(path, &range, out_path ? out_path : "-", ferr, sizeof ferr) != 0)
-            return tool_error("export", EXIT_IO, "%s", ferr);
+        char ferr[1536];
+        int frc = mprof__export_frames_process(path, &range, process, out_path ? out_path : "-",
+                                               ferr, sizeof ferr);
+        if (frc != 0)
+            return tool_error("export", frc == -2 ? EXIT_USAGE : EXIT_IO, "%s", ferr);
         return out_path && strcmp(out_path, "-") != 0 ? EXIT_OK : tool_finish("export", EXIT_OK);
     }
     if (per_zone && !is_csv)
         return tool_error("export", EXIT_USAGE, "--per-zone applies to --format csv");
+    if (process)
+        return tool_error("export", EXIT_USAGE, "--process applies to --format frames (the "
+                          "other formats show every process)");
     int to_stdout = !out_path || strcmp(out_path, "-") == 0;
     if (is_perfetto && to_stdout && isatty(STDOUT_FILENO))
         return tool_error("export", EXIT_USAGE,

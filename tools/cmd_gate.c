@@ -54,6 +54,9 @@ static const char *const help =
     "  --skip-frames N            drop N warm-up frames at the start of each run (default 0)\n"
     "  --min-frames N             frames needed per side after skipping (default 60)\n"
     "  --allow-different-machines compare exports whose hostname, CPU or build type differ\n"
+    "  --process NAME             every export of both sides must be of process NAME (its\n"
+    "                             capture.process: `mprof export --process NAME` of a capture\n"
+    "                             of several processes); bad input otherwise\n"
     "  --resamples N              bootstrap rounds (default 2000, at most 1000000)\n"
     "  --seed N                   bootstrap seed (default fixed, so verdicts repeat)\n"
     "  --top N                    zones in the attribution (default 5; 0 = all)\n"
@@ -62,7 +65,8 @@ static const char *const help =
     "  -h, --help                 show this help\n"
     "\n"
     "Exit status: 0 pass, 1 regression, 2 inconclusive, 3 bad input (an unreadable or\n"
-    "malformed export, exports from different machines or build types, a usage error).\n"
+    "malformed export, exports from different machines or build types or of another process\n"
+    "than --process, a usage error).\n"
     "Usage errors exit 3 here, not 2, so that 2 always means inconclusive.\n";
 
 static int parse_double(const char *flag, const char *value, double lo, double hi, double *out)
@@ -148,6 +152,11 @@ int cmd_gate(int argc, char **argv)
             if (tool_parse_uint("gate", a, tool_args_value(&args), ~0ull, &u))
                 return EXIT_IO;
             o.seed = u;
+        } else if (strcmp(a, "--process") == 0) {
+            const char *v = tool_args_value(&args);
+            if (!v || !*v)
+                return tool_error("gate", EXIT_IO, "--process needs a process name");
+            o.process = v;
         } else if (strcmp(a, "--allow-different-machines") == 0) {
             o.allow_different_machines = 1;
         } else {

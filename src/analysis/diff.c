@@ -9,6 +9,10 @@
  * counts the frames of that span; start-up and shutdown do not move it. A zone that
  * got slower per call but runs less often can have no impact, and the sort shows first what
  * moved the frame time most. Captures without frames compare total time per second instead.
+ *
+ * When either capture has several processes (mprof merge), both sides' processes are listed and
+ * zones pair only within a process of one name, so that a zone of the client never pairs with
+ * the server's; each row says its process.
  */
 #include "analysis/diff.h"
 #include "analysis/zstats.h"
@@ -33,7 +37,14 @@ struct mprof_diff {
     diff_row *rows;
     size_t n_rows;
     int per_frame; /* impact per frame (both have frames) or per second */
+    int multi;     /* either side has several processes */
 };
+
+/* The process name of a zone of side s. */
+static const char *proc_name(const mprof_zstats *s, const mprof_zstat *z)
+{
+    return z && z->process < s->n_procs ? s->procs[z->process].name : "";
+}
 
 /* Time per frame (or per second without frames) of a zone. */
 static double rate(const mprof_diff *d, const mprof_zstats *s, const mprof_zstat *z)
@@ -60,6 +71,54 @@ static int cmp_rows(const void *x, const void *y)
 static mprof_zone_key key_of(const mprof_zstat *z)
 {
     return (mprof_zone_key){z->name, z->function, z->file, z->line};
+}
+
+/* Pairs the zones of A and B as mprof__zone_key_pair does, within each process name of A:
+ * pair[i] is the index in B of A's zone i, or -1. Returns 0, or -1 out of memory. */
+static int pair_per_process(const mprof_diff *d, const mprof_zstat **za, const mprof_zone_key *ka,
+                            size_t na, const mprof_zstat **zb, const mprof_zone_key *kb,
+                            size_t nb, ptrdiff_t *pair)
+{
+    for (size_t i = 0; i < na; i++)
+        pair[i] = -1;
+    size_t *ia = malloc((na + 1) * sizeof *ia), *ib = malloc((nb + 1) * sizeof *ib);
+    mprof_zone_key *sa = malloc((na + 1) * sizeof *sa), *sb = malloc((nb + 1) * sizeof *sb);
+    ptrdiff_t *sp = malloc((na + 1) * sizeof *sp);
+    int rc = ia && ib && sa && sb && sp ? 0 : -1;
+    for (uint32_t p = 0; rc == 0 && p < d->a.n_procs; p++) {
+        const char *name = d->a.procs[p].name;
+        /* A name that an earlier process of A has was paired with it already. */
+        int seen = 0;
+        for (uint32_t q = 0; q < p && !seen; q++)
+            seen = strcmp(d->a.procs[q].name, name) == 0;
+        if (seen)
+            continue;
+        size_t n1 = 0, n2 = 0;
+        for (size_t i = 0; i < na; i++)
+            if (strcmp(proc_name(&d->a, za[i]), name) == 0) {
+                ia[n1] = i;
+                sa[n1++] = ka[i];
+            }
+        for (size_t k = 0; k < nb; k++)
+            if (strcmp(proc_name(&d->b, zb[k]), name) == 0) {
+                ib[n2] = k;
+                sb[n2++] = kb[k];
+            }
+        if (!n1 || !n2)
+            continue;
+        if (mprof__zone_key_pair(sa, n1, sb, n2, sp) != 0) {
+            rc = -1;
+            break;
+        }
+        for (size_t i = 0; i < n1; i++)
+            pair[ia[i]] = sp[i] >= 0 ? (ptrdiff_t)ib[sp[i]] : -1;
+    }
+    free(ia);
+    free(ib);
+    free(sa);
+    free(sb);
+    free(sp);
+    return rc;
 }
 
 mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, size_t errlen)
@@ -108,8 +167,10 @@ mprof_diff *mprof__diff_run(const char *path_a, const char *path_b, char *err, s
                 kb[nb++] = key_of(&d->b.z[i]);
             }
     }
+    d->multi = d->a.n_procs > 1 || d->b.n_procs > 1;
     int ok = za && zb && ka && kb && pair && matched &&
-             mprof__zone_key_pair(ka, na, kb, nb, pair) == 0;
+             (d->multi ? pair_per_process(d, za, ka, na, zb, kb, nb, pair)
+                       : mprof__zone_key_pair(ka, na, kb, nb, pair)) == 0;
     for (size_t i = 0; ok && i < na; i++) {
         diff_row *row = &d->rows[d->n_rows++];
         row->a = za[i];
@@ -166,6 +227,26 @@ static void ms_cell(FILE *o, double ns)
     fprintf(o, " %10.3f", ns / 1e6);
 }
 
+/* Each side's processes, when either has several. */
+static void processes_text(const mprof_diff *d, FILE *o)
+{
+    if (!d->multi)
+        return;
+    fputs("Processes\n", o);
+    const mprof_zstats *sides[2] = {&d->a, &d->b};
+    for (int s = 0; s < 2; s++) {
+        fprintf(o, "  %s:", s ? "B" : "A");
+        for (uint32_t k = 0; k < sides[s]->n_procs; k++) {
+            const mprof_zproc *p = &sides[s]->procs[k];
+            char e[128];
+            fprintf(o, "%s %s (pid %" PRIu64 ", %" PRIu32 " threads)", k ? "," : "",
+                    tool_text(p->name, e, sizeof e), p->pid, p->threads);
+        }
+        fputc('\n', o);
+    }
+    fputs("  (zones pair within a process of one name)\n\n", o);
+}
+
 static void delta_cell(FILE *o, double a, double b)
 {
     fprintf(o, " %+10.3f", (b - a) / 1e6);
@@ -184,6 +265,7 @@ void mprof__diff_print_text(const mprof_diff *d, FILE *o, int top_n)
     fputs("\n  B: ", o);
     tool_put_text(o, d->path_b);
     fputs("\n  (deltas are B - A; positive is slower in B)\n\n", o);
+    processes_text(d, o);
     fprintf(o, "Frames (ms)            A          B      B - A   change\n");
     fprintf(o, "  %-8s %12" PRIu64 " %10" PRIu64 " %+10" PRId64 "\n", "count", fa.n, fb.n,
             (int64_t)fb.n - (int64_t)fa.n);
@@ -203,6 +285,8 @@ void mprof__diff_print_text(const mprof_diff *d, FILE *o, int top_n)
                 fa.n ? "B has no frames" : fb.n ? "A has no frames" : "neither capture has frames");
     fprintf(o, "\nZones by impact (change of %s, us)\n",
             d->per_frame ? "time inside frames per frame" : "total time per second");
+    if (d->multi)
+        fprintf(o, "  %-16s", "process");
     fprintf(o, "  %-28s %9s %9s %10s %10s %10s %10s %12s  %s\n", "zone", "count A", "count B",
             "mean A us", "mean B us", "p95 A us", "p95 B us", "impact us", "location");
     size_t n = top_n > 0 && (size_t)top_n < d->n_rows ? (size_t)top_n : d->n_rows;
@@ -212,6 +296,11 @@ void mprof__diff_print_text(const mprof_diff *d, FILE *o, int top_n)
         char name[64], ename[64], efile[256];
         snprintf(name, sizeof name, "%s%s", tool_text(z->name, ename, 29),
                  !r->a ? " (B only)" : !r->b ? " (A only)" : "");
+        if (d->multi) {
+            char ep[32];
+            fprintf(o, "  %-16.16s",
+                    tool_text(r->a ? proc_name(&d->a, r->a) : proc_name(&d->b, r->b), ep, 17));
+        }
         fprintf(o, "  %-28.28s %9" PRIu64 " %9" PRIu64 " %10.2f %10.2f %10.2f %10.2f %+12.2f  %s:%" PRIu32 "\n",
                 name, r->a ? r->a->site.count : 0, r->b ? r->b->site.count : 0,
                 r->a ? mprof__site_mean_ns(&r->a->site) / 1e3 : 0.0,
@@ -251,6 +340,18 @@ void mprof__diff_print_json(const mprof_diff *d, FILE *o, int top_n)
         mprof_json_f64(&j, "p99_ns", f.p99);
         mprof_json_f64(&j, "max_ns", f.max);
         mprof_json_u64(&j, "zones", sides[s]->zones);
+        if (d->multi) {
+            mprof_json_arr_begin(&j, "processes");
+            for (uint32_t k = 0; k < sides[s]->n_procs; k++) {
+                const mprof_zproc *p = &sides[s]->procs[k];
+                mprof_json_obj_begin(&j, NULL);
+                mprof_json_str(&j, "name", p->name);
+                mprof_json_u64(&j, "pid", p->pid);
+                mprof_json_u64(&j, "threads", p->threads);
+                mprof_json_obj_end(&j);
+            }
+            mprof_json_arr_end(&j);
+        }
         mprof_json_obj_end(&j);
     }
     mprof_json_str(&j, "impact_per", d->per_frame ? "frame" : "second");
@@ -260,6 +361,9 @@ void mprof__diff_print_json(const mprof_diff *d, FILE *o, int top_n)
         const diff_row *r = &d->rows[i];
         const mprof_zstat *z = r->a ? r->a : r->b;
         mprof_json_obj_begin(&j, NULL);
+        if (d->multi)
+            mprof_json_str(&j, "process",
+                           r->a ? proc_name(&d->a, r->a) : proc_name(&d->b, r->b));
         mprof_json_str(&j, "name", z->name);
         mprof_json_str(&j, "function", z->function);
         mprof_json_str(&j, "file", z->file);

@@ -95,6 +95,24 @@ static int cmp_i64(const void *x, const void *y)
 
 int mprof__export_range_resolve(const char *path, mprof_export_range *r, char *err, size_t errlen)
 {
+    return mprof__export_range_resolve_process(path, r, NULL, err, errlen);
+}
+
+/* The index of the process named name, or UINT32_MAX: none, or no name given (every thread
+ * counts then; a name the capture lacks is for the export to refuse, naming the processes). */
+static uint32_t process_named(const mprof_reader *rd, const char *name)
+{
+    for (uint32_t k = 0; name && k < mprof_reader_process_count(rd); k++) {
+        const mprof_process_def *p = mprof_reader_process(rd, k);
+        if (p && strcmp(p->name, name) == 0)
+            return k;
+    }
+    return UINT32_MAX;
+}
+
+int mprof__export_range_resolve_process(const char *path, mprof_export_range *r,
+                                        const char *process, char *err, size_t errlen)
+{
     if (!r->active || r->first_frame < 0)
         return 0;
     mprof_reader *rd = mprof_reader_open(path, err, errlen);
@@ -107,9 +125,19 @@ int mprof__export_range_resolve(const char *path, mprof_export_range *r, char *e
     want[MPROF_EV_FRAME_MARK] = 1; /* only the marks are handed out */
     mprof_reader_want(rd, want);
     mprof_batch b;
-    int rc;
+    int rc, first = 1;
+    uint32_t only = UINT32_MAX; /* the process whose marks count; UINT32_MAX: every thread's */
     while ((rc = mprof_reader_next_batch(rd, &b)) == 1) {
+        if (first) { /* the processes are known after the first batch */
+            only = process_named(rd, process);
+            first = 0;
+        }
         for (uint32_t i = 0; i < b.n_ev; i++) {
+            if (only != UINT32_MAX && b.ev[i].type == MPROF_EV_FRAME_MARK) {
+                const mprof_thread_def *d = mprof_reader_thread(rd, b.ev[i].thread);
+                if (!d || d->process != only)
+                    continue;
+            }
             if (!mprof__is_main_mark(&b.ev[i], &thread))
                 continue;
             if (MPROF_GROW(marks, cap, n + 1, 1024) != 0) {

@@ -45,6 +45,10 @@ int mprof__export_range_parse_time(const char *arg, mprof_export_range *r, char 
  * in err (an unreadable capture, no frames, A past the last frame). */
 int mprof__export_range_resolve(const char *capture_path, mprof_export_range *r, char *err,
                                 size_t errlen);
+/* The same counting the main frames of the process named process only (mprof_reader_process;
+ * NULL, or a name the capture lacks: every thread, as above): `--frames A:B --process NAME`. */
+int mprof__export_range_resolve_process(const char *capture_path, mprof_export_range *r,
+                                        const char *process, char *err, size_t errlen);
 
 /* Whether [s, e) overlaps the window (always 1 without a range); an empty [s, s) counts when s
  * is inside it. */

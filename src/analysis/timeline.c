@@ -138,10 +138,20 @@ struct mprof_walker {
     int have_ts;
     uint64_t zones, lost, unmatched_ends;
     mprof_async *async; /* with an async_span hook */
+    uint32_t ev_process; /* the process of the event being applied: a fiber, GPU context or
+                            lock track belongs to the process whose event made it */
     int oom;
 };
 
-static uint32_t new_track(mprof_walker *w, int kind, uint32_t ref)
+/* The process of thread (0 without a reader or in a one-process capture). */
+static uint32_t process_of(const mprof_walker *w, uint32_t thread)
+{
+    const mprof_thread_def *d = w->r ? mprof_reader_thread(w->r, thread) : NULL;
+    return d ? d->process : 0;
+}
+
+/* A new track of process (its thread's, or that of the event that made it). */
+static uint32_t new_track(mprof_walker *w, int kind, uint32_t ref, uint32_t process)
 {
     if (GROW(w->tracks, w->tracks_cap, w->n_tracks + 1) != 0)
         return NONE;
@@ -149,6 +159,7 @@ static uint32_t new_track(mprof_walker *w, int kind, uint32_t ref)
     memset(t, 0, sizeof *t);
     t->pub.kind = kind;
     t->pub.ref = ref;
+    t->pub.process = process;
     return w->n_tracks++;
 }
 
@@ -161,7 +172,7 @@ static thread_st *thread_of(mprof_walker *w, uint32_t idx)
         w->threads[i].track = w->threads[i].fiber_track = NONE;
     thread_st *t = &w->threads[idx];
     if (t->track == NONE) {
-        t->track = new_track(w, MPROF_TRACK_THREAD, idx);
+        t->track = new_track(w, MPROF_TRACK_THREAD, idx, process_of(w, idx));
         if (t->track == NONE)
             return NULL;
         const mprof_thread_def *d = w->r ? mprof_reader_thread(w->r, idx) : NULL;
@@ -185,7 +196,7 @@ static uint32_t fiber_track(mprof_walker *w, uint32_t name)
     for (uint32_t i = 0; i < w->n_tracks; i++)
         if (w->tracks[i].pub.kind == MPROF_TRACK_FIBER && w->tracks[i].pub.ref == name)
             return i;
-    return new_track(w, MPROF_TRACK_FIBER, name);
+    return new_track(w, MPROF_TRACK_FIBER, name, w->ev_process);
 }
 
 static void free_open(open_zone *z)
@@ -257,7 +268,7 @@ static gpu_st *gpu_of(mprof_walker *w, uint32_t id)
             return &w->gpus[i];
     if (GROW(w->gpus, w->gpus_cap, w->n_gpus + 1) != 0)
         return NULL;
-    uint32_t tr = new_track(w, MPROF_TRACK_GPU, id);
+    uint32_t tr = new_track(w, MPROF_TRACK_GPU, id, w->ev_process);
     if (tr == NONE)
         return NULL;
     gpu_st *g = &w->gpus[w->n_gpus++];
@@ -398,7 +409,7 @@ static lock_st *lock_of(mprof_walker *w, uint32_t id)
     if (GROW(w->lock_by_id, w->lock_by_id_cap, id + 1) != 0 ||
         GROW(w->locks, w->locks_cap, w->n_locks + 1) != 0)
         return NULL;
-    uint32_t tr = new_track(w, MPROF_TRACK_LOCK, id);
+    uint32_t tr = new_track(w, MPROF_TRACK_LOCK, id, w->ev_process);
     if (tr == NONE)
         return NULL;
     lock_st *l = &w->locks[w->n_locks];
@@ -498,15 +509,18 @@ static void lock_event(mprof_walker *w, const mprof_event *ev)
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 
-static uint32_t pool_of(mprof_walker *w, uint32_t name)
+/* The pool (process of thread, name). */
+static uint32_t pool_of(mprof_walker *w, uint32_t name, uint32_t thread)
 {
+    uint32_t process = process_of(w, thread);
     for (uint32_t i = 0; i < w->n_pools; i++)
-        if (w->pools[i].name == name)
+        if (w->pools[i].name == name && w->pools[i].process == process)
             return i;
     if (GROW(w->pools, w->pools_cap, w->n_pools + 1) != 0)
         return NONE;
     memset(&w->pools[w->n_pools], 0, sizeof w->pools[0]);
     w->pools[w->n_pools].name = name;
+    w->pools[w->n_pools].process = process;
     return w->n_pools++;
 }
 
@@ -576,9 +590,10 @@ static void mem_changed(mprof_walker *w, uint32_t p, int64_t ts)
         w->hooks.memory(w->hooks.user, p, ts, pool->in_use);
 }
 
-static void mem_alloc(mprof_walker *w, uint64_t ptr, uint64_t size, uint32_t name, int64_t ts)
+static void mem_alloc(mprof_walker *w, uint64_t ptr, uint64_t size, uint32_t name,
+                      uint32_t thread, int64_t ts)
 {
-    uint32_t p = pool_of(w, name);
+    uint32_t p = pool_of(w, name, thread);
     if (p == NONE || ((w->live_n + 1) * 4 > w->live_cap * 3 && live_rehash(w) != 0)) {
         w->oom = 1;
         return;
@@ -599,11 +614,11 @@ static void mem_alloc(mprof_walker *w, uint64_t ptr, uint64_t size, uint32_t nam
     mem_changed(w, p, ts);
 }
 
-static void mem_free(mprof_walker *w, uint64_t ptr, uint32_t name, int64_t ts)
+static void mem_free(mprof_walker *w, uint64_t ptr, uint32_t name, uint32_t thread, int64_t ts)
 {
     if (!ptr)
         return;
-    uint32_t p = pool_of(w, name);
+    uint32_t p = pool_of(w, name, thread);
     if (p == NONE) {
         w->oom = 1;
         return;
@@ -625,9 +640,9 @@ static void mem_free(mprof_walker *w, uint64_t ptr, uint32_t name, int64_t ts)
     mem_changed(w, p, ts);
 }
 
-static void mem_discard(mprof_walker *w, uint32_t name, int64_t ts)
+static void mem_discard(mprof_walker *w, uint32_t name, uint32_t thread, int64_t ts)
 {
-    uint32_t p = pool_of(w, name);
+    uint32_t p = pool_of(w, name, thread);
     if (p == NONE || !w->live_cap)
         return;
     for (uint64_t j = 0; j < w->live_cap;) {
@@ -644,16 +659,20 @@ static void mem_discard(mprof_walker *w, uint32_t name, int64_t ts)
 
 /* ---- frames ---------------------------------------------------------------------------------- */
 
-static struct frameset_st *set_of(mprof_walker *w, uint32_t name)
+/* The frame set (process of thread, name): the marks of two processes of a merged capture
+ * never mix, even where both use the main frame set. */
+static struct frameset_st *set_of(mprof_walker *w, uint32_t name, uint32_t thread)
 {
+    uint32_t process = process_of(w, thread);
     for (uint32_t i = 0; i < w->n_sets; i++)
-        if (w->sets[i].pub.name == name)
+        if (w->sets[i].pub.name == name && w->sets[i].pub.process == process)
             return &w->sets[i];
     if (GROW(w->sets, w->sets_cap, w->n_sets + 1) != 0)
         return NULL;
     struct frameset_st *f = &w->sets[w->n_sets++];
     memset(f, 0, sizeof *f);
     f->pub.name = name;
+    f->pub.process = process;
     f->last_mark = f->open_begin = -1;
     return f;
 }
@@ -698,6 +717,7 @@ static void frame_add(mprof_walker *w, struct frameset_st *f, int64_t s, int64_t
 
 int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
 {
+    w->ev_process = process_of(w, ev->thread);
     if (w->hooks.other && ev->type != MPROF_EV_ZONE_BEGIN && ev->type != MPROF_EV_ZONE_END &&
         w->hooks.other(w->hooks.user, ev) != 0)
         w->oom = 1;
@@ -775,7 +795,7 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
         break;
     }
     case MPROF_EV_FRAME_MARK: {
-        struct frameset_st *f = set_of(w, (uint32_t)ev->u[0]);
+        struct frameset_st *f = set_of(w, (uint32_t)ev->u[0], ev->thread);
         if (!f) {
             w->oom = 1;
             break;
@@ -788,7 +808,7 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
         break;
     }
     case MPROF_EV_FRAME_BEGIN: {
-        struct frameset_st *f = set_of(w, (uint32_t)ev->u[0]);
+        struct frameset_st *f = set_of(w, (uint32_t)ev->u[0], ev->thread);
         if (f) {
             f->open_begin = ev->ts_ns;
             f->thread = ev->thread;
@@ -797,7 +817,7 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
         break;
     }
     case MPROF_EV_FRAME_END: {
-        struct frameset_st *f = set_of(w, (uint32_t)ev->u[0]);
+        struct frameset_st *f = set_of(w, (uint32_t)ev->u[0], ev->thread);
         if (f && f->open_begin >= 0 && ev->ts_ns >= f->open_begin) {
             frame_add(w, f, f->open_begin, ev->ts_ns);
             f->open_begin = -1;
@@ -866,13 +886,13 @@ int mprof__walker_event(mprof_walker *w, const mprof_event *ev)
         lock_event(w, ev);
         break;
     case MPROF_EV_ALLOC:
-        mem_alloc(w, ev->u[0], ev->u[1], (uint32_t)ev->u[2], ev->ts_ns);
+        mem_alloc(w, ev->u[0], ev->u[1], (uint32_t)ev->u[2], ev->thread, ev->ts_ns);
         break;
     case MPROF_EV_FREE:
-        mem_free(w, ev->u[0], (uint32_t)ev->u[1], ev->ts_ns);
+        mem_free(w, ev->u[0], (uint32_t)ev->u[1], ev->thread, ev->ts_ns);
         break;
     case MPROF_EV_POOL_DISCARD:
-        mem_discard(w, (uint32_t)ev->u[0], ev->ts_ns);
+        mem_discard(w, (uint32_t)ev->u[0], ev->thread, ev->ts_ns);
         break;
     default:
         /* Any other per-thread event makes the thread's track exist (a thread that only logs). */
@@ -1189,6 +1209,13 @@ const mprof_tl_frameset *mprof__walker_main_frames(const mprof_walker *w)
         if (w->sets[i].pub.name == 0)
             return &w->sets[i].pub;
     return w->n_sets ? &w->sets[0].pub : NULL;
+}
+const mprof_tl_frameset *mprof__walker_process_main_frames(const mprof_walker *w, uint32_t p)
+{
+    for (uint32_t i = 0; i < w->n_sets; i++)
+        if (w->sets[i].pub.name == 0 && w->sets[i].pub.process == p)
+            return &w->sets[i].pub;
+    return NULL;
 }
 int64_t mprof__walker_first_ns(const mprof_walker *w) { return w->have_ts ? w->first_ns : 0; }
 int64_t mprof__walker_last_ns(const mprof_walker *w) { return w->have_ts ? w->last_ns : 0; }

@@ -82,6 +82,8 @@ typedef struct mprof_tl_hooks {
 typedef struct mprof_tl_track {
     int kind;          /* MPROF_TRACK_* */
     uint32_t ref;      /* thread index, fiber name id, GPU context id or lock id */
+    uint32_t process;  /* its process (mprof_thread_def.process): its thread's, or for a fiber,
+                          GPU context or lock that of the thread whose event made it */
     uint64_t os_tid;   /* threads */
     uint64_t zones;    /* zones completed on this track */
     uint32_t max_depth;
@@ -95,7 +97,9 @@ typedef struct mprof_tl_lock {
 } mprof_tl_lock;
 
 typedef struct mprof_tl_pool {
-    uint32_t name; /* string id; 0 = the default heap */
+    uint32_t name;    /* string id; 0 = the default heap */
+    uint32_t process; /* the process of its events: a pool is (process, name), so two processes'
+                         heaps (and their addresses, which may coincide) never mix */
     uint64_t allocs, frees, bad_frees;
     uint64_t alloc_bytes;
     int64_t in_use, peak;
@@ -103,7 +107,9 @@ typedef struct mprof_tl_pool {
 } mprof_tl_pool;
 
 typedef struct mprof_tl_frameset {
-    uint32_t name; /* string id; 0 = the main frame set (MPROF_FRAME_MARK) */
+    uint32_t name;    /* string id; 0 = the main frame set (MPROF_FRAME_MARK) */
+    uint32_t process; /* the process of its marks (mprof_thread_def.process): a frame set is
+                         (process, name), so two processes' marks never mix */
     uint64_t n;
     int64_t *start, *dur; /* n of each, in ns; only kept when the walker keeps frames */
     unsigned char *lossy; /* n flags when kept: 1 = the marking thread lost events inside the
@@ -152,8 +158,11 @@ uint32_t mprof__walker_pool_count(const mprof_walker *w);
 const mprof_tl_pool *mprof__walker_pool(const mprof_walker *w, uint32_t i);
 uint32_t mprof__walker_frameset_count(const mprof_walker *w);
 const mprof_tl_frameset *mprof__walker_frameset(const mprof_walker *w, uint32_t i);
-/* The main frame set (name 0, else the first seen), or NULL when there are no frames. */
+/* The main frame set (name 0 of the first process that marked one, else the first seen), or
+ * NULL when there are no frames. */
 const mprof_tl_frameset *mprof__walker_main_frames(const mprof_walker *w);
+/* Process p's frame set of name 0, or NULL when it marked none. */
+const mprof_tl_frameset *mprof__walker_process_main_frames(const mprof_walker *w, uint32_t p);
 int64_t mprof__walker_first_ns(const mprof_walker *w);
 int64_t mprof__walker_last_ns(const mprof_walker *w);
 uint64_t mprof__walker_zone_count(const mprof_walker *w);

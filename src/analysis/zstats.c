@@ -20,6 +20,8 @@ typedef struct collect {
     const mprof_reader *r;
     mprof_walker *w;
     mprof_site_table t;
+    uint32_t *loc_process; /* by srcloc id: the process of its zones */
+    uint32_t n_loc_process;
     int oom;
 } collect;
 
@@ -29,6 +31,40 @@ static void zs_zone(void *user, const mprof_tl_zone *z)
     const mprof_tl_track *tr = mprof__walker_track(c->w, z->track);
     if (mprof__site_table_zone(&c->t, tr ? tr->kind : 0, z) != 0)
         c->oom = 1;
+    if (tr && tr->process) {
+        if (z->loc >= c->n_loc_process &&
+            mprof_grow_zeroed((void **)&c->loc_process, &c->n_loc_process, z->loc,
+                              sizeof *c->loc_process, 1u << 26) != 0) {
+            c->oom = 1;
+            return;
+        }
+        c->loc_process[z->loc] = tr->process;
+    }
+}
+
+/* The capture's processes, with their threads that have events (the walker's thread tracks). */
+static int take_processes(collect *c)
+{
+    mprof_zstats *s = c->s;
+    uint32_t n = mprof_reader_process_count(c->r);
+    s->procs = calloc(n ? n : 1, sizeof *s->procs);
+    if (!s->procs)
+        return -1;
+    s->n_procs = n;
+    for (uint32_t k = 0; k < n; k++) {
+        const mprof_process_def *p = mprof_reader_process(c->r, k);
+        s->procs[k].name = tool_strdup(p ? p->name : "");
+        s->procs[k].pid = p ? p->pid : 0;
+        if (!s->procs[k].name)
+            return -1;
+    }
+    for (uint32_t i = 0; i < mprof__walker_track_count(c->w); i++) {
+        const mprof_tl_track *t = mprof__walker_track(c->w, i);
+        /* Thread 0 is the process context (system records), not a thread. */
+        if (t->kind == MPROF_TRACK_THREAD && t->ref != 0 && t->process < n)
+            s->procs[t->process].threads++;
+    }
+    return 0;
 }
 
 /* The names of every location with calls, and their figures moved out of the table. */
@@ -45,6 +81,7 @@ static int take_sites(collect *c)
         memset(&c->t.site[i], 0, sizeof c->t.site[i]);
         if (!st->site.count)
             continue;
+        st->process = i < c->n_loc_process ? c->loc_process[i] : 0;
         const mprof_srcloc_def *d = mprof_reader_srcloc(c->r, i);
         st->name = tool_strdup(d && d->name ? d->name : "?");
         st->function = tool_strdup(d && d->function ? d->function : "");
@@ -103,7 +140,7 @@ int mprof__zstats_collect_range(const char *path, const mprof_export_range *rang
     int rc = mprof__walker_feed(w, r, &c.oom, path, err, errlen);
     if (rc == 0) {
         mprof__walker_finish(w);
-        if (c.oom || take_sites(&c) != 0) {
+        if (c.oom || take_sites(&c) != 0 || take_processes(&c) != 0) {
             snprintf(err, errlen, "%s: out of memory", path);
             rc = -2;
         }
@@ -131,6 +168,7 @@ int mprof__zstats_collect_range(const char *path, const mprof_export_range *rang
     mprof__walker_free(w);
     mprof_reader_close(r);
     mprof__site_table_free(&c.t);
+    free(c.loc_process);
     if (rc < 0) {
         mprof__zstats_free(out);
         return -1;
@@ -150,5 +188,8 @@ void mprof__zstats_free(mprof_zstats *s)
     }
     free(s->z);
     free(s->frame_ns);
+    for (uint32_t k = 0; k < s->n_procs; k++)
+        free(s->procs[k].name);
+    free(s->procs);
     memset(s, 0, sizeof *s);
 }

@@ -18,8 +18,17 @@
 typedef struct mprof_zstat {
     char *name, *function, *file; /* owned */
     uint32_t line, color;
+    uint32_t process;     /* its process (index into mprof_zstats.procs): a merged capture's
+                             source locations are each one process's */
     mprof_site_stat site; /* site.count 0 = unused */
 } mprof_zstat;
+
+/* A process of the capture (mprof_reader_process): every capture has at least one. */
+typedef struct mprof_zproc {
+    char *name;     /* owned; "" when unknown */
+    uint64_t pid;
+    uint32_t threads; /* threads with events */
+} mprof_zproc;
 
 typedef struct mprof_zstats {
     mprof_zstat *z; /* indexed by the capture's srcloc id; count 0 = unused */
@@ -31,6 +40,8 @@ typedef struct mprof_zstats {
     int64_t span_first_ns, span_last_ns; /* first and last main frame mark; -1 when none */
     int64_t duration_ns;
     uint64_t zones;
+    mprof_zproc *procs; /* n_procs of them, in the capture's order */
+    uint32_t n_procs;
 } mprof_zstats;
 
 int mprof__zstats_collect(const char *capture_path, mprof_zstats *out, char *err, size_t errlen);

@@ -164,7 +164,8 @@ int mprof__ci_artifact(const mprof_ci_opts *o, const char *artifact, const char 
     }
     double te = mprof__ci_now();
     char err[1024];
-    if (mprof__export_frames(r->artifact_path, r->export_path, err, sizeof err) != 0) {
+    if (mprof__export_frames_process(r->artifact_path, NULL, o->process, r->export_path, err,
+                                     sizeof err) != 0) {
         mprof__ci_reason(r, "the frame export failed: %s", err);
         r->export_path[0] = '\0';
         return EXIT_IO;

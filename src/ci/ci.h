@@ -41,6 +41,8 @@ typedef struct mprof_ci_opts {
     int n_expect_exit;
     int quiet;                /* self-test: one line per step instead of the command's output */
     const char *store;        /* --store URL: the run store */
+    const char *process;      /* --process NAME: the process whose frames are exported (a
+                                 capture of several processes); NULL = the only one */
 } mprof_ci_opts;
 
 /* One run of one side, for the report's runs[]. */

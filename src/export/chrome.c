@@ -14,6 +14,11 @@
  *                 (chrome_system.c)
  *   names         "M" metadata events (process_name, thread_name, thread_sort_index) at the end,
  *                 since thread names may arrive late in the stream; the format allows any order.
+ *   processes     a capture of several processes (mprof merge): process 0 keeps pid 1, process
+ *                 k > 0 gets pid 10 + k, each with its threads, fibers, plots, messages, memory
+ *                 and async spans; its process_name is "NAME (pid N)", with "ended_early" in
+ *                 the args where its part ended early. GPU, locks and frames keep their pids
+ *                 (a frame set's track says its process).
  * Timestamps and durations are microseconds with three decimals (nanosecond precision).
  *
  * Zones are nearly all of the output, so they are written without printf: into a buffer of the
@@ -39,6 +44,7 @@
 #define PID_GPU 2
 #define PID_LOCKS 3
 #define PID_FRAMES 4
+#define PID_PROCESS_BASE 10 /* + k: process k > 0 of a capture of several */
 /* Synthetic thread ids are distinct across pids too, for importers that ignore pid (Tracy's). */
 #define GPU_TID_BASE 0x10000000u
 #define LOCK_TID_BASE 0x20000000u
@@ -225,6 +231,19 @@ static void piece_free(piece *p)
     p->n = 0;
 }
 
+/* The pid of process k: process 0 is pid 1, as in a one-process capture. */
+static int process_pid(uint32_t k)
+{
+    return k == 0 ? PID_CPU : PID_PROCESS_BASE + (int)(k < 1000000 ? k : 1000000);
+}
+
+/* The pid of reader thread idx's process. */
+static int thread_pid(chrome *c, uint32_t idx)
+{
+    const mprof_thread_def *d = mprof_reader_thread(c->r, idx);
+    return process_pid(d ? d->process : 0);
+}
+
 static uint64_t track_tid(chrome *c, uint32_t track)
 {
     const mprof_tl_track *t = mprof__walker_track(c->w, track);
@@ -287,7 +306,8 @@ static int track_piece(chrome *c, uint32_t track)
     char tmp[128];
     int k = snprintf(tmp, sizeof tmp, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":",
                      t->kind == MPROF_TRACK_GPU ? "gpu" : "zone",
-                     t->kind == MPROF_TRACK_GPU ? PID_GPU : PID_CPU, track_tid(c, track));
+                     t->kind == MPROF_TRACK_GPU ? PID_GPU : process_pid(t->process),
+                     track_tid(c, track));
     char *p = malloc((size_t)k + PIECE_PAD);
     if (!p)
         return -1;
@@ -413,7 +433,7 @@ static void on_memory(void *user, uint32_t pool, int64_t ts, int64_t bytes)
     flush_buf(c);
     fputs("{\"ph\":\"C\",\"name\":", o);
     mprof_json_write_string(o, name, strlen(name));
-    fprintf(o, ",\"pid\":%d,\"ts\":", PID_CPU);
+    fprintf(o, ",\"pid\":%d,\"ts\":", process_pid(p ? p->process : 0));
     us(o, ts);
     /* The argument is named after the counter: Tracy's importer names a plot by the argument
      * key (so "value" for every counter would merge all plots into one), Perfetto names the
@@ -470,8 +490,8 @@ static void on_event(chrome *c, const mprof_event *ev)
         flush_buf(c);
         fputs("{\"ph\":\"i\",\"s\":\"t\",\"name\":", o);
         mprof_json_write_string(o, ev->str ? ev->str : "", ev->str_len);
-        fprintf(o, ",\"cat\":\"message\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":", PID_CPU,
-                thread_tid(c, ev->thread));
+        fprintf(o, ",\"cat\":\"message\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":",
+                thread_pid(c, ev->thread), thread_tid(c, ev->thread));
         us(o, ev->ts_ns);
         fprintf(o, ",\"args\":{\"level\":\"%s\",\"severity\":%d,\"color\":\"#%06" PRIx32 "\"}}",
                 ev->u[0] <= 6 ? levels[ev->u[0]] : "info", ev->u[0] <= 6 ? (int)ev->u[0] : 3,
@@ -483,7 +503,7 @@ static void on_event(chrome *c, const mprof_event *ev)
         flush_buf(c);
         fputs("{\"ph\":\"C\",\"name\":", o);
         mprof_json_write_string(o, nm ? nm : "plot", strlen(nm ? nm : "plot"));
-        fprintf(o, ",\"pid\":%d,\"ts\":", PID_CPU);
+        fprintf(o, ",\"pid\":%d,\"ts\":", thread_pid(c, ev->thread));
         us(o, ev->ts_ns);
         fputs(",\"args\":{", o); /* keyed by the plot's name: see on_memory */
         mprof_json_write_string(o, nm ? nm : "plot", strlen(nm ? nm : "plot"));
@@ -515,8 +535,9 @@ static void on_async(void *user, const mprof_async_span *s)
         char id[300];
         snprintf(id, sizeof id, "%s:%" PRIx64, track, s->id);
         mprof_json_write_string(o, id, strlen(id));
-        fprintf(o, "},\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":", PID_CPU,
-                thread_tid(c, end && s->end_thread ? s->end_thread : s->begin_thread));
+        uint32_t th = end && s->end_thread ? s->end_thread : s->begin_thread;
+        fprintf(o, "},\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":", thread_pid(c, th),
+                thread_tid(c, th));
         us(o, end ? s->end_ns : s->start_ns);
         if (!end) {
             fputs(",\"args\":{\"track\":", o);
@@ -548,19 +569,51 @@ static void meta(chrome *c, const char *what, int pid, uint64_t tid, const char 
     }
 }
 
+/* Each process's process_name in a capture of several: "NAME (pid N)", and why its part ended
+ * early where it did. */
+static void process_metadata(chrome *c)
+{
+    FILE *o = c->out;
+    for (uint32_t k = 0; k < mprof_reader_process_count(c->r); k++) {
+        const mprof_process_def *p = mprof_reader_process(c->r, k);
+        char name[400];
+        snprintf(name, sizeof name, "%s (pid %" PRIu64 ")", p && *p->name ? p->name : "process",
+                 p ? p->pid : 0);
+        sep(c);
+        flush_buf(c);
+        fprintf(o, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":"
+                   "{\"name\":", process_pid(k));
+        mprof_json_write_string(o, name, strlen(name));
+        if (p && p->ended_by) {
+            fputs(",\"ended_early\":", o);
+            mprof_json_write_string(o, p->ended_by, strlen(p->ended_by));
+        }
+        fputs("}}", o);
+        sep(c);
+        flush_buf(c);
+        fprintf(o, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"tid\":0,"
+                   "\"args\":{\"sort_index\":%" PRIu32 "}}", process_pid(k), k);
+    }
+}
+
 static void write_metadata(chrome *c)
 {
     char buf[300], name[400];
-    const char *app = mprof_reader_info(c->r, "app");
-    if (!app)
-        app = mprof_reader_info(c->r, "process");
-    meta(c, "process_name", PID_CPU, 0, app ? app : "process", -1);
+    int multi = mprof_reader_process_count(c->r) > 1;
+    if (multi) {
+        process_metadata(c);
+    } else {
+        const char *app = mprof_reader_info(c->r, "app");
+        if (!app)
+            app = mprof_reader_info(c->r, "process");
+        meta(c, "process_name", PID_CPU, 0, app ? app : "process", -1);
+    }
     int gpu = 0, locks = 0;
     for (uint32_t i = 0; i < mprof__walker_track_count(c->w); i++) {
         const mprof_tl_track *t = mprof__walker_track(c->w, i);
         mprof__walker_track_name(c->w, i, buf, sizeof buf);
         if (t->kind == MPROF_TRACK_THREAD || t->kind == MPROF_TRACK_FIBER)
-            meta(c, "thread_name", PID_CPU, track_tid(c, i), buf, (int)i);
+            meta(c, "thread_name", process_pid(t->process), track_tid(c, i), buf, (int)i);
         else if (t->kind == MPROF_TRACK_GPU) {
             meta(c, "thread_name", PID_GPU, track_tid(c, i), buf, (int)i);
             gpu = 1;
@@ -587,6 +640,11 @@ static void write_metadata(chrome *c)
         for (uint32_t i = 0; i < mprof__walker_frameset_count(c->w); i++) {
             const mprof_tl_frameset *f = mprof__walker_frameset(c->w, i);
             const char *nm = f->name ? mprof_reader_string(c->r, f->name) : "Frames";
+            const mprof_process_def *p = multi ? mprof_reader_process(c->r, f->process) : NULL;
+            if (p) { /* whose frames they are */
+                snprintf(name, sizeof name, "%s (%s)", nm ? nm : "frames", p->name);
+                nm = name;
+            }
             meta(c, "thread_name", PID_FRAMES, FRAME_TID_BASE + i, nm ? nm : "frames", (int)i);
         }
     }

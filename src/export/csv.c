@@ -1,7 +1,9 @@
 /*
  * csv.c - zones as CSV (RFC 4180: comma-separated, fields with a comma, quote or line break
  * quoted, quotes doubled): the per-source-location statistics of zstats.h, or one row per zone,
- * written as each zone ends.
+ * written as each zone ends. A capture of several processes (mprof merge) gets a first column,
+ * process, with each row's process name; its statistics are per process already (a source
+ * location is one process's).
  */
 #include "export/export.h"
 #include "analysis/timeline.h"
@@ -72,11 +74,18 @@ int mprof__export_csv_stats_range(const char *path, const mprof_export_range *ra
             order[n++] = i;
     sort_ctx = &s;
     qsort(order, n, sizeof *order, cmp_total);
+    int multi = s.n_procs > 1;
+    if (multi)
+        fputs("process,", out);
     fputs("name,function,file,line,count,total_ns,self_ns,mean_ns,min_ns,max_ns,stddev_ns,p50_ns,p90_ns,"
           "p95_ns,p99_ns\n",
           out);
     for (uint32_t k = 0; k < n; k++) {
         const mprof_zstat *z = &s.z[order[k]];
+        if (multi) {
+            csv_str(out, z->process < s.n_procs ? s.procs[z->process].name : "");
+            fputc(',', out);
+        }
         csv_str(out, z->name);
         fputc(',', out);
         csv_str(out, z->function);
@@ -102,7 +111,31 @@ typedef struct per_zone {
     mprof_reader *r;
     mprof_walker *w;
     const mprof_export_range *range;
+    int header; /* written (after the first batch, when the processes are known) */
+    int multi;  /* several processes: the process column */
 } per_zone;
+
+/* The header, once: the processes are known when the first zone ends. */
+static void pz_header(per_zone *p)
+{
+    if (p->header)
+        return;
+    p->header = 1;
+    p->multi = mprof_reader_process_count(p->r) > 1;
+    fputs(p->multi ? "process," : "", p->out);
+    fputs("track,kind,name,file,line,start_ns,dur_ns,self_ns,depth,text,value,unfinished\n",
+          p->out);
+}
+
+/* The process column of a row of thread t's process (reader thread index). */
+static void pz_process(per_zone *p, uint32_t process)
+{
+    if (!p->multi)
+        return;
+    const mprof_process_def *d = mprof_reader_process(p->r, process);
+    csv_str(p->out, d ? d->name : "");
+    fputc(',', p->out);
+}
 
 static void pz_zone(void *user, const mprof_tl_zone *z)
 {
@@ -114,6 +147,8 @@ static void pz_zone(void *user, const mprof_tl_zone *z)
     const mprof_srcloc_def *d = mprof_reader_srcloc(p->r, z->loc);
     const mprof_tl_track *t = mprof__walker_track(p->w, z->track);
     static const char *kinds[] = {"", "thread", "fiber", "gpu", "lock"};
+    pz_header(p);
+    pz_process(p, t->process);
     csv_str(o, mprof__walker_track_name(p->w, z->track, buf, sizeof buf));
     fprintf(o, ",%s,", kinds[t->kind]);
     if (z->name)
@@ -142,6 +177,9 @@ static void pz_async(void *user, const mprof_async_span *s)
     FILE *o = p->out;
     if (!mprof__range_overlaps(p->range, s->start_ns, s->end_ns))
         return;
+    pz_header(p);
+    const mprof_thread_def *bt = mprof_reader_thread(p->r, s->begin_thread);
+    pz_process(p, bt ? bt->process : 0);
     char track[300];
     snprintf(track, sizeof track, "async %s",
              mprof__async_track_name(mprof__walker_async(p->w), s->track));
@@ -172,10 +210,10 @@ int mprof__export_csv_zones_range(const char *path, const mprof_export_range *ra
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    fputs("track,kind,name,file,line,start_ns,dur_ns,self_ns,depth,text,value,unfinished\n", out);
     int ret = mprof__walker_feed(p.w, p.r, NULL, path, err, errlen) == 0 ? 0 : -1;
     if (ret == 0)
         mprof__walker_finish(p.w);
+    pz_header(&p); /* no zone before the end or the failure: the header alone, as ever */
     mprof__walker_free(p.w);
     mprof_reader_close(p.r);
     return ret;

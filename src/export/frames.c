@@ -115,6 +115,11 @@ typedef struct exporter {
     mprof_sysmodel *sys; /* context switches and CPU usage (src/analysis/system.h) */
     mprof_sys_status sys_st;
     int sys_switches;    /* the main frame set's thread was traced */
+    const char *process_name; /* --process: the process whose frames are exported, or NULL */
+    int64_t process;          /* its index once known; -1 = every thread (one process) */
+    int multi;                /* the capture has several processes */
+    int resolved;             /* process and multi are settled (after the first batch) */
+    int bad_process;          /* the failure is the choice of process (a usage error) */
 } exporter;
 
 #if defined(__GNUC__)
@@ -229,6 +234,81 @@ static inline int loc_known(exporter *x, uint32_t loc)
     return loc != 0 && mprof_reader_srcloc(x->r, loc) != NULL;
 }
 
+/* ---- the process ----------------------------------------------------------------------------- */
+
+/* Whether thread's events belong to the export: all of them, or those of the chosen process. */
+static inline int thread_in(const exporter *x, uint32_t thread)
+{
+    if (x->process < 0)
+        return 1;
+    const mprof_thread_def *d = mprof_reader_thread(x->r, thread);
+    return d && (int64_t)d->process == x->process;
+}
+
+/* "NAME (pid N), NAME (pid N)": the capture's processes, for the messages below. */
+static void list_processes(const mprof_reader *r, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < mprof_reader_process_count(r) && used + 1 < n; i++) {
+        const mprof_process_def *p = mprof_reader_process(r, i);
+        int w = snprintf(buf + used, n - used, "%s%s (pid %" PRIu64 ")", i ? ", " : "",
+                         p && *p->name ? p->name : "(unnamed)", p ? p->pid : 0);
+        if (w < 0)
+            break;
+        used += (size_t)w < n - used ? (size_t)w : n - used - 1;
+    }
+}
+
+/* Settles which process is exported, once the processes are known (a merged capture defines
+ * them all before any thread's events, so after the first batch). A capture of several
+ * processes needs --process: frames of mixed processes would mislead the gate. Returns 0, or -1
+ * with the message. */
+static int resolve_process(exporter *x, const mprof_reader *r)
+{
+    if (x->resolved)
+        return 0;
+    x->resolved = 1;
+    uint32_t n = mprof_reader_process_count(r);
+    x->multi = n > 1;
+    if (!x->process_name)
+        x->process = -1;
+    char list[1024];
+    x->bad_process = 1; /* until settled below */
+    if (!x->process_name && n > 1) {
+        list_processes(r, list, sizeof list);
+        return fail(x, "%s: the capture has %" PRIu32 " processes (%s): choose one with "
+                       "--process NAME (a frame export of mixed processes would mislead the "
+                       "gate)", x->path, n, list);
+    }
+    if (!x->process_name) {
+        x->bad_process = 0;
+        return 0;
+    }
+    int64_t found = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const mprof_process_def *p = mprof_reader_process(r, i);
+        if (p && strcmp(p->name, x->process_name) == 0) {
+            if (found >= 0) {
+                list_processes(r, list, sizeof list);
+                return fail(x, "%s: several processes are named \"%s\" (%s): give them names of "
+                               "their own with mprof merge --name FILE=NAME", x->path,
+                            x->process_name, list);
+            }
+            found = i;
+        }
+    }
+    if (found < 0) {
+        list_processes(r, list, sizeof list);
+        return fail(x, "%s: no process named \"%s\" (the capture's processes: %s)", x->path,
+                    x->process_name, list);
+    }
+    /* A one-process capture exports every thread, as without --process. */
+    x->process = n > 1 ? found : -1;
+    x->bad_process = 0;
+    return 0;
+}
+
 /* ---- pass 1: frames and zone totals --------------------------------------------------------- */
 
 static int pass1_event(exporter *x, const mprof_event *ev)
@@ -313,6 +393,8 @@ static int pass1_batch(exporter *x, const mprof_batch *b)
     for (uint32_t ri = 0; ri < b->n_run; ri++) {
         const mprof_run *run = &b->run[ri];
         tstack *t = NULL;
+        if (!thread_in(x, run->thread))
+            continue;
         for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
             int type = mprof_rec_type(e);
             if (type != MPROF_REC_LEAF) {
@@ -635,6 +717,8 @@ static int pass2_batch(exporter *x, const mprof_batch *b)
     for (uint32_t ri = 0; ri < b->n_run; ri++) {
         const mprof_run *run = &b->run[ri];
         tstack *t = NULL;
+        if (!thread_in(x, run->thread))
+            continue;
         for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
             int type = mprof_rec_type(e);
             if (type != MPROF_REC_LEAF) {
@@ -679,6 +763,10 @@ static int read_pass(exporter *x, int pass, mprof_reader **keep)
     mprof_batch b;
     int rc, sys_warned = 0;
     while ((rc = mprof_reader_next_batch(r, &b)) == 1) {
+        if (pass == 1 && resolve_process(x, r) != 0) {
+            mprof_reader_close(r);
+            return -1;
+        }
         if (pass == 1 && x->sys && mprof__sys_batch(x->sys, r, &b) != 0 && !sys_warned++)
             warn(x, "out of memory reading the system records: on/off-CPU figures are incomplete");
         if ((pass == 1 ? pass1_batch(x, &b) : pass2_batch(x, &b)) != 0) {
@@ -688,6 +776,10 @@ static int read_pass(exporter *x, int pass, mprof_reader **keep)
     }
     if (rc < 0) {
         fail(x, "%s: %s", x->path, mprof_reader_error(r));
+        mprof_reader_close(r);
+        return -1;
+    }
+    if (pass == 1 && resolve_process(x, r) != 0) {
         mprof_reader_close(r);
         return -1;
     }
@@ -780,9 +872,9 @@ static int put_summary(FILE *out, const double *d, size_t n, const char *indent)
 }
 
 /* The git SHA: capture INFO, else $MPROF_GIT_SHA, else `git rev-parse HEAD`. */
-static void git_sha(const mprof_reader *r, char *out, size_t n, const char **source)
+static void git_sha(const mprof_reader *r, uint32_t p, char *out, size_t n, const char **source)
 {
-    const char *v = mprof_reader_info(r, "git_sha");
+    const char *v = mprof_reader_process_info(r, p, "git_sha");
     if (v && *v) {
         snprintf(out, n, "%s", v);
         *source = "capture";
@@ -791,10 +883,10 @@ static void git_sha(const mprof_reader *r, char *out, size_t n, const char **sou
     tool_git_sha(out, n, source);
 }
 
-static void start_time(const mprof_reader *r, char *out, size_t n)
+static void start_time(const mprof_reader *r, uint32_t p, char *out, size_t n)
 {
     out[0] = '\0';
-    const char *v = mprof_reader_info(r, "start_unix_ns");
+    const char *v = mprof_reader_process_info(r, p, "start_unix_ns");
     if (!v || !*v)
         return;
     char *end;
@@ -824,7 +916,25 @@ static const char *set_name(const mprof_reader *r, const fset *f)
  * reasons, the main thread's off-CPU time is split into preempted and blocked, and the part of
  * its waits that the critical path spent runnable (analysis/system.h) is given, so that the gate
  * computes each frame's decision time without the capture. */
-static int write_system(exporter *x, FILE *out)
+/* frameCpuMs of one process of a capture of several: the CPU time of its own traced threads
+ * in each frame (the system model's process CPU is every traced thread's, both processes'). */
+static void process_cpu(const exporter *x, const mprof_reader *r, const fset *m, double *all)
+{
+    for (size_t i = 0; i < m->nf; i++)
+        all[i] = 0;
+    for (uint32_t t = 1; t < mprof_reader_thread_count(r); t++) {
+        const mprof_thread_def *d = mprof_reader_thread(r, t);
+        if (!d || (int64_t)d->process != x->process || !mprof__sys_thread_traced(x->sys, t))
+            continue;
+        for (size_t i = 0; i < m->nf; i++) {
+            int64_t off, traced;
+            mprof__sys_thread_time(x->sys, t, m->fs[i], m->fe[i], &off, &traced);
+            all[i] += (double)(traced - off) / 1e6;
+        }
+    }
+}
+
+static int write_system(exporter *x, const mprof_reader *r, FILE *out)
 {
     int cpu = x->sys_st.cpu_usage && mprof__sys_has_busy(x->sys);
     const char *why = x->sys_st.why_not;
@@ -846,6 +956,8 @@ static int write_system(exporter *x, FILE *out)
         if (!on || !off || !all || !busy || !pre || !wait)
             goto out;
         mprof__sys_frames(x->sys, m->thread, m->fs, m->fe, m->nf, on, off, all, busy);
+        if (x->process >= 0)
+            process_cpu(x, r, m, all);
         if (path != MPROF_SYS_PATH_NONE)
             truncated = mprof__sys_frames_path(x->sys, m->thread, m->fs, m->fe, m->nf, pre, wait,
                                                &unrecorded);
@@ -918,26 +1030,39 @@ static int put_set_frames(FILE *out, const fset *f, const char *indent)
 
 static int write_export(exporter *x, const mprof_reader *r, FILE *out)
 {
-    char sha[128], when[64];
+    /* The identity is the exported process's (its own INFO in a merged capture; a one-process
+     * capture's INFO is process 0's). */
+    uint32_t pi = x->process > 0 ? (uint32_t)x->process : 0;
+    const mprof_process_def *pd = mprof_reader_process(r, pi);
+    char sha[128], when[64], pidbuf[24], lostbuf[24];
     const char *sha_src;
-    git_sha(r, sha, sizeof sha, &sha_src);
-    start_time(r, when, sizeof when);
+    git_sha(r, pi, sha, sizeof sha, &sha_src);
+    start_time(r, pi, when, sizeof when);
     mprof_reader_stats st;
     mprof_reader_get_stats(r, &st);
     const char *lost = mprof_reader_end_info(r, "events_lost");
     const char *pid = mprof_reader_info(r, "pid");
+    const char *app = mprof_reader_info(r, "app");
+    if (x->multi && pd) {
+        snprintf(pidbuf, sizeof pidbuf, "%" PRIu64, pd->pid);
+        snprintf(lostbuf, sizeof lostbuf, "%" PRIu64, pd->events_lost);
+        pid = pidbuf;
+        lost = lostbuf;
+        app = pd->name;
+        st.complete = st.complete && !pd->ended_by;
+    }
 
     fputs("{\n  \"schema\": \"" MPROF_FRAMES_SCHEMA "\",\n  \"capture\": {\n    \"file\": ", out);
     put_str(out, x->path);
     fputs(",\n    \"process\": ", out);
-    put_str(out, mprof_reader_info(r, "app"));
+    put_str(out, app);
     fputs(",\n    \"pid\": ", out);
     if (pid && *pid && strspn(pid, "0123456789") == strlen(pid))
         fputs(pid, out);
     else
         fputs("null", out);
     fputs(",\n    \"commandLine\": ", out);
-    put_str(out, mprof_reader_info(r, "cmdline"));
+    put_str(out, mprof_reader_process_info(r, pi, "cmdline"));
     fputs(",\n    \"startTime\": ", out);
     put_str(out, when[0] ? when : NULL);
     fputs(",\n    \"gitSha\": ", out);
@@ -945,13 +1070,13 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
     fputs(",\n    \"gitShaSource\": ", out);
     put_str(out, sha_src);
     fputs(",\n    \"hostname\": ", out);
-    put_str(out, mprof_reader_info(r, "hostname"));
+    put_str(out, mprof_reader_process_info(r, pi, "hostname"));
     fputs(",\n    \"cpu\": ", out);
-    put_str(out, mprof_reader_info(r, "cpu"));
+    put_str(out, mprof_reader_process_info(r, pi, "cpu"));
     fputs(",\n    \"os\": ", out);
-    put_str(out, mprof_reader_info(r, "os"));
+    put_str(out, mprof_reader_process_info(r, pi, "os"));
     fputs(",\n    \"buildType\": ", out);
-    put_str(out, mprof_reader_info(r, "build_type"));
+    put_str(out, mprof_reader_process_info(r, pi, "build_type"));
     fprintf(out, ",\n    \"complete\": %s", st.complete ? "true" : "false");
     fputs(",\n    \"eventsLost\": ", out);
     if (lost && *lost && strspn(lost, "0123456789") == strlen(lost))
@@ -978,7 +1103,7 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
     /* The main set's summary and frames at the top level. */
     static const fset empty = {0};
     const fset *m = x->main ? x->main : &empty;
-    if (put_set_frames(out, m, "  ") || write_system(x, out))
+    if (put_set_frames(out, m, "  ") || write_system(x, r, out))
         return -1;
 
     fputs(",\n  \"frameSets\": [", out);
@@ -1071,9 +1196,18 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
 int mprof__export_frames_range(const char *capture_path, const mprof_export_range *range,
                                const char *out_path, char *err, size_t errlen)
 {
+    return mprof__export_frames_process(capture_path, range, NULL, out_path, err, errlen);
+}
+
+int mprof__export_frames_process(const char *capture_path, const mprof_export_range *range,
+                                 const char *process_name, const char *out_path, char *err,
+                                 size_t errlen)
+{
     exporter x;
     memset(&x, 0, sizeof x);
     x.path = capture_path;
+    x.process_name = process_name;
+    x.process = -1;
     x.range = range;
     x.err = err;
     x.errlen = errlen;
@@ -1132,6 +1266,15 @@ int mprof__export_frames_range(const char *capture_path, const mprof_export_rang
             warn(&x, "the capture is incomplete (no END chunk; %" PRIu64 " bytes cut off): the "
                      "program did not shut down cleanly", st.truncated_bytes);
         const char *lost = mprof_reader_end_info(r, "events_lost");
+        char lostbuf[24];
+        const mprof_process_def *pd =
+            x.multi ? mprof_reader_process(r, x.process > 0 ? (uint32_t)x.process : 0) : NULL;
+        if (pd) {
+            snprintf(lostbuf, sizeof lostbuf, "%" PRIu64, pd->events_lost);
+            lost = lostbuf;
+            if (pd->ended_by)
+                warn(&x, "the process's part of the capture ended early (%s)", pd->ended_by);
+        }
         if (lost && strcmp(lost, "0") != 0)
             warn(&x, "%s events were lost; frame and zone times near the gaps are incomplete",
                  lost);
@@ -1223,5 +1366,5 @@ int mprof__export_frames_range(const char *capture_path, const mprof_export_rang
 out:
     mprof_reader_close(r);
     exporter_free(&x);
-    return rc;
+    return rc != 0 && x.bad_process ? -2 : rc;
 }

@@ -31,4 +31,13 @@ int mprof__export_frames(const char *capture_path, const char *out_path, char *e
 int mprof__export_frames_range(const char *capture_path, const mprof_export_range *range,
                                const char *out_path, char *err, size_t errlen);
 
+/* The same for one process of the capture, named process_name (mprof_reader_process): its
+ * threads' frame marks, zones and main thread's system figures, and its own identity (name, pid,
+ * INFO). NULL = every thread, which a capture of several processes refuses (naming them), as it
+ * refuses a name that is not one of its processes' or that several share: -2 then (a usage
+ * error), -1 for any other failure. */
+int mprof__export_frames_process(const char *capture_path, const mprof_export_range *range,
+                                 const char *process_name, const char *out_path, char *err,
+                                 size_t errlen);
+
 #endif

@@ -277,14 +277,34 @@ void pf_describe(pf *x, uint64_t uuid, uint64_t parent, const char *name, int co
     pf_packet_end(x);
 }
 
-static void describe_process(pf *x, const char *name, const char *description)
+/* Process k's pid and track uuid (process 0's in a one-process capture). */
+static int64_t process_pid(const pf *x, uint32_t k)
+{
+    return k < x->n_processes ? x->pids[k] : x->pid;
+}
+static uint64_t process_uuid(const pf *x, uint32_t k)
+{
+    return k < x->n_processes ? x->process_uuids[k] : x->process_uuid;
+}
+uint64_t pf_process_uuid(const pf *x, uint32_t k)
+{
+    return process_uuid(x, k);
+}
+/* The process of reader thread t. */
+static uint32_t thread_process(const pf *x, uint32_t t)
+{
+    const mprof_thread_def *d = mprof_reader_thread(x->r, t);
+    return d ? d->process : 0;
+}
+
+static void describe_process_k(pf *x, uint32_t k, const char *name, const char *description)
 {
     mprof_pb *b = &x->buf;
     pf_packet_begin(x, 0, NO_TS);
     mprof__pb_open(b, PF_PKT_TRACK_DESCRIPTOR);
-    mprof__pb_varint(b, PF_TD_UUID, x->process_uuid);
+    mprof__pb_varint(b, PF_TD_UUID, process_uuid(x, k));
     mprof__pb_open(b, PF_TD_PROCESS);
-    mprof__pb_int(b, PF_PD_PID, x->pid);
+    mprof__pb_int(b, PF_PD_PID, process_pid(x, k));
     mprof__pb_str(b, PF_PD_PROCESS_NAME, name);
     mprof__pb_close(b);
     if (description)
@@ -316,7 +336,7 @@ static void describe_thread(pf *x, uint32_t t)
     mprof__pb_open(b, PF_PKT_TRACK_DESCRIPTOR);
     mprof__pb_varint(b, PF_TD_UUID, x->ztracks[th->track].uuid);
     mprof__pb_open(b, PF_TD_THREAD);
-    mprof__pb_int(b, PF_THD_PID, x->pid);
+    mprof__pb_int(b, PF_THD_PID, process_pid(x, thread_process(x, t)));
     mprof__pb_int(b, PF_THD_TID, (int64_t)th->tid);
     mprof__pb_str(b, PF_THD_THREAD_NAME, name);
     mprof__pb_close(b);
@@ -388,7 +408,8 @@ static uint32_t fiber_track(pf *x, uint32_t name, uint32_t thread)
     const char *nm = mprof_reader_string(x->r, name);
     char buf[300];
     snprintf(buf, sizeof buf, "fiber %s", nm ? nm : "?");
-    pf_describe(x, uuid, x->process_uuid, buf, 0, (int32_t)(0x10000 + k));
+    pf_describe(x, uuid, process_uuid(x, thread_process(x, thread)), buf, 0,
+                (int32_t)(0x10000 + k));
     return k;
 }
 
@@ -666,7 +687,7 @@ void pf_counter(pf *x, uint32_t si, uint64_t uuid, int64_t ts, double v, int int
 }
 
 /* A counter track's descriptor, written once per key (and again when the unit changes). */
-static void counter_track(pf *x, uint64_t uuid, const char *name, int unit)
+static void counter_track(pf *x, uint64_t uuid, const char *name, int unit, uint32_t process)
 {
     uint32_t *v = mprof_umap_get(&x->counters, uuid);
     if (v && *v == (uint32_t)(unit + 100))
@@ -675,7 +696,7 @@ static void counter_track(pf *x, uint64_t uuid, const char *name, int unit)
         x->oom = 1;
         return;
     }
-    pf_describe(x, uuid, x->process_uuid, name, unit, INT32_MIN);
+    pf_describe(x, uuid, process_uuid(x, process), name, unit, INT32_MIN);
 }
 
 static int plot_unit(int format)
@@ -695,12 +716,20 @@ static int plot_format(pf *x, uint32_t name, int set)
     return set >= 0 ? set : v ? (int)*v : 0;
 }
 
+/* A plot's counter track: (process, name), so two processes' plots of one name stay apart;
+ * process 0's key is its name alone, as in a one-process capture. */
+static uint64_t plot_uuid(const pf *x, uint32_t name, uint32_t thread)
+{
+    return pf_uuid(PF_UUID_PLOT, (uint64_t)thread_process(x, thread) << 32 | name);
+}
+
 static void plot(pf *x, pf_thread *th, const mprof_event *ev)
 {
     uint32_t name = (uint32_t)ev->u[0];
     const char *nm = mprof_reader_string(x->r, name);
-    uint64_t uuid = pf_uuid(PF_UUID_PLOT, name);
-    counter_track(x, uuid, nm ? nm : "plot", plot_unit(plot_format(x, name, -1)));
+    uint64_t uuid = plot_uuid(x, name, ev->thread);
+    counter_track(x, uuid, nm ? nm : "plot", plot_unit(plot_format(x, name, -1)),
+                  thread_process(x, ev->thread));
     if (ev->type == MPROF_EV_PLOT_F64)
         pf_counter(x, th->seq, uuid, ev->ts_ns, mprof_event_f64(ev, 1), 0);
     else
@@ -765,10 +794,11 @@ static void on_event(pf *x, const mprof_event *ev)
         uint32_t name = (uint32_t)ev->u[0];
         int was = plot_format(x, name, -1);
         plot_format(x, name, (int)ev->u[1]);
-        uint64_t uuid = pf_uuid(PF_UUID_PLOT, name);
+        uint64_t uuid = plot_uuid(x, name, ev->thread);
         if (was != (int)ev->u[1] && mprof_umap_get(&x->counters, uuid)) {
             const char *nm = mprof_reader_string(x->r, name);
-            counter_track(x, uuid, nm ? nm : "plot", plot_unit((int)ev->u[1]));
+            counter_track(x, uuid, nm ? nm : "plot", plot_unit((int)ev->u[1]),
+                          thread_process(x, ev->thread));
         }
         break;
     }
@@ -801,7 +831,7 @@ static void on_memory(void *user, uint32_t pool, int64_t ts, int64_t bytes)
     char name[300];
     snprintf(name, sizeof name, "Memory: %s", nm ? nm : "pool");
     uint64_t uuid = pf_uuid(PF_UUID_MEMORY, pool);
-    counter_track(x, uuid, name, PF_CD_UNIT_SIZE_BYTES);
+    counter_track(x, uuid, name, PF_CD_UNIT_SIZE_BYTES, p ? p->process : 0);
     pf_counter(x, x->threads[x->cur_thread].seq, uuid, ts, (double)bytes, 1);
 }
 
@@ -829,7 +859,8 @@ static void on_frame(void *user, uint32_t set, uint64_t index, int64_t s, int64_
         x->frame_seqs[set] = si + 1;
         char tn[300];
         snprintf(tn, sizeof tn, nm ? "Frames: %s" : "Frames", nm);
-        pf_describe(x, uuid, x->process_uuid, tn, 0, -1 - (int32_t)(set & 0xffff));
+        pf_describe(x, uuid, process_uuid(x, f ? f->process : 0), tn, 0,
+                    -1 - (int32_t)(set & 0xffff));
     }
     uint32_t si = x->frame_seqs[set] - 1;
     char name[300];
@@ -882,7 +913,9 @@ static void on_lock(void *user, const mprof_tl_lockspan *s)
             snprintf(gn, sizeof gn, "lock %s", ln ? ln : "?");
             if (mprof_umap_put(&x->counters, group, 1) != 0)
                 x->oom = 1;
-            pf_describe(x, group, x->process_uuid, gn, 0, (int32_t)(0x20000 + s->lock));
+            const mprof_tl_track *lt = lk ? mprof__walker_track(x->w, lk->track) : NULL;
+            pf_describe(x, group, process_uuid(x, lt ? lt->process : 0), gn, 0,
+                        (int32_t)(0x20000 + s->lock));
         }
         char rb[128], name[400];
         snprintf(name, sizeof name, "%s (%s)", ln ? ln : "lock",
@@ -936,6 +969,51 @@ static const char *process_name(pf *x)
     if (!app)
         app = mprof_reader_info(x->r, "process");
     return app ? app : "process";
+}
+
+/* Settles the processes once they are known (a merged capture defines them all before the
+ * first thread's events, so after its first batch) and writes their descriptors: one process,
+ * the capture's pid and name as ever; several, a ProcessDescriptor each with its own pid and
+ * name. description (NULL: none) goes to process 0; a process whose part ended early says so in
+ * its own. Returns 0, or -1 out of memory. */
+static int describe_processes(pf *x, const char *description)
+{
+    uint32_t n = mprof_reader_process_count(x->r);
+    if (!x->processes_described && n > 1) {
+        x->pids = calloc(n, sizeof *x->pids);
+        x->process_uuids = calloc(n, sizeof *x->process_uuids);
+        if (!x->pids || !x->process_uuids)
+            return -1;
+        x->n_processes = n;
+        for (uint32_t k = 0; k < n; k++) {
+            const mprof_process_def *p = mprof_reader_process(x->r, k);
+            int64_t pid = p ? (int64_t)p->pid : 0;
+            if (pid <= 0 || pid > INT32_MAX)
+                pid = 0x3fffffff - (int64_t)k; /* unknown: ids no real process has */
+            x->pids[k] = pid;
+            /* Keyed by index too: two machines' processes may share a pid. */
+            x->process_uuids[k] = pf_uuid(PF_UUID_PROCESS, (uint64_t)k << 32 | (uint64_t)pid);
+        }
+        x->pid = x->pids[0];
+        x->process_uuid = x->process_uuids[0];
+    }
+    x->processes_described = 1;
+    if (!x->n_processes) {
+        describe_process_k(x, 0, process_name(x), description);
+        return 0;
+    }
+    for (uint32_t k = 0; k < x->n_processes; k++) {
+        const mprof_process_def *p = mprof_reader_process(x->r, k);
+        char desc[1200];
+        const char *d = k == 0 ? description : NULL;
+        if (p && p->ended_by) {
+            snprintf(desc, sizeof desc, "%s%sIts part of the capture ended early (%s).",
+                     d ? d : "", d ? " " : "", p->ended_by);
+            d = desc;
+        }
+        describe_process_k(x, k, p && *p->name ? p->name : "process", d);
+    }
+    return 0;
 }
 
 /* ---- reading batches -------------------------------------------------------------------------
@@ -1036,6 +1114,8 @@ static void pf_free(pf *x)
     mprof_umap_free(&x->fiber_tracks);
     mprof_umap_free(&x->lock_rows);
     mprof_umap_free(&x->counters);
+    free(x->pids);
+    free(x->process_uuids);
     pf_gpu_free(x->gpu);
     pf_async_free(x->async);
     pf_sys_free(x->sys);
@@ -1067,10 +1147,13 @@ int mprof__export_perfetto_reader(mprof_reader *r, const char *name,
         tool_seterr(err, errlen, "%s: out of memory", name);
         return -1;
     }
-    describe_process(&x, process_name(&x), NULL);
     mprof_batch b;
     int rc;
     while ((rc = mprof_reader_next_batch(r, &b)) == 1) {
+        if (!x.processes_described && describe_processes(&x, NULL) != 0) {
+            rc = -2;
+            break;
+        }
         x.bat = &b;
         x.cur_run = x.cur_rec = 0;
         x.post = 0;
@@ -1088,6 +1171,8 @@ int mprof__export_perfetto_reader(mprof_reader *r, const char *name,
             break;
         }
     }
+    if (rc == 0 && !x.processes_described && describe_processes(&x, NULL) != 0)
+        rc = -2;
     if (rc == 0) {
         mprof__walker_finish(x.w);
         zones_finish(&x, mprof__walker_last_ns(x.w));
@@ -1099,7 +1184,8 @@ int mprof__export_perfetto_reader(mprof_reader *r, const char *name,
                 describe_thread(&x, t); /* names given after the first event */
         char desc[1024];
         summary(&x, desc, sizeof desc, name);
-        describe_process(&x, process_name(&x), desc);
+        if (describe_processes(&x, desc) != 0)
+            x.oom = 1;
         if (x.oom || x.buf.oom)
             rc = -2;
         else if (pf_flush(&x, 1) != 0)

@@ -26,6 +26,8 @@ typedef struct aspan {
 typedef struct atrack {
     aspan *v;
     uint32_t n, cap;
+    uint32_t process; /* the process of its first span's begin (a merged capture's async track
+                         names are each one process's) */
 } atrack;
 
 struct pf_async {
@@ -61,6 +63,10 @@ void pf_async_span(pf *x, const mprof_async_span *s)
         return;
     }
     atrack *t = &a->t[s->track];
+    if (!t->n) {
+        const mprof_thread_def *d = mprof_reader_thread(x->r, s->begin_thread);
+        t->process = d ? d->process : 0;
+    }
     char *name = malloc(s->name_len + 1);
     if (!name || MPROF_GROW(t->v, t->cap, t->n + 1, 64) != 0) {
         free(name);
@@ -146,7 +152,7 @@ static void write_track(pf *x, uint32_t si, uint32_t i, const char *name)
             n_lanes++;
             char lane_name[300];
             if (l == 0)
-                pf_describe(x, lane_uuid(i, 0), x->process_uuid, name, 0,
+                pf_describe(x, lane_uuid(i, 0), pf_process_uuid(x, t->process), name, 0,
                             (int32_t)(0x4000 + (i & 0xfff)));
             else {
                 snprintf(lane_name, sizeof lane_name, "%s (%u)", name, l);

@@ -242,18 +242,20 @@ static void flush_ends(pf *x, gctx *c, int64_t ts)
 static void describe_lane(pf *x, gctx *c, uint32_t lane)
 {
     char name[300], base[256];
-    uint32_t track = PF_NONE;
+    uint32_t track = PF_NONE, process = 0;
     for (uint32_t i = 0; i < mprof__walker_track_count(x->w); i++) {
         const mprof_tl_track *t = mprof__walker_track(x->w, i);
-        if (t->kind == MPROF_TRACK_GPU && t->ref == c->id)
+        if (t->kind == MPROF_TRACK_GPU && t->ref == c->id) {
             track = i;
+            process = t->process; /* the process whose thread made the context */
+        }
     }
     if (track != PF_NONE)
         mprof__walker_track_name(x->w, track, base, sizeof base);
     else
         snprintf(base, sizeof base, "GPU context %" PRIu32, c->id);
     if (lane == 0)
-        pf_describe(x, lane_uuid(c->id, 0), x->process_uuid, base, 0,
+        pf_describe(x, lane_uuid(c->id, 0), pf_process_uuid(x, process), base, 0,
                     (int32_t)(0x8000 + (c->id & 0xfff)));
     else {
         snprintf(name, sizeof name, "%s (overlap %" PRIu32 ")", base, lane);

@@ -262,8 +262,14 @@ typedef struct pf {
     mprof_walker *w;
     const mprof_export_range *range; /* NULL = everything */
     mprof_perfetto_stats *st;
-    int64_t pid;
+    int64_t pid;               /* process 0's (the capture's with one process) */
     uint64_t process_uuid;
+    /* A capture of several processes (mprof merge): each process's pid and track uuid (index
+     * 0 = pid and process_uuid above); NULL with one process. */
+    int64_t *pids;
+    uint64_t *process_uuids;
+    uint32_t n_processes;
+    int processes_described;   /* the processes' descriptors are written */
     pf_seq *seqs;
     uint32_t n_seqs, seqs_cap;
     pf_thread *threads;
@@ -289,6 +295,9 @@ typedef struct pf {
     int64_t post_ts;
 } pf;
 
+/* The track uuid of process k (mprof_reader_process): its own in a capture of several, the
+ * process's otherwise. */
+uint64_t pf_process_uuid(const pf *x, uint32_t k);
 /* A fresh sequence; incremental: its timestamps are deltas on its own clock. Returns its index,
  * or PF_NONE when out of memory. */
 uint32_t pf_seq_new(pf *x, int incremental, uint64_t default_track);

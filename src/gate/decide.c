@@ -185,6 +185,36 @@ static int machine_guard(decision *d)
     return 0;
 }
 
+/* With --process, every export of both sides must be of that process: a merged capture's
+ * exports name the process they were made for, and frames of another process compare nothing.
+ * Returns 1 when the comparison is refused (the verdict is then set). */
+static int process_guard(decision *d)
+{
+    mprof_gate_result *r = d->r;
+    const char *want = r->opts.process;
+    if (!want)
+        return 0;
+    const mprof_frames_runs *sides[2] = {d->base, d->cur};
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < sides[s]->n_runs; i++) {
+            const mprof_frames_run *run = &sides[s]->runs[i];
+            if (run->process && strcmp(run->process, want) == 0)
+                continue;
+            r->verdict = MPROF_GATE_BAD_INPUT;
+            if (run->process)
+                snprintf(r->reason, sizeof r->reason,
+                         "refusing to compare: %s is an export of process \"%.100s\", not of "
+                         "\"%.100s\" (--process)", run->path ? run->path : "?", run->process,
+                         want);
+            else
+                snprintf(r->reason, sizeof r->reason,
+                         "refusing to compare: %s does not name its process, and --process "
+                         "\"%.100s\" asks for it", run->path ? run->path : "?", want);
+            return 1;
+        }
+    return 0;
+}
+
 /* ---- the frames each side has --------------------------------------------------------------- */
 
 /* A side without a single frame is not a small sample but a broken run (no frame marks, or every
@@ -646,7 +676,7 @@ static int decide_shift_unproven(decision *d, const mprof_gate_sides *sides)
 static int decide(decision *d)
 {
     int rc;
-    if ((rc = figures(d)) != 0 || machine_guard(d) || frames_missing(d))
+    if ((rc = figures(d)) != 0 || process_guard(d) || machine_guard(d) || frames_missing(d))
         return rc;
     if (!d->r->noise_model)
         mprof__gate_warn(d->r, "%s", d->r->noise_note);

@@ -61,6 +61,9 @@ typedef struct mprof_gate_opts {
     int blocks;                    /* contiguous blocks per run for the correlation-aware rank
                                       test and block bootstrap; default 10, 1 = frames are
                                       independent (stats.h) */
+    const char *process;           /* --process: every export of both sides must be of the
+                                      process of this name (capture.process); NULL = any. Not
+                                      copied: it must outlive the result */
 } mprof_gate_opts;
 
 /* The noise models, weakest first (noise.c; docs/GATE.md, DECISION TIME). The gate uses the

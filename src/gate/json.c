@@ -181,6 +181,8 @@ int mprof__gate_write_json(const mprof_gate_result *r, FILE *out)
     mprof_json_num(&j, "skipFrames", o->skip_frames);
     mprof_json_num(&j, "minFrames", o->min_frames);
     mprof_json_bool(&j, "allowDifferentMachines", o->allow_different_machines != 0);
+    if (o->process)
+        mprof_json_str(&j, "process", o->process);
     side_json(&j, "baseline", &r->base, r->base_paths, r->base_git_sha);
     side_json(&j, "current", &r->cur, r->cur_paths, r->cur_git_sha);
     noise_json(&j, r);
