@@ -386,6 +386,26 @@ static void merge_synthetic_exact(void **state)
     assert_string_equal(mprof_reader_process(r, 1)->ended_by, "cut-off");
     mprof_reader_close(r);
 
+    /* One cut inside its first chunk after INFO: no event at all, still marked. */
+    f = fopen(b, "r+b");
+    assert_non_null(f);
+    unsigned char ch[24];
+    assert_int_equal(fseek(f, 16, SEEK_SET), 0);
+    assert_int_equal(fread(ch, 1, sizeof ch, f), sizeof ch);
+    uint32_t info_len = (uint32_t)ch[8] | (uint32_t)ch[9] << 8 | (uint32_t)ch[10] << 16 |
+                        (uint32_t)ch[11] << 24;
+    assert_int_equal(ftruncate(fileno(f), 16 + 24 + (off_t)info_len + 10), 0);
+    fclose(f);
+    assert_int_equal(mprof_merge(in, 2, m, &res, err, sizeof err), 0);
+    assert_int_equal(res.ended_early, 1);
+    r = mprof_reader_open(m, err2, sizeof err2);
+    while (mprof_reader_next(r, &ev) == 1)
+        ;
+    assert_null(mprof_reader_process(r, 0)->ended_by);
+    assert_non_null(mprof_reader_process(r, 1)->ended_by);
+    assert_string_equal(mprof_reader_process(r, 1)->ended_by, "cut-off");
+    mprof_reader_close(r);
+
     /* Bad inputs: a message naming the file, and no output. */
     unlink(m);
     in[1].path = "/nonexistent/x.mprof";

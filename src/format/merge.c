@@ -675,6 +675,10 @@ static int run(merger *m, src *s, uint32_t n, mprof_merge_result *res)
         s[i].key = INT64_MIN;
         if (advance(m, &s[i]) != 0)
             return -1;
+        /* An input with no event at all (cut before its first whole chunk) is done before the
+         * loop below ever takes from it: its processes end here, marked like any other. */
+        if (s[i].done && finish_src(m, &s[i], res) != 0)
+            return -1;
     }
     for (;;) {
         src *best = NULL;
