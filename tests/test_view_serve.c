@@ -652,6 +652,120 @@ static void test_live_end(void **state)
     unlink(fidx);
 }
 
+/* A game on port gport, 4 ms frames: its pid. */
+static pid_t start_game(const char *game, int gport, int frames)
+{
+    pid_t g = fork();
+    assert_true(g >= 0);
+    if (g == 0) {
+        static char env_port[40], fr[16];
+        snprintf(env_port, sizeof env_port, "MPROF_PORT=%d", gport);
+        snprintf(fr, sizeof fr, "%d", frames);
+        putenv((char *)"MPROF_LISTEN=1");
+        putenv(env_port);
+        int nul = open("/dev/null", O_WRONLY);
+        dup2(nul, 1);
+        dup2(nul, 2);
+        execl(game, game, "--frames", fr, "--frame-ms", "4", (char *)NULL);
+        _exit(127);
+    }
+    return g;
+}
+
+/* `mprof view --live -p A -p B`: two games captured into one file. While they record, the page
+ * is served a merge of the parts so far (zones of both processes before the end); once both
+ * have exited, the served index is the finished, merged file's, whose two processes are there,
+ * and the parts and the snapshot are gone. */
+static void test_live_two_processes(void **state)
+{
+    (void)state;
+    const char *game = getenv("LIVE_GAME");
+    if (!game || access(game, X_OK) != 0)
+        skip();
+    const char *bin = tu_mprof_bin();
+    char file[512], snap[600], parts[600], pa[16], pb[16];
+    snprintf(file, sizeof file, "%s", tu_temp_path("live_two.mprof"));
+    snprintf(snap, sizeof snap, "%s.live.mprof", file);
+    snprintf(parts, sizeof parts, "%s.parts", file);
+    int ga = free_port(), gb = free_port();
+    while (gb == ga)
+        gb = free_port();
+    assert_true(ga > 0 && gb > 0);
+    snprintf(pa, sizeof pa, "%d", ga);
+    snprintf(pb, sizeof pb, "%d", gb);
+    pid_t g1 = start_game(game, ga, 900), g2 = start_game(game, gb, 700);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl(bin, bin, "view", "--live", "-f", "-o", file, "-p", pa, "-p", pb, "--port", "0",
+              (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *in = fdopen(fds[0], "r");
+    char line[256] = "";
+    assert_non_null(fgets(line, sizeof line, in));
+    int port = 0;
+    assert_int_equal(sscanf(line, "http://127.0.0.1:%d/", &port), 1);
+    static char resp[1 << 20];
+    int ended = 0;
+    uint64_t zones_while = 0, served_zones = 0;
+    double deadline = mono_now() + 240;
+    while (!ended && mono_now() < deadline) {
+        if (http_get(port, "GET /api/live HTTP/1.0\r\n\r\n", resp, sizeof resp) == 200) {
+            int capturing = strstr(resp, "\"capturing\":true") != NULL;
+            ended = strstr(resp, "\"capturing\":false") != NULL;
+            if ((capturing && !zones_while) || ended) {
+                if (http_get(port, "GET /api/meta HTTP/1.0\r\n\r\n", resp, sizeof resp) == 200) {
+                    const char *body = strstr(resp, "\r\n\r\n");
+                    cJSON *m = body ? cJSON_Parse(body + 4) : NULL;
+                    uint64_t z = m ? (uint64_t)num(cJSON_GetObjectItem(m, "capture"), "zones") : 0;
+                    if (ended)
+                        served_zones = z;
+                    else
+                        zones_while = z;
+                    cJSON_Delete(m);
+                }
+            }
+        }
+        usleep(20000);
+    }
+    assert_true(ended);
+    assert_true(zones_while > 0); /* the parts were served merged while they grew */
+    kill(pid, SIGTERM);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    fclose(in);
+    waitpid(g1, &st, 0);
+    waitpid(g2, &st, 0);
+    /* The finished file: both processes, every zone served. */
+    char err[512];
+    mprof_reader *r = mprof_reader_open(file, err, sizeof err);
+    if (!r)
+        fail_msg("%s", err);
+    mprof_event ev;
+    while (mprof_reader_next(r, &ev) == 1)
+        ;
+    assert_int_equal(mprof_reader_process_count(r), 2);
+    mprof_reader_close(r);
+    char fidx[600];
+    snprintf(fidx, sizeof fidx, "%s.check.vidx", file);
+    mprof_vindex *x = mprof__vindex_open(file, fidx, NULL, err, sizeof err);
+    if (!x)
+        fail_msg("%s", err);
+    assert_int_equal(served_zones, mprof__vindex_zone_count(x));
+    assert_true(served_zones > zones_while);
+    mprof__vindex_close(x);
+    unlink(fidx);
+    assert_int_not_equal(access(snap, F_OK), 0);
+    assert_int_not_equal(access(parts, F_OK), 0);
+}
+
 /* The system and lock section (src/view/index_sys.h) of a capture with 1 kHz sampling: every off-CPU
  * interval comes back, alone or in a merged run, at any width; a range's lock waits and samples
  * add up over its halves to the whole capture's. */
@@ -783,6 +897,7 @@ int main(void)
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_server),
         cmocka_unit_test(test_live_end),
+        cmocka_unit_test(test_live_two_processes),
         cmocka_unit_test(test_system_section),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

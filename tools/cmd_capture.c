@@ -44,7 +44,13 @@ static const char *const help =
     "  -o FILE           output file (required; parent directories are created)\n"
     "  -a ADDRESS        address of the process (default 127.0.0.1); IPv6 as ::1, [::1] or\n"
     "                    [::1]:PORT (the process listens there with MPROF_ADDRESS=::1)\n"
-    "  -p PORT           port of the process (default 8086)\n"
+    "  -p PORT           port of the process (default 8086); give -p several times to\n"
+    "                    capture several processes into one capture, each a process of it\n"
+    "                    (with one -a for all, or one -a for each -p in order): each is\n"
+    "                    captured into a part (FILE.parts/N.mprof), a process that exits or\n"
+    "                    dies ends only its own part (marked in mprof report), -s and Ctrl-C\n"
+    "                    end them all, and the parts are merged into FILE at the end (if the\n"
+    "                    tool is killed, `mprof merge FILE.parts/*.mprof -o FILE` joins them)\n"
     "  -f                overwrite FILE if it exists (refused otherwise)\n"
     "  -s SECONDS        stop after this many seconds of capture (default, and -s 0: until\n"
     "                    the process exits or Ctrl-C)\n"
@@ -78,6 +84,9 @@ static const char *const help =
     "     its end record says corrupt-stream), or a written capture that does not read back\n";
 
 static volatile sig_atomic_t g_stop;
+
+/* Set in the child that captures one part of a several-process capture (capture_multi.c). */
+int capture_part_mode;
 
 /* A connect not accepted within this is tried again (a full accept queue drops SYNs). */
 #define CONNECT_TRY_MS 3000
@@ -317,6 +326,12 @@ static int write_own_end(capture *c, const char *why)
 
 int cmd_capture(int argc, char **argv)
 {
+    /* Several -p: one part per process, merged at the end (capture_multi.c). */
+    if (!capture_part_mode && capture_port_count(argc, argv) > 1) {
+        int rc = capture_multi_run(argc, argv);
+        if (rc != -2)
+            return rc;
+    }
     capture c = {.address = "127.0.0.1", .port = MPROF_WIRE_PORT_DEFAULT, .fd = -1, .sock = -1,
                  .wait = -1};
     for (int i = 1; i < argc; i++) {
@@ -407,7 +422,7 @@ int cmd_capture(int argc, char **argv)
     /* The parent folders are made, as the in-process capture makes them. */
     if (tool_mkdirs(dir) != 0 || access(dir, W_OK) != 0)
         return tool_error("capture", EXIT_IO, "cannot write %s: %s", c.out_path, strerror(errno));
-    c.tty = isatty(2);
+    c.tty = isatty(2) && !capture_part_mode;
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;

@@ -17,7 +17,7 @@ static const char *const help =
     "usage: mprof view [options] FILE.mprof [NEW.mprof]\n"
     "       mprof view --serve FILE.mprof [OTHER.mprof] [--address ADDR] [--port P] [--index FILE]\n"
     "                  [--max-connections N]\n"
-    "       mprof view --live -o FILE.mprof [-a ADDR] [-p PORT] [-f] [--address ADDR] [--port P]\n"
+    "       mprof view --live -o FILE.mprof [-a ADDR] [-p PORT]... [-f] [--address ADDR] [--port P]\n"
     "\n"
     "Writes one HTML file that shows the capture in any browser, with no network access and\n"
     "nothing to install: a frame-time graph with p50/p95/budget lines (click a frame to zoom),\n"
@@ -50,7 +50,10 @@ static const char *const help =
     "                  request is not in within 10 s, or its answer not taken within 30 s, ends\n"
     "  --live          capture a running process as `mprof capture -o FILE -a ADDR -p PORT` does\n"
     "                  and serve the capture while it grows: the page follows its end\n"
-    "  -a ADDR, -p PORT  with --live: the process to attach to (default 127.0.0.1:8086)\n"
+    "  -a ADDR, -p PORT  with --live: the process to attach to (default 127.0.0.1:8086); several\n"
+    "                  -p (one -a for all, or one for each -p in order) capture several\n"
+    "                  processes into one capture as `mprof capture` does, and the page shows\n"
+    "                  them all as they grow (the parts in FILE.parts merged on each refresh)\n"
     "  -f              with --live: overwrite FILE\n"
     TOOL_JOBS_HELP
     "  -h, --help      show this help\n"
@@ -103,6 +106,10 @@ int cmd_view(int argc, char **argv)
     int json = 0, serve = 0, live = 0, force = 0;
     const char *address = "127.0.0.1", *index_path = NULL, *proc_address = "127.0.0.1";
     unsigned long long port = 8717, proc_port = 8086, max_conns = 0;
+    /* --live: every -a and -p in order (several -p: several processes). */
+    const char *live_addrs[MPROF_VIEW_LIVE_MAX];
+    unsigned live_ports[MPROF_VIEW_LIVE_MAX];
+    unsigned n_live_addrs = 0, n_live_ports = 0;
     const char *out_path = NULL;
     mprof_view_opts opts = {.first_frame = -1, .last_frame = -1};
     tool_args args = tool_args_start("view", help, argc, argv, paths, 2);
@@ -148,15 +155,23 @@ int cmd_view(int argc, char **argv)
             const char *v = tool_args_value(&args);
             if (!v || !v[0])
                 return tool_error("view", EXIT_USAGE, "%s needs an address", a);
-            if (a[1] == 'a')
+            if (a[1] == 'a') {
                 proc_address = v;
-            else
+                if (n_live_addrs == MPROF_VIEW_LIVE_MAX)
+                    return tool_error("view", EXIT_USAGE, "more than %d -a", MPROF_VIEW_LIVE_MAX);
+                live_addrs[n_live_addrs++] = v;
+            } else
                 address = v;
         } else if (strcmp(a, "--port") == 0 || strcmp(a, "-p") == 0) {
             if (tool_parse_uint("view", a, tool_args_value(&args), 65535, a[1] == 'p' ? &proc_port : &port))
                 return EXIT_USAGE;
             if (a[1] == 'p' && !proc_port)
                 return tool_error("view", EXIT_USAGE, "-p: port 0 is not valid");
+            if (a[1] == 'p') {
+                if (n_live_ports == MPROF_VIEW_LIVE_MAX)
+                    return tool_error("view", EXIT_USAGE, "more than %d -p", MPROF_VIEW_LIVE_MAX);
+                live_ports[n_live_ports++] = (unsigned)proc_port;
+            }
         } else if (strcmp(a, "--max-connections") == 0) {
             if (tool_parse_uint("view", a, tool_args_value(&args), 65536, &max_conns))
                 return EXIT_USAGE;
@@ -177,9 +192,14 @@ int cmd_view(int argc, char **argv)
     if (live) {
         if (serve || json || n_paths || !out_path)
             return tool_error("view", EXIT_USAGE, "--live takes -o FILE and no capture to read, --serve or --json");
+        if (n_live_ports > 1 && n_live_addrs > 1 && n_live_addrs != n_live_ports)
+            return tool_error("view", EXIT_USAGE, "give one -a for all the -p, or one for each (%u -a, %u -p)",
+                              n_live_addrs, n_live_ports);
         mprof_view_live_opts lo = {.capture = out_path, .index_path = index_path, .process_address = proc_address,
                                    .port = (unsigned)proc_port, .address = address, .http_port = (unsigned)port,
-                                   .force = force, .max_connections = (unsigned)max_conns};
+                                   .force = force, .max_connections = (unsigned)max_conns,
+                                   .ports = live_ports, .n_ports = n_live_ports,
+                                   .process_addresses = live_addrs, .n_addresses = n_live_addrs};
         return mprof__view_live(&lo);
     }
     if (!n_paths)

@@ -10,6 +10,7 @@
 static const mprof_cmd commands[] = {
     {"report", cmd_report, "print statistics of a capture (frames, zones, plots, messages)"},
     {"capture", cmd_capture, "capture a running process over the network into a .mprof file"},
+    {"merge", cmd_merge, "merge captures into one, each a process, on one timeline"},
     {"view", cmd_view, "write a self-contained HTML timeline of a capture"},
     {"export", cmd_export, "export a capture as a Perfetto trace, Chrome trace JSON or CSV"},
     {"query", cmd_query, "ask a capture questions in SQL (threads, zones, frames, ... tables)"},

@@ -29,6 +29,7 @@ static const mprof_pass_vtbl *const pass_table[] = {
     &mprof__fibers_pass,
     &mprof__system_pass,
     &mprof__async_pass,
+    &mprof__process_pass,
     NULL,
 };
 
@@ -103,6 +104,10 @@ struct mprof_analysis {
     /* hot-path coverage on the thread that marks main frames (the thread of the first unnamed
      * frame mark) */
     uint32_t main_thread;
+    /* The process whose frame marks make the frame sets (the first to mark: a capture of several
+     * processes has each one's in processes[], process_pass.c); 0 in a one-process capture. */
+    uint32_t frames_process;
+    int frames_process_set;
     int64_t first_mark, last_mark;
     int64_t covered, covered_at_last_mark;
     /* The main frames' span (-1: no main frames): from a first read of the frame marks, or, in
@@ -352,6 +357,18 @@ static void zone_end(mprof_analysis *a, thread_acc *t, uint32_t tid, int64_t ts)
     }
 }
 
+/* Whether a frame event of thread tid belongs to the process of the frame sets. */
+static int frames_process_of(mprof_analysis *a, uint32_t tid)
+{
+    const mprof_thread_def *d = mprof_reader_thread(a->r, tid);
+    uint32_t p = d ? d->process : 0;
+    if (!a->frames_process_set) {
+        a->frames_process = p;
+        a->frames_process_set = 1;
+    }
+    return p == a->frames_process;
+}
+
 static void frame_mark(mprof_analysis *a, uint32_t tid, uint32_t name, int64_t ts)
 {
     frameset *f = get_set(a, name);
@@ -437,10 +454,11 @@ static void core_event(mprof_analysis *a, const mprof_event *ev)
                 a->sets[i].tainted = 1;
         break;
     case MPROF_EV_FRAME_MARK:
-        frame_mark(a, tid, (uint32_t)ev->u[0], ev->ts_ns);
+        if (frames_process_of(a, tid))
+            frame_mark(a, tid, (uint32_t)ev->u[0], ev->ts_ns);
         break;
     case MPROF_EV_FRAME_BEGIN: {
-        frameset *f = get_set(a, (uint32_t)ev->u[0]);
+        frameset *f = frames_process_of(a, tid) ? get_set(a, (uint32_t)ev->u[0]) : NULL;
         if (f) {
             f->discontinuous = 1;
             f->open_begin = ev->ts_ns;
@@ -450,7 +468,7 @@ static void core_event(mprof_analysis *a, const mprof_event *ev)
         break;
     }
     case MPROF_EV_FRAME_END: {
-        frameset *f = get_set(a, (uint32_t)ev->u[0]);
+        frameset *f = frames_process_of(a, tid) ? get_set(a, (uint32_t)ev->u[0]) : NULL;
         if (f && f->open_begin >= 0) {
             if (f->tainted)
                 f->incomplete++;

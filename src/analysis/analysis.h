@@ -91,6 +91,7 @@ extern const mprof_pass_vtbl mprof__memory_pass;
 extern const mprof_pass_vtbl mprof__locks_pass;
 extern const mprof_pass_vtbl mprof__fibers_pass;
 extern const mprof_pass_vtbl mprof__async_pass;
+extern const mprof_pass_vtbl mprof__process_pass; /* process_pass.c: several processes */
 /* Fiber hook: the core pass ignores zone events recorded inside a fiber (between FIBER_ENTER
  * and FIBER_LEAVE on a thread); the fibers pass matches them on the fiber's track, across
  * threads, and adds each completed zone to the zone table through this function (nested: an

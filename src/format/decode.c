@@ -192,7 +192,8 @@ static inline int is_def(int tag)
 {
     return tag == MPROF_EV_DEF_SRCLOC || tag == MPROF_EV_DEF_STRING || tag == MPROF_EV_DEF_THREAD ||
            tag == MPROF_EV_DEF_CALLSTACK || tag == MPROF_EV_THREAD_NAME ||
-           tag == MPROF_EV_THREAD_EXIT;
+           tag == MPROF_EV_THREAD_EXIT || tag == MPROF_EV_DEF_PROCESS ||
+           tag == MPROF_EV_THREAD_PROCESS || tag == MPROF_EV_PROCESS_END;
 }
 
 /* The segment being filled: its open batch and open run. */

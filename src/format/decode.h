@@ -144,6 +144,13 @@ void mprof__decoder_fill(mprof__decoder *d, mprof__segment *s, const unsigned ch
 /* Frees the strings and the array of a kv list. */
 void mprof__kv_free(mprof__kvlist *l);
 
+/* The key/values of process idx (0-based; a one-process capture's are the capture's), INFO or
+ * END, for the merger (merge.c); NULL past the count. mprof__reader_capture_kv: the capture's
+ * own INFO or END. Valid until the next read. */
+enum { MPROF__KV_INFO = 0, MPROF__KV_END = 1 };
+const mprof__kvlist *mprof__reader_kv(const mprof_reader *r, int which, uint32_t idx);
+const mprof__kvlist *mprof__reader_capture_kv(const mprof_reader *r, int which);
+
 typedef struct mprof__pool mprof__pool;
 
 /* Reads the next chunk of r into job (reader.c). The read stage: one caller at a time. */

@@ -21,7 +21,7 @@
 #define MPROF_FMT_MAGIC "MPROF\r\n\x1a"
 #define MPROF_FMT_MAGIC_LEN 8
 #define MPROF_FMT_VERSION_MAJOR 1
-#define MPROF_FMT_VERSION_MINOR 4
+#define MPROF_FMT_VERSION_MINOR 5
 #define MPROF_FMT_HEADER_BYTES 16
 #define MPROF_FMT_CHUNK_MAGIC 0x4b43504du /* "MPCK" little-endian */
 #define MPROF_FMT_CHUNK_HEADER_BYTES 24
@@ -71,6 +71,11 @@ enum {
     X(CALIBRATION, 0x07, MPROF_F_TS, MPROF_F_U64)                                                  \
     X(DEF_MODULE, 0x08, MPROF_F_U64, MPROF_F_U64, MPROF_F_STR, MPROF_F_STR)                        \
     X(THREAD_EXIT, 0x09, MPROF_F_TS)                                                               \
+    /* format 1.5: several processes in one capture (written by `mprof merge`): a process (index \
+     * >= 1, pid, name, its INFO as a key/value payload), a thread's process, a process's END */ \
+    X(DEF_PROCESS, 0x0a, MPROF_F_U32, MPROF_F_U64, MPROF_F_STR, MPROF_F_STR)                       \
+    X(THREAD_PROCESS, 0x0b, MPROF_F_U32, MPROF_F_U32)                                              \
+    X(PROCESS_END, 0x0c, MPROF_F_U32, MPROF_F_STR)                                                 \
     X(ZONE_BEGIN, 0x10, MPROF_F_TS, MPROF_F_LOC)                                                   \
     X(ZONE_END, 0x11, MPROF_F_TS)                                                                  \
     X(ZONE_TEXT, 0x12, MPROF_F_STR)                                                                \
@@ -297,7 +302,19 @@ typedef struct mprof_thread_def {
     uint64_t os_tid;
     char *name; /* NULL until named */
     int exited;
+    uint32_t process; /* its process (mprof_reader_process): 0-based, 0 in a one-process capture */
 } mprof_thread_def;
+
+/* A process of the capture (format 1.5). A capture without DEF_PROCESS records has exactly one,
+ * made from INFO (`pid`, `app`) and END (`events`, `events_lost`); a merged capture (`mprof
+ * merge`, `mprof capture -p A -p B`) has one per DEF_PROCESS, in index order. */
+typedef struct mprof_process_def {
+    uint64_t pid;
+    const char *name;     /* never NULL ("" when unknown) */
+    const char *ended_by; /* NULL while unknown or complete; else why its part ended early
+                             ("connection-lost", "cut-off", ...) */
+    uint64_t events, events_lost; /* its END's counts when known (0 before) */
+} mprof_process_def;
 
 /* A decoded event. Timestamps are nanoseconds since the capture's start. Fields appear in the
  * order of the event table, TS excluded: integers, ids and F64 (bit pattern) in u[], the string
@@ -344,6 +361,16 @@ uint32_t mprof_reader_srcloc_count(const mprof_reader *r);
 const char *mprof_reader_string(const mprof_reader *r, uint32_t id); /* NULL for 0/unknown */
 const mprof_thread_def *mprof_reader_thread(const mprof_reader *r, uint32_t idx);
 uint32_t mprof_reader_thread_count(const mprof_reader *r);
+/* The processes of the capture (at least 1), and the idx-th of them (0-based; NULL past the
+ * count). A merged capture defines them all before any thread's events, so the count is final
+ * once the first batch is read; ended_by and the counts come with PROCESS_END, at the end of the
+ * process's part. Valid until the next read (a later DEF_PROCESS may move it) or the close; the
+ * caller's thread, like every reader call. */
+uint32_t mprof_reader_process_count(const mprof_reader *r);
+const mprof_process_def *mprof_reader_process(const mprof_reader *r, uint32_t idx);
+/* The value of key in the INFO of process idx (a one-process capture: the capture's INFO), or
+ * NULL. */
+const char *mprof_reader_process_info(const mprof_reader *r, uint32_t idx, const char *key);
 /* Addresses of callstack id (NULL when unknown); *n gets the depth. */
 const uint64_t *mprof_reader_callstack(const mprof_reader *r, uint32_t id, uint32_t *n);
 

@@ -44,6 +44,14 @@ typedef struct callstack {
     uint32_t n;
 } callstack;
 
+/* A process of a merged capture (format 1.5): its definition, INFO and END key/values. */
+typedef struct proc {
+    mprof_process_def def;
+    char *name;
+    mprof__kvlist info, end;
+} proc;
+#define MAX_PROCESSES 65536u
+
 struct mprof_reader {
     /* The read stage: the input, read one chunk at a time in file order (by the caller, or by
      * the worker that holds the pool's lock). */
@@ -74,6 +82,11 @@ struct mprof_reader {
     callstack *stacks;
     uint32_t n_stacks;
     uint32_t max_loc, max_str, max_stack; /* largest definition ids seen */
+    /* Processes: procs[1..max_proc] from DEF_PROCESS (procs[0] unused); without them, single
+     * stands for the one process, made from INFO and END as they arrive. */
+    proc *procs;
+    uint32_t n_procs, max_proc;
+    mprof_process_def single;
     uint64_t thread_events; /* events as mprof_event_counted counts them (END's "events") */
 
     /* Decoding: on the caller's thread (jobs 1) or in a pool of workers. */
@@ -446,6 +459,18 @@ static int kv_move(mprof__kvlist *dst, mprof__kvlist *src)
     return 0;
 }
 
+/* The one process of a capture without DEF_PROCESS records, from INFO and END as they are. */
+static void single_update(mprof_reader *r)
+{
+    const char *app = kv_get(&r->info, "app"), *pid = kv_get(&r->info, "pid");
+    const char *ev = kv_get(&r->end, "events"), *lost = kv_get(&r->end, "events_lost");
+    r->single.name = app ? app : "";
+    r->single.pid = pid ? strtoull(pid, NULL, 10) : 0;
+    r->single.events = ev ? strtoull(ev, NULL, 10) : 0;
+    r->single.events_lost = lost ? strtoull(lost, NULL, 10) : 0;
+    r->single.ended_by = NULL;
+}
+
 /* The caller reaches a job: its counts, and what its chunk kind means. Returns 0, or -1. */
 static int take_job(mprof_reader *r, mprof__segment *s)
 {
@@ -473,6 +498,7 @@ static int take_job(mprof_reader *r, mprof__segment *s)
         r->st.complete = 1;
         check_end(r);
     }
+    single_update(r);
     return 0;
 }
 
@@ -532,6 +558,78 @@ static int apply_def(mprof_reader *r, const mprof_event *ev, uint64_t offset)
         c->n = (uint32_t)ev->u[1];
         return 0;
     }
+    case MPROF_EV_DEF_PROCESS: {
+        /* Indexes come in order from 1 (a later definition of one replaces it). */
+        uint32_t idx = (uint32_t)ev->u[0];
+        if (idx == 0 || idx > r->max_proc + 1 || idx >= MAX_PROCESSES ||
+            mprof_grow_zeroed((void **)&r->procs, &r->n_procs, idx, sizeof *r->procs,
+                              MAX_PROCESSES) != 0)
+            return bad_event(r, offset, idx == 0 ? "process index 0"
+                                                 : "process index out of order", ev->type);
+        proc *pr = &r->procs[idx];
+        mprof__kvlist kv = {0};
+        const unsigned char *ip = (const unsigned char *)ev->strs[1];
+        const char *bad = parse_kv(&kv, ip, ip + ev->str_lens[1]);
+        if (bad) {
+            mprof__kv_free(&kv);
+            return strcmp(bad, "out of memory") == 0
+                       ? fail(r, "out of memory")
+                       : bad_event(r, offset, "malformed process info (not a key/value list)",
+                                   ev->type);
+        }
+        char *name = dupn(ev->strs[0], ev->str_lens[0]);
+        if (!name) {
+            mprof__kv_free(&kv);
+            return fail(r, "out of memory");
+        }
+        free(pr->name);
+        mprof__kv_free(&pr->info);
+        mprof__kv_free(&pr->end);
+        memset(&pr->def, 0, sizeof pr->def);
+        pr->name = name;
+        pr->info = kv;
+        pr->def.pid = ev->u[1];
+        pr->def.name = pr->name;
+        if (idx > r->max_proc)
+            r->max_proc = idx;
+        return 0;
+    }
+    case MPROF_EV_THREAD_PROCESS: {
+        uint32_t idx = (uint32_t)ev->u[0], pidx = (uint32_t)ev->u[1];
+        if (pidx == 0 || pidx > r->max_proc)
+            return bad_event(r, offset, "THREAD_PROCESS names a process not defined before it",
+                             ev->type);
+        if (idx == 0 || mprof_grow_zeroed((void **)&r->threads, &r->n_threads, idx,
+                                          sizeof *r->threads, MAX_THREADS))
+            return bad_event(r, offset, "thread index out of range", ev->type);
+        r->threads[idx].process = pidx - 1;
+        return 0;
+    }
+    case MPROF_EV_PROCESS_END: {
+        uint32_t pidx = (uint32_t)ev->u[0];
+        if (pidx == 0 || pidx > r->max_proc)
+            return bad_event(r, offset, "PROCESS_END names a process not defined before it",
+                             ev->type);
+        proc *pr = &r->procs[pidx];
+        mprof__kvlist kv = {0};
+        const unsigned char *ep = (const unsigned char *)ev->strs[0];
+        const char *bad = parse_kv(&kv, ep, ep + ev->str_lens[0]);
+        if (bad) {
+            mprof__kv_free(&kv);
+            return strcmp(bad, "out of memory") == 0
+                       ? fail(r, "out of memory")
+                       : bad_event(r, offset, "malformed process end (not a key/value list)",
+                                   ev->type);
+        }
+        mprof__kv_free(&pr->end);
+        pr->end = kv;
+        const char *by = kv_get(&pr->end, "ended_by");
+        const char *evs = kv_get(&pr->end, "events"), *lost = kv_get(&pr->end, "events_lost");
+        pr->def.ended_by = by && *by ? by : NULL;
+        pr->def.events = evs ? strtoull(evs, NULL, 10) : 0;
+        pr->def.events_lost = lost ? strtoull(lost, NULL, 10) : 0;
+        return 0;
+    }
     case MPROF_EV_THREAD_NAME: {
         mprof_thread_def *t = &r->threads[ev->thread];
         free(t->name);
@@ -568,6 +666,7 @@ static mprof_reader *open_common(mprof_reader *r, char *err, size_t errlen, cons
         return NULL;
     }
     r->ns_per_tick = r->rd_ns_per_tick = 1.0;
+    r->single.name = "";
     r->jobs = mprof_read_jobs();
     r->st.bytes_read = MPROF_FMT_HEADER_BYTES;
     /* Thread 0 is the process context (collector records such as CALIBRATION). */
@@ -673,6 +772,12 @@ void mprof_reader_close(mprof_reader *r)
     for (uint32_t i = 0; i < r->n_stacks; i++)
         free(r->stacks[i].frames);
     free(r->stacks);
+    for (uint32_t i = 0; i < r->n_procs; i++) {
+        free(r->procs[i].name);
+        mprof__kv_free(&r->procs[i].info);
+        mprof__kv_free(&r->procs[i].end);
+    }
+    free(r->procs);
     free(r);
 }
 
@@ -899,6 +1004,39 @@ const mprof_thread_def *mprof_reader_thread(const mprof_reader *r, uint32_t idx)
 uint32_t mprof_reader_thread_count(const mprof_reader *r)
 {
     return r->n_threads;
+}
+
+uint32_t mprof_reader_process_count(const mprof_reader *r)
+{
+    return r->max_proc ? r->max_proc : 1;
+}
+
+const mprof_process_def *mprof_reader_process(const mprof_reader *r, uint32_t idx)
+{
+    if (!r->max_proc)
+        return idx == 0 ? &r->single : NULL;
+    return idx < r->max_proc ? &r->procs[idx + 1].def : NULL;
+}
+
+const char *mprof_reader_process_info(const mprof_reader *r, uint32_t idx, const char *key)
+{
+    if (!r->max_proc)
+        return idx == 0 ? kv_get(&r->info, key) : NULL;
+    return idx < r->max_proc ? kv_get(&r->procs[idx + 1].info, key) : NULL;
+}
+
+const mprof__kvlist *mprof__reader_kv(const mprof_reader *r, int which, uint32_t idx)
+{
+    if (!r->max_proc)
+        return idx != 0 ? NULL : which == MPROF__KV_END ? &r->end : &r->info;
+    if (idx >= r->max_proc)
+        return NULL;
+    return which == MPROF__KV_END ? &r->procs[idx + 1].end : &r->procs[idx + 1].info;
+}
+
+const mprof__kvlist *mprof__reader_capture_kv(const mprof_reader *r, int which)
+{
+    return which == MPROF__KV_END ? &r->end : &r->info;
 }
 
 const uint64_t *mprof_reader_callstack(const mprof_reader *r, uint32_t id, uint32_t *n)
