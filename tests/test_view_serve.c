@@ -870,6 +870,25 @@ static void test_processes_shown(void **state)
     mprof__vindex_close(x);
     cJSON_Delete(r);
     cJSON_Delete(d);
+    /* The second input cut off (its END gone): its process is marked, in both. */
+    snprintf(cmd, sizeof cmd,
+             "truncate -s -10 %s && %s merge -f %s %s -o %s 2>&1 && %s view --json -f -o %s %s 2>&1", b,
+             tu_mprof_bin(), a, b, m, tu_mprof_bin(), doc, m);
+    if (tu_run(cmd, out, sizeof out) != 0)
+        fail_msg("%s", out);
+    d = json_file(doc);
+    const cJSON *ps = cJSON_GetObjectItem(d, "processes");
+    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(ps, 0), "ended_by"));
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(ps, 1), "ended_by")->valuestring, "cut-off");
+    cJSON_Delete(d);
+    x = mprof__vindex_open(m, midx, NULL, err, sizeof err);
+    if (!x)
+        fail_msg("%s", err);
+    meta = ask(x, "/api/meta");
+    ps = cJSON_GetObjectItem(meta, "processes");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(ps, 1), "ended_by")->valuestring, "cut-off");
+    cJSON_Delete(meta);
+    mprof__vindex_close(x);
     /* One process: no processes, no track's process. */
     x = open_index(NULL);
     meta = ask(x, "/api/meta");
