@@ -766,6 +766,140 @@ static void test_live_two_processes(void **state)
     assert_int_not_equal(access(parts, F_OK), 0);
 }
 
+static cJSON *json_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = 0;
+    fclose(f);
+    cJSON *j = cJSON_Parse(b);
+    free(b);
+    if (!j)
+        fail_msg("%s is not JSON", path);
+    return j;
+}
+
+/* The processes of a document or /api/meta against mprof report's (pid, name, threads); every
+ * thread track has a process, the tracks of each process together, as many as its threads (each
+ * live_game thread has zones); "update" is a source location of each process. */
+static void check_processes(const cJSON *doc, const cJSON *rep)
+{
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(doc, "processes");
+    const cJSON *want = cJSON_GetObjectItemCaseSensitive(rep, "processes");
+    assert_int_equal(cJSON_GetArraySize(ps), 2);
+    assert_int_equal(cJSON_GetArraySize(want), 2);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *p = cJSON_GetArrayItem(ps, i), *w = cJSON_GetArrayItem(want, i);
+        assert_int_equal((int)num(p, "index"), i);
+        assert_int_equal((uint64_t)num(p, "pid"), (uint64_t)num(w, "pid"));
+        assert_true(num(p, "threads") >= 2);
+        assert_int_equal((uint64_t)num(p, "threads"), (uint64_t)num(w, "threads"));
+        assert_string_equal(cJSON_GetObjectItem(p, "name")->valuestring, i ? "second" : "live_game");
+        assert_null(cJSON_GetObjectItem(p, "ended_by"));
+    }
+    int per[2] = {0, 0}, last = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(doc, "tracks"))
+    {
+        const char *kind = cJSON_GetObjectItem(t, "kind")->valuestring;
+        if (strcmp(kind, "thread") != 0) {
+            assert_null(cJSON_GetObjectItem(t, "process"));
+            continue;
+        }
+        int p = (int)num(t, "process");
+        assert_true(p >= 0 && p < 2);
+        assert_true(p >= last); /* grouped: process 0's tracks, then process 1's */
+        last = p;
+        per[p]++;
+    }
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(per[i], (int)num(cJSON_GetArrayItem(ps, i), "threads"));
+    int update[2] = {0, 0};
+    const cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItem(doc, "srclocs"))
+    {
+        if (strcmp(cJSON_GetArrayItem(l, 0)->valuestring, "update") != 0)
+            continue;
+        assert_int_equal(cJSON_GetArraySize(l), 6);
+        int p = (int)cJSON_GetArrayItem(l, 5)->valuedouble;
+        assert_true(p >= 0 && p < 2);
+        update[p]++;
+    }
+    assert_int_equal(update[0], 1);
+    assert_int_equal(update[1], 1);
+}
+
+/* A merged capture of two live_games: the static document and /api/meta name both processes
+ * (mprof report's pids and threads), each thread track its process; a one-process capture's
+ * have none of it. */
+static void test_processes_shown(void **state)
+{
+    (void)state;
+    const char *game = getenv("LIVE_GAME");
+    if (!game || access(game, X_OK) != 0)
+        skip();
+    char a[512], b[512], m[512], doc[512], rep[512], midx[512], cmd[8192];
+    snprintf(a, sizeof a, "%s", tu_temp_path("proc_a.mprof"));
+    snprintf(b, sizeof b, "%s", tu_temp_path("proc_b.mprof"));
+    snprintf(m, sizeof m, "%s", tu_temp_path("procs.mprof"));
+    snprintf(doc, sizeof doc, "%s", tu_temp_path("procs.json"));
+    snprintf(rep, sizeof rep, "%s", tu_temp_path("procs_report.json"));
+    snprintf(midx, sizeof midx, "%s", tu_temp_path("procs.vidx"));
+    snprintf(cmd, sizeof cmd,
+             "%s --frames 30 --capture %s >/dev/null 2>&1 && %s --frames 20 --capture %s >/dev/null 2>&1 && "
+             "%s merge -f %s %s -o %s --name %s=second 2>&1 && %s report --json %s > %s && "
+             "%s view --json -f -o %s %s 2>&1",
+             game, a, game, b, tu_mprof_bin(), a, b, m, b, tu_mprof_bin(), m, rep, tu_mprof_bin(), doc, m);
+    if (tu_run(cmd, out, sizeof out) != 0)
+        fail_msg("%s", out);
+    cJSON *r = json_file(rep), *d = json_file(doc);
+    check_processes(d, r);
+    char err[512];
+    mprof_vindex *x = mprof__vindex_open(m, midx, NULL, err, sizeof err);
+    if (!x)
+        fail_msg("%s", err);
+    cJSON *meta = ask(x, "/api/meta");
+    check_processes(meta, r);
+    cJSON_Delete(meta);
+    mprof__vindex_close(x);
+    cJSON_Delete(r);
+    cJSON_Delete(d);
+    /* The second input cut off (its END gone): its process is marked, in both. */
+    snprintf(cmd, sizeof cmd,
+             "truncate -s -10 %s && %s merge -f %s %s -o %s 2>&1 && %s view --json -f -o %s %s 2>&1", b,
+             tu_mprof_bin(), a, b, m, tu_mprof_bin(), doc, m);
+    if (tu_run(cmd, out, sizeof out) != 0)
+        fail_msg("%s", out);
+    d = json_file(doc);
+    const cJSON *ps = cJSON_GetObjectItem(d, "processes");
+    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(ps, 0), "ended_by"));
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(ps, 1), "ended_by")->valuestring, "cut-off");
+    cJSON_Delete(d);
+    x = mprof__vindex_open(m, midx, NULL, err, sizeof err);
+    if (!x)
+        fail_msg("%s", err);
+    meta = ask(x, "/api/meta");
+    ps = cJSON_GetObjectItem(meta, "processes");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(ps, 1), "ended_by")->valuestring, "cut-off");
+    cJSON_Delete(meta);
+    mprof__vindex_close(x);
+    /* One process: no processes, no track's process. */
+    x = open_index(NULL);
+    meta = ask(x, "/api/meta");
+    assert_null(cJSON_GetObjectItem(meta, "processes"));
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(meta, "tracks")) assert_null(cJSON_GetObjectItem(t, "process"));
+    cJSON_Delete(meta);
+    mprof__vindex_close(x);
+    unlink(midx);
+}
+
 /* The system and lock section (src/view/index_sys.h) of a capture with 1 kHz sampling: every off-CPU
  * interval comes back, alone or in a merged run, at any width; a range's lock waits and samples
  * add up over its halves to the whole capture's. */
@@ -898,6 +1032,7 @@ int main(void)
         cmocka_unit_test(test_server),
         cmocka_unit_test(test_live_end),
         cmocka_unit_test(test_live_two_processes),
+        cmocka_unit_test(test_processes_shown),
         cmocka_unit_test(test_system_section),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -216,6 +216,7 @@ async function main() {
         });
         check(bad[0] === 404 && bad[1] === 400, 'paths outside the page are refused (' + bad.join(',') + ')');
         await asyncSession(browser, tmp);
+        if (liveGame) await processesSession(browser, tmp);
         if (liveGame) await liveSession(browser, tmp);
     } finally {
         await browser.close();
@@ -289,6 +290,59 @@ async function asyncSession(browser, tmp) {
         check(await st('state') === 'ok' && +await st('asyncTracks') === 2 && +await st('asyncSpans') === spans,
             'async: the static page shows ' + await st('asyncTracks') + ' async tracks, ' + await st('asyncSpans') + ' spans (' + spans + ')');
         await page.screenshot({ path: path.join(outDir, 'static_async.png') });
+        await page.close();
+    } finally {
+        srv.proc.kill('SIGTERM');
+    }
+}
+
+/* A capture of two processes (two live_games merged): both pages show a header row per process,
+ * "NAME (pid N)", over its thread tracks; a header collapses its process's tracks; find zone and
+ * the statistics name a zone's process. */
+async function processesSession(browser, tmp) {
+    const parts = [path.join(tmp, 'p1.mprof'), path.join(tmp, 'p2.mprof')];
+    for (const p of parts) execFileSync(liveGame, ['--frames', '30', '--capture', p], { stdio: 'ignore' });
+    const cap = path.join(tmp, 'two.mprof');
+    execFileSync(mprof, ['merge', parts[0], parts[1], '-o', cap, '--name', parts[1] + '=second'], { stdio: 'ignore' });
+    const rep = JSON.parse(execFileSync(mprof, ['report', '--json', cap], { maxBuffer: 1 << 28 }).toString());
+    const want = rep.processes.map((p) => p.name + ' (pid ' + p.pid + ')').join('|');
+    const srv = await startServer(null, ['view', '--serve', cap, '--port', '0', '--index', path.join(tmp, 'two.vidx')]);
+    try {
+        const page = await browser.newPage();
+        await page.setViewportSize({ width: 1600, height: 1000 });
+        const st = (k) => page.$eval('#mprof-status', (e, key) => e.dataset[key], k);
+        await page.goto(srv.url);
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.state === 'ok' &&
+            document.getElementById('mprof-status').dataset.processHeaders !== undefined, null, { timeout: 90000 });
+        check(await st('processHeaders') === want, 'processes: the served page\'s header rows (' + await st('processHeaders') + ' = ' + want + ')');
+        /* Clicking the first header collapses its process's tracks. */
+        const before = await page.evaluate(() => window.MPROF_SERVE.state.rows.length);
+        const hdr = await page.evaluate(() => {
+            const S = window.MPROF_SERVE.state, r = document.getElementById('timeline').getBoundingClientRect();
+            const row = S.rows.find((q) => q.depth === -3);
+            return { x: r.left + 40, y: r.top + row.y - S.scrollY + 9 };
+        });
+        await page.mouse.click(hdr.x, hdr.y);
+        const after = await page.evaluate(() => window.MPROF_SERVE.state.rows.length);
+        check(after < before, 'processes: a header row collapses its process (' + before + ' rows, then ' + after + ')');
+        await page.screenshot({ path: path.join(outDir, 'serve_processes.png') });
+        /* Find zone names the process of the zone it found. */
+        await page.click('button[data-tab=find]');
+        await page.fill('#find-input', 'update');
+        await page.press('#find-input', 'Enter');
+        await waitFor(page, () => +document.getElementById('mprof-status').dataset.histBars > 0, null, { timeout: 90000 });
+        const info = await page.$eval('#find-info', (e) => e.textContent);
+        check(/^update \((live_game|second), pid \d+\)/.test(info), 'processes: find zone names the process: ' + info);
+        check(+await st('errors') === 0, 'processes: no script errors (' + await st('errors') + ' ' + await st('lastError') + ')');
+        /* The static page of the same capture. */
+        const html = path.join(tmp, 'two.html');
+        execFileSync(mprof, ['view', '-o', html, cap]);
+        await page.goto('file://' + html);
+        await waitFor(page, () => document.getElementById('mprof-status').dataset.state !== undefined &&
+            document.getElementById('mprof-status').dataset.state !== 'loading', null, { timeout: 90000 });
+        check(await st('state') === 'ok' && await st('processHeaders') === want,
+            'processes: the static page\'s header rows (' + await st('processHeaders') + ' = ' + want + ')');
+        await page.screenshot({ path: path.join(outDir, 'static_processes.png') });
         await page.close();
     } finally {
         srv.proc.kill('SIGTERM');

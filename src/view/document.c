@@ -20,6 +20,7 @@
 #include "mprof/mprof.h"
 #include "util/tool.h"
 #include "view/page_files.h"
+#include "view/processes.h"
 #include "util/json_out.h"
 
 #include <inttypes.h>
@@ -165,6 +166,10 @@ typedef struct pass2 {
     mprof_site_stat *gpu; /* by reader srcloc id */
     uint32_t n_gpu;
     mprof_vasync *async; /* the async spans (document_async.c) */
+    /* With several processes: each source location's process (processes.h), by reader id. */
+    const mprof_reader *r;
+    uint32_t *loc_proc;
+    uint32_t n_loc_proc;
     int oom;
 } pass2;
 
@@ -250,6 +255,13 @@ static void p2_zone(void *user, const mprof_tl_zone *z)
 {
     pass2 *p = user;
     keep_zone(p, z->track, z->start_ns, z->end_ns, z->loc, z->depth, z);
+    if (p->r && mprof__vproc_several(p->r) && z->loc < (1u << 24)) {
+        if (z->loc >= p->n_loc_proc &&
+            mprof_grow_zeroed((void **)&p->loc_proc, &p->n_loc_proc, z->loc, sizeof *p->loc_proc, 1u << 24))
+            p->oom = 1;
+        else
+            mprof__vproc_note(&p->loc_proc[z->loc], mprof__vproc_of_track(p->r, p->w, z->track));
+    }
     const mprof_tl_track *t = mprof__walker_track(p->w, z->track);
     int kind = t ? t->kind : MPROF_TRACK_THREAD;
     if (kind != MPROF_TRACK_GPU) {
@@ -707,7 +719,11 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
                 jcstr(out, d ? d->function : "");
                 fputc(',', out);
                 jcstr(out, d ? d->file : "");
-                fprintf(out, ",%" PRIu32 ",%" PRIu32 "]", d ? d->line : 0, d ? d->color : 0);
+                fprintf(out, ",%" PRIu32 ",%" PRIu32, d ? d->line : 0, d ? d->color : 0);
+                /* With several processes: the process its zones ran in, where that is one. */
+                if (i < p->n_loc_proc && p->loc_proc[i] && p->loc_proc[i] != MPROF_VPROC_NONE)
+                    fprintf(out, ",%" PRIu32, p->loc_proc[i] - 1);
+                fputc(']', out);
             }
         }
         free(inv);
@@ -715,6 +731,7 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
 
     /* Tracks: threads, fibers, GPU contexts, locks; those with nothing in range are left out. */
     fputs("],\"tracks\":[", out);
+    int several = mprof__vproc_several(r);
     uint32_t nt = mprof__walker_track_count(w);
     uint32_t *track_out = malloc(((size_t)nt + 1) * sizeof *track_out);
     if (!track_out) {
@@ -730,8 +747,8 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
             if (t->kind == MPROF_TRACK_THREAD && t->ref == p->msg_thread[m] && track_out[i] == NONE)
                 track_out[i] = NONE - 1; /* marked */
         }
-    /* Output order: by kind, threads by their index in the capture (registration order), the
-     * rest in order of appearance. */
+    /* Output order: by kind, threads by their process and their index in the capture
+     * (registration order), the rest in order of appearance (processes.h). */
     uint32_t *order = malloc(((size_t)nt + 1) * sizeof *order);
     if (!order) {
         free(track_out);
@@ -742,11 +759,7 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
         order[i] = i;
     for (uint32_t i = 1; i < nt; i++) /* insertion sort: tracks are few */
         for (uint32_t k = i; k > 0; k--) {
-            const mprof_tl_track *a = mprof__walker_track(w, order[k - 1]);
-            const mprof_tl_track *b = mprof__walker_track(w, order[k]);
-            int swap = a->kind > b->kind ||
-                       (a->kind == b->kind && a->kind == MPROF_TRACK_THREAD && a->ref > b->ref);
-            if (!swap)
+            if (!mprof__vproc_track_after(r, w, order[k - 1], order[k]))
                 break;
             uint32_t tmp = order[k];
             order[k] = order[k - 1];
@@ -770,6 +783,8 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
             jcstr(out, mprof__walker_track_name(w, i, buf, sizeof buf));
             if (kind == MPROF_TRACK_THREAD)
                 fprintf(out, ",\"tid\":%" PRIu64, t->os_tid);
+            if (kind == MPROF_TRACK_THREAD && several)
+                fprintf(out, ",\"process\":%" PRIu32, mprof__vproc_of_track(r, w, i));
             if (kind == MPROF_TRACK_LOCK) {
                 for (uint32_t l = 0; l < mprof__walker_lock_count(w); l++) {
                     const mprof_tl_lock *lk = mprof__walker_lock(w, l);
@@ -839,6 +854,24 @@ static int write_doc(const char *path, const mprof_view_opts *o, mprof_reader *r
         }
     }
     fputc(']', out);
+    /* With several processes: each with its pid, name, threads and why it ended early. */
+    if (several) {
+        fputs(",\"processes\":[", out);
+        for (uint32_t pi = 0; pi < mprof_reader_process_count(r); pi++) {
+            const mprof_process_def *d = mprof_reader_process(r, pi);
+            if (!d)
+                break;
+            fprintf(out, "%s{\"index\":%" PRIu32 ",\"pid\":%" PRIu64 ",\"name\":", pi ? "," : "", pi, d->pid);
+            jcstr(out, d->name);
+            fprintf(out, ",\"threads\":%" PRIu32, mprof__vproc_threads(r, w, pi));
+            if (d->ended_by) {
+                fputs(",\"ended_by\":", out);
+                jcstr(out, d->ended_by);
+            }
+            fputc('}', out);
+        }
+        fputc(']', out);
+    }
 
     /* Message level colors from the public header: one definition for viewer and exports. */
     fputs(",\"level_colors\":[", out);
@@ -995,6 +1028,7 @@ static void pass2_free(pass2 *p)
     for (size_t i = 0; i < p->n_tracks; i++)
         free(p->tracks[i].z);
     free(p->tracks);
+    free(p->loc_proc);
     free(p->arena);
     free(p->values);
     free(p->msg_ts);
@@ -1088,6 +1122,7 @@ int mprof__view_write(const char *path, const mprof_view_opts *opts, FILE *out, 
         return -1;
     }
     p2.w = w2;
+    p2.r = r;
     rc = mprof__walker_feed(w2, r, &p2.oom, path, err, errlen);
     int ret = 0;
     if (rc < 0) {

@@ -15,6 +15,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "view/index_build.h"
+#include "view/processes.h"
 #include "view/index_cache.h"
 
 #include "analysis/range.h"
@@ -179,6 +180,8 @@ blevel *mprof__vidx_add_zone(builder *b, uint32_t track, uint32_t depth, uint32_
         lc->used = 1;
         lc->kind = l->kind == MPROF_TRACK_FIBER ? MPROF_TRACK_THREAD : l->kind;
     }
+    if (l->kind == MPROF_TRACK_THREAD && b->r && mprof__vproc_several(b->r))
+        mprof__vproc_note(&lc->process, mprof__vproc_of_track(b->r, b->w, track));
     if (counts && mprof__site_add(&lc->st, &b->span, s, e - s, self, outermost) != 0)
         b->oom = 1;
     vzone z = {s, e, self, 0, slot, flags};

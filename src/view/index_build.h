@@ -57,6 +57,7 @@ typedef struct bloc {
     uint32_t *lv;
     uint32_t n_lv, cap_lv;
     int used;
+    uint32_t process; /* several processes: its zones' process (processes.h: mprof__vproc_note) */
 } bloc;
 
 typedef struct bplot {

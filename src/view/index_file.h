@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #define VIDX_MAGIC "MPVIDX02"
-#define VIDX_VERSION 7u /* 7: async tracks (index_async.c) */
+#define VIDX_VERSION 8u /* 7: async tracks (index_async.c); 8: processes in the metadata (processes.c) */
 #define MAX_LOC_SLOTS (1u << 20)
 #define PYR_FANOUT 16
 #define PYR_LEVELS 8

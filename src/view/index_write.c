@@ -7,6 +7,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* open_memstream, pwrite */
 #include "view/index_build.h"
+#include "view/processes.h"
 
 #include "mprof/mprof.h"
 #include "util/json_out.h"
@@ -125,7 +126,8 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
     }
     mprof_json_arr_end(&j);
 
-    /* Tracks in display order: by kind, threads by registration. */
+    /* Tracks in display order: by kind, threads by process and registration (processes.h). */
+    int several = mprof__vproc_several(r);
     uint32_t nt = mprof__walker_track_count(b->w);
     uint32_t *order = malloc(((size_t)nt + 1) * sizeof *order);
     if (!order) {
@@ -136,9 +138,7 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
         order[i] = i;
     for (uint32_t i = 1; i < nt; i++)
         for (uint32_t k = i; k > 0; k--) {
-            const mprof_tl_track *x = mprof__walker_track(b->w, order[k - 1]);
-            const mprof_tl_track *y = mprof__walker_track(b->w, order[k]);
-            if (!(x->kind > y->kind || (x->kind == y->kind && x->kind == MPROF_TRACK_THREAD && x->ref > y->ref)))
+            if (!mprof__vproc_track_after(r, b->w, order[k - 1], order[k]))
                 break;
             uint32_t t = order[k];
             order[k] = order[k - 1];
@@ -168,6 +168,8 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
         mprof_json_str(&j, "name", mprof__walker_track_name(b->w, i, name, sizeof name));
         mprof_json_u64(&j, "depths", depths);
         mprof_json_u64(&j, "zones", n);
+        if (t->kind == MPROF_TRACK_THREAD && several)
+            mprof_json_u64(&j, "process", mprof__vproc_of_track(r, b->w, i));
         if (t->kind == MPROF_TRACK_LOCK) {
             mprof_json_arr_begin(&j, "rows");
             for (uint32_t li = 0; li < mprof__walker_lock_count(b->w); li++) {
@@ -186,6 +188,8 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
     mprof_json_arr_end(&j);
     free(order);
     mprof__vidx_async_threads(b, &j);
+    if (several)
+        mprof__vproc_json(r, b->w, &j);
 
     /* Source locations by slot; figures for those with zones. */
     uint32_t n_rl = mprof_reader_srcloc_count(r);
@@ -218,6 +222,9 @@ static void write_meta(builder *b, mprof_reader *r, const char *path, FILE *out)
             mprof_json_str(&j, NULL, d && d->file ? d->file : "");
             mprof_json_u64(&j, NULL, d ? d->line : 0);
             mprof_json_u64(&j, NULL, d ? d->color : 0);
+            /* With several processes: the process its zones ran in, where that is one. */
+            if (s < b->n_locs && b->locs[s].process && b->locs[s].process != MPROF_VPROC_NONE)
+                mprof_json_u64(&j, NULL, b->locs[s].process - 1);
         }
         mprof_json_arr_end(&j);
     }

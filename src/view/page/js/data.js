@@ -79,6 +79,7 @@ Data.decodeTrack = function (t, index) {
         name: t.name || ('track ' + index),
         kind: t.kind || 'thread',
         tid: t.tid,
+        process: t.process !== undefined ? t.process : -1, /* a capture of several processes */
         rows: t.rows || null,
         n: n,
         start: start, dur: dur, end: end, depth: depth, loc: loc, parent: parent, self: self,
@@ -102,8 +103,13 @@ Data.load = function (raw) {
         range: raw.range || {},
         budgetNs: raw.budget_ns || 16666667,
         srclocs: (raw.srclocs || []).map((s) => ({
-            name: s[0] || '?', func: s[1] || '', file: s[2] || '', line: s[3] || 0, color: s[4] || 0
+            name: s[0] || '?', func: s[1] || '', file: s[2] || '', line: s[3] || 0, color: s[4] || 0,
+            process: s[5] !== undefined ? s[5] : -1
         })),
+        /* A capture of several processes: each with a header row over its thread tracks. */
+        processes: Array.isArray(raw.processes) && raw.processes.length > 1 ? raw.processes.map((p) => ({
+            index: p.index, pid: p.pid, name: p.name || '', threads: p.threads || 0, endedBy: p.ended_by || null, collapsed: false
+        })) : null,
         tracks: [],
         zoneCount: 0,
         frames: null,
@@ -218,6 +224,24 @@ Data.decodeAsync = function (a, D) {
         D.tracks.push(tr);
         D.asyncCount += n;
     }
+};
+
+/* "NAME, pid N" of process i of a capture of several, or null. */
+Data.processName = function (D, i) {
+    const p = D.processes && i >= 0 ? D.processes[i] : null;
+    return p ? (p.name || 'process') + ', pid ' + p.pid : null;
+};
+
+/* A track's name, with its process when the capture has several: "Main (game, pid 123)". */
+Data.trackLabel = function (D, t) {
+    const p = Data.processName(D, t.process);
+    return p ? t.name + ' (' + p + ')' : t.name;
+};
+
+/* The header row of process i: "NAME (pid N)", and why it ended early where it did. */
+Data.processHeader = function (D, i) {
+    const p = D.processes[i];
+    return (p.name || 'process') + ' (pid ' + p.pid + ')' + (p.endedBy ? '  ended early: ' + p.endedBy : '');
 };
 
 /* Display name of zone i of track t: its dynamic name when it has one. */

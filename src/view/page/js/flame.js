@@ -32,7 +32,7 @@ class FlameGraph extends CanvasView {
         const root = FlameGraph.node('all threads', -1, null);
         for (const t of D.tracks) {
             if (!t.n || t.kind === 'lock' || t.kind === 'async') continue;
-            const tnode = FlameGraph.node(t.name, -2, root);
+            const tnode = FlameGraph.node(Data.trackLabel(D, t), -2, root); /* with its process where there are several */
             const nodeOf = new Int32Array(t.n).fill(-1);
             const nodes = [];
             for (let i = 0; i < t.n; i++) {

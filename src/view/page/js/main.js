@@ -188,7 +188,7 @@ class App {
                 ' \u2014 begun on ' + a.begin[i] + ', ' + (a.end[i] === null ? 'open at the end of the capture' : 'ended on ' + a.end[i]);
             return;
         }
-        d.textContent = Data.zoneName(D, t, i) + ' \u2014 ' + U.fmtNs(t.dur[i]) + ' (self ' + U.fmtNs(t.self[i]) + ') \u2014 ' + sl.file + ':' + sl.line + ' \u2014 ' + t.name;
+        d.textContent = Data.zoneName(D, t, i) + ' \u2014 ' + U.fmtNs(t.dur[i]) + ' (self ' + U.fmtNs(t.self[i]) + ') \u2014 ' + sl.file + ':' + sl.line + ' \u2014 ' + Data.trackLabel(D, t);
     }
 
     onDrawn(drawn) {
@@ -256,6 +256,12 @@ function mprofMain() {
         diff: D.diff ? 1 : 0,
         'stats-rows': app.stats.rows.length
     });
+    /* A capture of several processes: their header rows, as drawn (timeline.js). */
+    if (D.processes)
+        Status.set({
+            processes: D.processes.length,
+            'process-headers': app.timeline.trackRows().filter((r) => !r.track).map((r) => Data.processHeader(D, r.proc)).join('|')
+        });
     if (!Status.errors.length) document.title = 'mprof view: ' + (D.capture.file || 'capture');
 }
 

@@ -64,7 +64,7 @@ Stats.nestedInside = function (t, i, t0, t1) {
 Stats.row = function (D, loc, gpu, f) {
     const sl = D.srclocs[loc];
     return {
-        loc: loc, name: sl.name + (gpu ? ' (GPU)' : ''), where: (sl.file ? sl.file + ':' + sl.line : ''), func: sl.func,
+        loc: loc, name: sl.name + (gpu ? ' (GPU)' : '') + (Data.processName(D, sl.process) ? ' (' + Data.processName(D, sl.process) + ')' : ''), where: (sl.file ? sl.file + ':' + sl.line : ''), func: sl.func,
         count: f.count, total: f.total, self: f.self, mean: f.mean, p50: f.p50, p95: f.p95, min: f.min, max: f.max,
         inFrames: f.inFrames, rgb: sl.rgb, gpu: gpu
     };

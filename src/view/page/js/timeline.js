@@ -134,9 +134,24 @@ class Timeline extends CanvasView {
         return this.RULER + this.FRAMES_ROW * (1 + this.D.frameSets.length) + (this.D.messages ? this.MSG_ROW : 0);
     }
 
+    /* The tracks in order, with a header row before each process's first track in a capture of
+     * several: [{proc: i}] or [{track: t}]; the tracks of a collapsed process are left out. */
+    trackRows() {
+        const D = this.D, rows = [];
+        let prev = -1;
+        for (const t of D.tracks) {
+            const p = D.processes && t.process >= 0 && t.process < D.processes.length ? t.process : -1;
+            if (p >= 0 && p !== prev) rows.push({ proc: p });
+            prev = p;
+            if (p >= 0 && D.processes[p].collapsed) continue;
+            rows.push({ track: t });
+        }
+        return rows;
+    }
+
     contentHeight() {
         let h = this.fixedHeight();
-        for (const t of this.D.tracks) h += this.trackHeight(t);
+        for (const r of this.trackRows()) h += r.track ? this.trackHeight(r.track) : this.HEADER;
         for (let i = 0; i < this.D.plots.length; i++) h += this.PLOT_H + 4;
         return h;
     }
@@ -168,7 +183,13 @@ class Timeline extends CanvasView {
         ctx.rect(0, top, W, H - top);
         ctx.clip();
         this.drawFrameStripes(ctx, top, H, k);
-        for (const t of D.tracks) {
+        for (const r of this.trackRows()) {
+            if (!r.track) {
+                if (y + this.HEADER >= top && y <= H) this.drawProcess(ctx, r.proc, y, W);
+                y += this.HEADER;
+                continue;
+            }
+            const t = r.track;
             const h = this.trackHeight(t);
             if (y + h >= top && y <= H) this.drawTrack(ctx, t, y, k, W);
             y += h;
@@ -304,6 +325,16 @@ class Timeline extends CanvasView {
             if (m.level[i] > worst) worst = m.level[i];
         }
         flush();
+    }
+
+    /* The header row of a process of a capture of several: click collapses its tracks. */
+    drawProcess(ctx, i, y, W) {
+        const p = this.D.processes[i];
+        this.hits.push({ kind: 'process', proc: i, y: y, h: this.HEADER });
+        ctx.fillStyle = '#3a3550';
+        ctx.fillRect(0, y, W, this.HEADER);
+        ctx.fillStyle = p.endedBy ? '#ffb36b' : '#d9d2ff';
+        ctx.fillText((p.collapsed ? '\u25b6 ' : '\u25bc ') + Data.processHeader(this.D, i), 6, y + this.HEADER / 2);
     }
 
     drawTrack(ctx, t, y, k, W) {
@@ -542,7 +573,7 @@ class Timeline extends CanvasView {
             if (t.names.has(i)) h += ' <span class="dim">(' + e(sl.name) + ')</span>';
             h += '<br><span class="dim">' + e(sl.func) + ' ' + e(sl.file) + ':' + sl.line + '</span>';
             h += '<br>duration <b>' + U.fmtNs(t.dur[i]) + '</b>, self ' + U.fmtNs(t.self[i]);
-            h += '<br>start ' + U.fmtTs(t.start[i], 1) + ', depth ' + t.depth[i] + ', ' + e(t.name);
+            h += '<br>start ' + U.fmtTs(t.start[i], 1) + ', depth ' + t.depth[i] + ', ' + e(Data.trackLabel(D, t));
             if (t.texts.has(i)) h += '<br>text: ' + e(t.texts.get(i));
             if (t.values.has(i)) h += '<br>value: ' + e(String(t.values.get(i)));
             return h;
@@ -572,6 +603,11 @@ class Timeline extends CanvasView {
         if (hit.kind === 'plot') {
             const p = hit.plot;
             return '<b>' + e(p.name) + '</b><br>' + U.fmtValue(p.v[hit.i], p.format) + ' at ' + U.fmtTs(p.ts[hit.i], 1);
+        }
+        if (hit.kind === 'process') {
+            const p = D.processes[hit.proc];
+            return '<b>' + e(Data.processHeader(D, hit.proc)) + '</b><br>process ' + (hit.proc + 1) + ' of ' + D.processes.length + ', ' +
+                p.threads + ' threads<br>click to ' + (p.collapsed ? 'expand' : 'collapse');
         }
         if (hit.kind === 'header') {
             const t = hit.track;
@@ -690,7 +726,10 @@ class Timeline extends CanvasView {
             this.requestDraw();
             return;
         }
-        if (hit.kind === 'header') {
+        if (hit.kind === 'process') {
+            this.D.processes[hit.proc].collapsed = !this.D.processes[hit.proc].collapsed;
+            this.requestDraw();
+        } else if (hit.kind === 'header') {
             hit.track.collapsed = !hit.track.collapsed;
             this.requestDraw();
         } else if (hit.kind === 'zone') {

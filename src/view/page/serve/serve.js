@@ -23,7 +23,7 @@
 'use strict';
 
 const S = {
-    meta: null, order: [], collapsed: {}, expanded: {},
+    meta: null, order: [], collapsed: {}, expanded: {}, collapsedProc: {},
     view: { t0: 0, t1: 1 }, loaded: null, zones: null, plots: null, msgs: null, frames: null,
     selZone: null, hilite: -1, selRange: null, scrollY: 0, tab: 'find', requests: 0, errors: 0,
     inflight: false, pending: false, painters: [], panels: {}, rows: [], hist: null, histLoc: -1,
@@ -54,15 +54,33 @@ function setStatus(k, v) { status.dataset[k] = String(v); }
 function loc(i) { return S.meta.srclocs[i] || ['?', '', '', 0, 0]; }
 function locRgb(i) { const l = loc(i); return U.zoneRgb(l[4], l[0]); }
 function trackById(id) { return S.meta.tracks.find((t) => t.id === id); }
+/* A capture of several processes (/api/meta's processes): "NAME, pid N" of process i, or null. */
+function processName(i) {
+    const p = S.meta.processes && i !== undefined && i !== null && i >= 0 ? S.meta.processes[i] : null;
+    return p ? (p.name || 'process') + ', pid ' + p.pid : null;
+}
+/* A track's or a source location's name with its process where there are several. */
+function trackLabel(t) { const p = t ? processName(t.process) : null; return t ? (p ? t.name + ' (' + p + ')' : t.name) : '?'; }
+function locLabel(i) { const l = loc(i), p = processName(l[5]); return p ? l[0] + ' (' + p + ')' : l[0]; }
+function processHeader(i) {
+    const p = S.meta.processes[i];
+    return (p.name || 'process') + ' (pid ' + p.pid + ')' + (p.ended_by ? '  ended early: ' + p.ended_by : '');
+}
 
 /* ---- layout ---------------------------------------------------------------------------------- */
 
-/* Rows from the top of the track area: {track, depth (-1 header, -2 "deeper"), y}. */
+/* Rows from the top of the track area: {track, depth (-1 header, -2 "deeper", -3 the header of
+ * a process, over its tracks, in a capture of several: proc, track its first), y}. */
 function layout() {
     const rows = [];
-    let y = RULER;
+    let y = RULER, prev = -1;
+    const procs = S.meta.processes && S.meta.processes.length > 1 ? S.meta.processes : null;
     for (const id of S.order) {
         const t = trackById(id);
+        const p = procs && t.process !== undefined && t.process < procs.length ? t.process : -1;
+        if (p >= 0 && p !== prev) { rows.push({ track: id, depth: -3, proc: p, y: y }); y += HEAD; }
+        prev = p;
+        if (p >= 0 && S.collapsedProc[p]) continue;
         rows.push({ track: id, depth: -1, y: y });
         y += HEAD;
         if (S.collapsed[id]) continue;
@@ -106,7 +124,13 @@ function drawTimeline() {
     /* Track headers and backgrounds. */
     for (const r of S.rows) {
         const t = trackById(r.track);
-        if (r.depth === -1) {
+        if (r.depth === -3) {
+            const p = S.meta.processes[r.proc];
+            ctx.fillStyle = '#3a3550';
+            ctx.fillRect(0, r.y, w, HEAD);
+            ctx.fillStyle = p.ended_by ? '#ffb36b' : '#d9d2ff';
+            ctx.fillText((S.collapsedProc[r.proc] ? '\u25b6 ' : '\u25bc ') + processHeader(r.proc), 6, r.y + HEAD / 2);
+        } else if (r.depth === -1) {
             ctx.fillStyle = '#26272b';
             ctx.fillRect(0, r.y, w, HEAD);
             ctx.fillStyle = '#cfd3da';
@@ -216,6 +240,8 @@ function drawTimeline() {
         ctx.fillRect(x0, RULER, x1 - x0, h);
     }
     S.labels = labels;
+    /* A capture of several processes: the header rows laid out, for tests. */
+    if (S.meta.processes) setStatus('processHeaders', S.rows.filter((r) => r.depth === -3).map((r) => processHeader(r.proc)).join('|'));
     setStatus('drawnZones', drawn);
     setStatus('mergedZones', merged);
     drawPlots();
@@ -310,7 +336,7 @@ function describe(z) {
             (z.th ? '  begun on ' + threadName(z.th[0]) + ', ' + (z.th[1] < 0 ? 'open at the end of the capture' : 'ended on ' + threadName(z.th[1])) +
                 (z.th[2] ? ' (its id was begun again while it was open)' : '') : '');
     return l[0] + '  ' + U.fmtNs(z.e - z.s) + ' (self ' + U.fmtNs(z.self) + ')  at ' + U.fmtTs(z.s, 1000) +
-        '  ' + (l[1] ? l[1] + '  ' : '') + (l[2] ? l[2] + ':' + l[3] + '  ' : '') + t.name + ' depth ' + z.depth;
+        '  ' + (l[1] ? l[1] + '  ' : '') + (l[2] ? l[2] + ':' + l[3] + '  ' : '') + trackLabel(t) + ' depth ' + z.depth;
 }
 
 function selectZone(z) {
@@ -375,7 +401,7 @@ function initInput() {
             if (d.track !== undefined) {
                 S.dropOn = null;
                 const r0 = tl.getBoundingClientRect(), over = zoneAt(e.clientX - r0.left, e.clientY - r0.top);
-                if (over && over.row.track !== d.track) {
+                if (over && over.row.track !== d.track && over.row.depth !== -3) {
                     const to = S.order.indexOf(over.row.track);
                     S.order.splice(S.order.indexOf(d.track), 1);
                     S.order.splice(to, 0, d.track);
@@ -389,7 +415,10 @@ function initInput() {
         const r = tl.getBoundingClientRect();
         const hit = zoneAt(e.clientX - r.left, e.clientY - r.top);
         if (!hit) return;
-        if (hit.row.depth === -1) {
+        if (hit.row.depth === -3) {
+            S.collapsedProc[hit.row.proc] = !S.collapsedProc[hit.row.proc];
+            drawTimeline();
+        } else if (hit.row.depth === -1) {
             const x = e.clientX - r.left;
             const ctx = tl.getContext('2d');
             const t = trackById(hit.row.track);
@@ -458,7 +487,7 @@ function panelFind(p) {
     const input = U.el('input', { id: 'find-input', list: 'find-names', placeholder: 'zone name, then Enter' });
     const dl = U.el('datalist', { id: 'find-names' });
     const names = S.meta.loc_stats.map((r) => r[0]).sort((a, b) => loc(a)[0].localeCompare(loc(b)[0]));
-    for (const i of names) dl.appendChild(U.el('option', { value: loc(i)[0] }));
+    for (const i of names) dl.appendChild(U.el('option', { value: locLabel(i) }));
     head.appendChild(U.el('span', { text: 'Find zone' }));
     head.appendChild(input);
     head.appendChild(dl);
@@ -472,12 +501,12 @@ function panelFind(p) {
     input.addEventListener('keydown', (e) => {
         if (e.key !== 'Enter') return;
         const want = input.value.trim();
-        const hit = S.meta.loc_stats.find((r) => loc(r[0])[0] === want) ||
+        const hit = S.meta.loc_stats.find((r) => locLabel(r[0]) === want) || S.meta.loc_stats.find((r) => loc(r[0])[0] === want) ||
             S.meta.loc_stats.find((r) => loc(r[0])[0].toLowerCase().includes(want.toLowerCase()));
         if (hit) findZone(hit[0]);
         else info.textContent = 'no zone named "' + want + '"';
     });
-    if (S.histLoc >= 0) { input.value = loc(S.histLoc)[0]; drawHist(); showInstances(); }
+    if (S.histLoc >= 0) { input.value = locLabel(S.histLoc); drawHist(); showInstances(); }
 }
 
 function findZone(l) {
@@ -525,7 +554,7 @@ function drawHist() {
     ctx.fillText(U.fmtNs(bars[0].lo), 2, r.height - 4);
     const last = U.fmtNs(bars[bars.length - 1].hi);
     ctx.fillText(last, r.width - ctx.measureText(last).width - 2, r.height - 4);
-    document.getElementById('find-info').textContent = loc(S.histLoc)[0] + ': ' + U.fmtCount(S.hist.count) +
+    document.getElementById('find-info').textContent = locLabel(S.histLoc) + ': ' + U.fmtCount(S.hist.count) +
         ' zones, total ' + U.fmtNs(S.hist.total) + ', mean ' + U.fmtNs(S.hist.total / S.hist.count) + ', min ' +
         U.fmtNs(S.hist.min) + ', max ' + U.fmtNs(S.hist.max) + ' (log count; click a bar to list its zones)';
     setStatus('histBars', bars.filter((b) => b.n).length);
@@ -545,7 +574,7 @@ function showInstances() {
     list.textContent = '';
     const a = S.inst.i, rows = [];
     for (let i = 0; i < a.length; i += 4)
-        rows.push([U.fmtNs(a[i + 1] - a[i]), U.fmtTs(a[i], 1000), trackById(a[i + 2]) ? trackById(a[i + 2]).name : '?', a[i + 3]]);
+        rows.push([U.fmtNs(a[i + 1] - a[i]), U.fmtTs(a[i], 1000), trackLabel(trackById(a[i + 2])), a[i + 3]]);
     list.appendChild(U.el('div', { class: 'dim', text: U.fmtCount(S.inst.matched) + ' zones in this bar' +
         (S.inst.matched > rows.length ? ', the ' + rows.length + ' longest shown' : '') + '; click one to go to it' }));
     list.appendChild(table(['duration', 'start', 'track', 'depth'], rows, (k) => {
@@ -599,7 +628,7 @@ function panelStats(p) {
             .concat((st.async_tracks || []).map((r) => [r, 'track'])).concat((st.async_rows || []).map((r) => [r, 'async']))
             .sort((a, b) => b[0][2] - a[0][2]);
         const label = (r, k) => k === 'track' ? trackName(r[0]) + ' (async track, every span)'
-            : k === 'async' ? loc(r[0])[0] + ' (' + loc(r[0])[1] + ')' : loc(r[0])[0] + (k === 'gpu' ? ' (GPU)' : '');
+            : k === 'async' ? loc(r[0])[0] + ' (' + loc(r[0])[1] + ')' : locLabel(r[0]) + (k === 'gpu' ? ' (GPU)' : '');
         body.textContent = '';
         body.appendChild(U.el('div', { class: 'dim', text: U.fmtCount(st.zones) + ' zones' + (st.whole ? ' (the whole capture: the figures of mprof report)' : '') +
             (st.frames ? '; ' + U.fmtCount(st.frames) + ' main frames inside' : '') + '. Total counts recursion once; %frames is the time inside the main frames over their span.' }));
@@ -674,7 +703,7 @@ window.MPROF_SERVE = {
     reload: () => api('/api/meta').then((m) => {
         /* Another capture: nothing of the last one's (its source location slots differ) stays. */
         S.meta = null; S.zones = null; S.plots = null; S.msgs = null; S.stats = null; S.hist = null; S.inst = null;
-        S.histLoc = -1; S.hilite = -1; S.selZone = null; S.selRange = null; S.statsSet = null;
+        S.histLoc = -1; S.hilite = -1; S.selZone = null; S.selRange = null; S.statsSet = null; S.collapsedProc = {};
         applyMeta(m); showTab(); return loadFrames();
     }).then(() => setView(S.meta.start_ns, S.meta.end_ns || 1, true)),
     redraw: () => drawTimeline(),
