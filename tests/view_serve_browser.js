@@ -259,13 +259,16 @@ async function asyncSession(browser, tmp) {
         await page.press('#find-input', 'Enter');
         await waitFor(page, () => +document.getElementById('mprof-status').dataset.histBars > 0, null, { timeout: 90000 });
         check(+await st('histCount') === 30, 'async: find zone finds the 30 "texture" spans (' + await st('histCount') + ')');
-        /* The async tracks first, a frame in view: click a "texture" span. */
-        await page.evaluate(() => {
+        /* The async tracks first, and the longest "texture" span (find zone's instances) in the
+         * middle third of the view, so that it is drawn wide whatever the machine's timing made
+         * of the spans: click it. */
+        await page.evaluate(async () => {
             const S = window.MPROF_SERVE.state;
             const a = S.order.filter((id) => S.meta.tracks.find((t) => t.id === id).kind === 'async');
             S.order = a.concat(S.order.filter((id) => !a.includes(id)));
-            const t = S.frames.f.length > 3 ? S.frames.f[3] : 0;
-            window.MPROF_SERVE.setView(t, t + S.meta.capture.duration_ns / 8);
+            const r = await fetch('/api/instances?loc=' + S.histLoc + '&limit=1').then((x) => x.json());
+            const s0 = r.i[0], s1 = r.i[1], d = Math.max(s1 - s0, 1000);
+            window.MPROF_SERVE.setView(s0 - d, s1 + d);
         });
         await waitFor(page, () => {
             const d = document.getElementById('mprof-status').dataset;
