@@ -138,7 +138,8 @@ static void write_track(pf *x, uint32_t si, uint32_t i, const char *name)
     atrack *t = &x->async->t[i];
     int64_t *lane_end = NULL;
     uint32_t n_lanes = 0, cap = 0;
-    qsort(t->v, t->n, sizeof *t->v, span_cmp);
+    if (t->n > 1) /* qsort takes no NULL array, even of no element */
+        qsort(t->v, t->n, sizeof *t->v, span_cmp);
     for (uint32_t k = 0; k < t->n && !x->oom; k++) {
         const aspan *s = &t->v[k];
         uint32_t l = 0;

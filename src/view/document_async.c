@@ -154,7 +154,8 @@ static uint32_t lay_out(dtrack *t)
 {
     int64_t *lane_end = NULL;
     uint32_t n_lanes = 0, cap = 0;
-    qsort(t->v, t->n, sizeof *t->v, span_cmp);
+    if (t->n > 1) /* qsort takes no NULL array, even of no element */
+        qsort(t->v, t->n, sizeof *t->v, span_cmp);
     for (uint32_t k = 0; k < t->n; k++) {
         uint32_t l = 0;
         while (l < n_lanes && lane_end[l] > t->v[k].s)

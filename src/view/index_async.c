@@ -124,7 +124,8 @@ int mprof__vidx_async_finish(builder *b)
         slot += t->n_names;
         if (slot >= MAX_LOC_SLOTS)
             return -1; /* a million span names: not a capture to index */
-        qsort(t->v, (size_t)t->n, sizeof *t->v, span_cmp);
+        if (t->n > 1) /* qsort takes no NULL array, even of no element */
+            qsort(t->v, (size_t)t->n, sizeof *t->v, span_cmp);
         int64_t *lane_end = NULL;
         uint32_t cap = 0;
         int rc = 0;
