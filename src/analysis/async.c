@@ -284,3 +284,23 @@ int mprof__async_incomplete(const mprof_async *a)
 {
     return a->oom;
 }
+
+uint32_t mprof__async_lane(mprof_async_lanes *l, int64_t start, int64_t end)
+{
+    uint32_t k = 0;
+    while (k < l->n && l->end[k] > start)
+        k++;
+    if (k == l->n) {
+        if (l->n >= MPROF_ASYNC_MAX_LANES || MPROF_GROW(l->end, l->cap, l->n + 1, 4) != 0)
+            return UINT32_MAX;
+        l->n++;
+    }
+    l->end[k] = end;
+    return k;
+}
+
+void mprof__async_lanes_free(mprof_async_lanes *l)
+{
+    free(l->end);
+    memset(l, 0, sizeof *l);
+}

@@ -57,4 +57,18 @@ const mprof_async_counts *mprof__async_counts(const mprof_async *a, uint32_t tra
 /* Non-zero when memory ran out and some spans were not paired. */
 int mprof__async_incomplete(const mprof_async *a);
 
+/* Lanes for a track's spans, so that overlapping spans never share one: fed the spans in order
+ * of their start, each goes in the lowest lane free at its start. Every output that draws a
+ * track (the static page, the served index, the Perfetto export) lays it out here, so they agree
+ * on every span's lane. Zero-initialised; mprof__async_lanes_free releases it. */
+typedef struct mprof_async_lanes {
+    int64_t *end; /* when each lane's last span ends */
+    uint32_t n, cap;
+} mprof_async_lanes;
+#define MPROF_ASYNC_MAX_LANES (1u << 20)
+/* The lane of a span [start, end): an existing one, or a new one (l->n grows by one). Returns
+ * UINT32_MAX out of memory or past MPROF_ASYNC_MAX_LANES lanes. */
+uint32_t mprof__async_lane(mprof_async_lanes *l, int64_t start, int64_t end);
+void mprof__async_lanes_free(mprof_async_lanes *l);
+
 #endif

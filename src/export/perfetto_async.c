@@ -136,21 +136,18 @@ static void write_span(pf *x, uint32_t si, uint64_t uuid, const aspan *s)
 static void write_track(pf *x, uint32_t si, uint32_t i, const char *name)
 {
     atrack *t = &x->async->t[i];
-    int64_t *lane_end = NULL;
-    uint32_t n_lanes = 0, cap = 0;
+    mprof_async_lanes lanes = {0};
     if (t->n > 1) /* qsort takes no NULL array, even of no element */
         qsort(t->v, t->n, sizeof *t->v, span_cmp);
     for (uint32_t k = 0; k < t->n && !x->oom; k++) {
         const aspan *s = &t->v[k];
-        uint32_t l = 0;
-        while (l < n_lanes && lane_end[l] > s->s)
-            l++;
-        if (l == n_lanes) {
-            if (l >= (1u << 20) || MPROF_GROW(lane_end, cap, n_lanes + 1, 4) != 0) {
-                x->oom = 1;
-                break;
-            }
-            n_lanes++;
+        uint32_t had = lanes.n;
+        uint32_t l = mprof__async_lane(&lanes, s->s, s->e);
+        if (l == UINT32_MAX) {
+            x->oom = 1;
+            break;
+        }
+        if (lanes.n > had) { /* a new lane: its track first */
             char lane_name[300];
             if (l == 0)
                 pf_describe(x, lane_uuid(i, 0), pf_process_uuid(x, t->process), name, 0,
@@ -160,12 +157,11 @@ static void write_track(pf *x, uint32_t si, uint32_t i, const char *name)
                 pf_describe(x, lane_uuid(i, l), lane_uuid(i, 0), lane_name, 0, (int32_t)l);
             }
         }
-        lane_end[l] = s->e;
         write_span(x, si, lane_uuid(i, l), s);
         if (pf_flush(x, 0) != 0)
             x->oom = 1;
     }
-    free(lane_end);
+    mprof__async_lanes_free(&lanes);
 }
 
 void pf_async_finish(pf *x)

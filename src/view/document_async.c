@@ -152,26 +152,20 @@ static int span_cmp(const void *pa, const void *pb)
  * of memory. */
 static uint32_t lay_out(dtrack *t)
 {
-    int64_t *lane_end = NULL;
-    uint32_t n_lanes = 0, cap = 0;
+    mprof_async_lanes lanes = {0};
     if (t->n > 1) /* qsort takes no NULL array, even of no element */
         qsort(t->v, t->n, sizeof *t->v, span_cmp);
     for (uint32_t k = 0; k < t->n; k++) {
-        uint32_t l = 0;
-        while (l < n_lanes && lane_end[l] > t->v[k].s)
-            l++;
-        if (l == n_lanes) {
-            if (MPROF_GROW(lane_end, cap, n_lanes + 1, 4) != 0) {
-                free(lane_end);
-                return UINT32_MAX;
-            }
-            n_lanes++;
+        uint32_t l = mprof__async_lane(&lanes, t->v[k].s, t->v[k].e);
+        if (l == UINT32_MAX) {
+            mprof__async_lanes_free(&lanes);
+            return UINT32_MAX;
         }
-        lane_end[l] = t->v[k].e;
         t->v[k].lane = l;
     }
-    free(lane_end);
-    return n_lanes;
+    uint32_t n = lanes.n;
+    mprof__async_lanes_free(&lanes);
+    return n;
 }
 
 static void jstr(FILE *o, const char *s)

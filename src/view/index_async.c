@@ -126,22 +126,16 @@ int mprof__vidx_async_finish(builder *b)
             return -1; /* a million span names: not a capture to index */
         if (t->n > 1) /* qsort takes no NULL array, even of no element */
             qsort(t->v, (size_t)t->n, sizeof *t->v, span_cmp);
-        int64_t *lane_end = NULL;
-        uint32_t cap = 0;
+        mprof_async_lanes lanes = {0};
         int rc = 0;
         for (uint64_t k = 0; k < t->n && rc == 0; k++) {
             bspan *sp = &t->v[k];
-            uint32_t l = 0;
-            while (l < t->lanes && lane_end[l] > sp->s)
-                l++;
-            if (l == t->lanes) {
-                if (MPROF_GROW(lane_end, cap, t->lanes + 1, 4) != 0) {
-                    rc = -1;
-                    break;
-                }
-                t->lanes++;
+            uint32_t l = mprof__async_lane(&lanes, sp->s, sp->e);
+            if (l == UINT32_MAX) {
+                rc = -1;
+                break;
             }
-            lane_end[l] = sp->e;
+            t->lanes = lanes.n;
             sp->lane = l;
             blevel *lv = mprof__vidx_add_zone(b, a->track0 + i, l, t->slot0 + sp->name, sp->s, sp->e, sp->e - sp->s,
                                               sp->open ? VZ_UNFINISHED : 0, !sp->open, 1);
@@ -156,7 +150,7 @@ int mprof__vidx_async_finish(builder *b)
             vthr th = {sp->begin, sp->end, sp->cut, 0};
             rc = mprof__vab_push(&lv->thr, &b->out, &th, sp->s);
         }
-        free(lane_end);
+        mprof__async_lanes_free(&lanes);
         /* The spans are in the levels now. */
         free(t->v);
         t->v = NULL;
