@@ -759,7 +759,7 @@ static void test_live_two_processes(void **state)
     if (!x)
         fail_msg("%s", err);
     assert_int_equal(served_zones, mprof__vindex_zone_count(x));
-    assert_true(served_zones > zones_while);
+    assert_true(served_zones >= zones_while); /* a late first poll may see every zone already */
     mprof__vindex_close(x);
     unlink(fidx);
     assert_int_not_equal(access(snap, F_OK), 0);
