@@ -17,6 +17,7 @@
  *                   [--jobs N] [--dir DIR] [--no-index] [--no-ci] [--ci-seconds S]
  *                   [--base-program PATH]
  *        bench_read --frame-loop SECONDS   (the 2,000 frames/s program mprof ci runs)
+ *        bench_read [--zones N] --record FILE  (only records the flat capture, for a profiler)
  *
  * The base runs without --jobs (an mprof that may not know it), so at its own default: "jobs":0
  * in the output.
@@ -416,6 +417,8 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--frame-loop") == 0 && v)
             return frame_loop(atof(v));
+        if (strcmp(a, "--record") == 0 && v)
+            return record_flat(v, zones) == 0 ? 0 : 1;
         if (strcmp(a, "--no-index") == 0) {
             do_index = 0;
             continue;
