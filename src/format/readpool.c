@@ -5,11 +5,14 @@
  * A worker takes the next chunk (reading its bytes is the one step done under the lock, since
  * the input is a stream), decompresses and decodes it into segments of its own, and publishes
  * them in the job's slot of a ring. The caller takes segments from the ring in job order and
- * gives each back to its worker when it is done with it. A worker owns two segments, so it can
- * decode one while the caller reads the other, and it stops (and waits) when the caller has
- * both: memory stays at two segments and one chunk a worker however far the decoding runs
- * ahead. The caller gives a segment back before it takes the next, so the worker of the job it
- * waits for always has a segment to fill: no wait can close into a circle.
+ * gives each back to its worker when it is done with it. A worker owns SEGS_PER_WORKER
+ * segments, so it decodes ahead while the caller reads, and it stops (and waits) when none is
+ * free: memory stays at those segments and two chunks a worker however far the decoding runs
+ * ahead. Each thread waits on a condition of its own and is signalled only when what it waits
+ * for is there (a worker: half its segments back, a chunk's payload free, room in the ring),
+ * so a segment costs no wake-up of threads that cannot use it. The caller gives a segment back
+ * before it takes the next, so the worker of the job it waits for has all its segments back
+ * and is woken: no wait can close into a circle.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -22,12 +25,19 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define SEGS_PER_WORKER 2
+#define SEGS_PER_WORKER 4
+/* A worker that waits for a segment is woken when this many are free, not at each one: the
+ * caller is usually the slower side, and a wake-up per segment costs both threads a context
+ * switch (thousands a second, most of the second core's gain on a virtual machine). */
+#define WAKE_FREE (SEGS_PER_WORKER / 2)
 
 typedef struct worker {
     struct mprof__pool *pool;
     pthread_t th;
     int started;
+    pthread_cond_t cv; /* the worker waits here, whatever it waits for */
+    int waiting;
+    int n_free;
     mprof__decoder dec;
     mprof__job job;
     mprof__segment seg[SEGS_PER_WORKER];
@@ -43,7 +53,8 @@ struct mprof__pool {
     mprof_reader *r;
     const unsigned char *want;
     pthread_mutex_t mu;
-    pthread_cond_t cv_caller, cv_workers;
+    pthread_cond_t cv_caller;
+    int caller_waiting;
     worker *w;
     int n;
     slot *ring;
@@ -59,9 +70,25 @@ static mprof__segment *free_segment(worker *w)
     for (int i = 0; i < SEGS_PER_WORKER; i++)
         if (w->free[i]) {
             w->free[i] = 0;
+            w->n_free--;
             return &w->seg[i];
         }
     return NULL;
+}
+
+/* Waits on the worker's own condition (p->mu held). */
+static void worker_wait(worker *w)
+{
+    w->waiting = 1;
+    pthread_cond_wait(&w->cv, &w->pool->mu);
+    w->waiting = 0;
+}
+
+static void wake_waiting_workers(mprof__pool *p)
+{
+    for (int i = 0; i < p->n; i++)
+        if (p->w[i].waiting)
+            pthread_cond_signal(&p->w[i].cv);
 }
 
 static void *work(void *arg)
@@ -71,7 +98,7 @@ static void *work(void *arg)
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (!p->stop && !p->input_done && p->next_claim - p->next_take >= p->n_ring)
-            pthread_cond_wait(&p->cv_workers, &p->mu);
+            worker_wait(w);
         if (p->stop || p->input_done)
             break;
         uint64_t seq = p->next_claim++;
@@ -84,7 +111,7 @@ static void *work(void *arg)
         if (w->job.kind == MPROF__JOB_EVENTS) {
             /* A payload whose segments have all come back. */
             while (!p->stop && w->dec.raw_busy[0] && w->dec.raw_busy[1])
-                pthread_cond_wait(&p->cv_workers, &p->mu);
+                worker_wait(w);
             if (p->stop)
                 break;
             w->dec.raw_cur = w->dec.raw_busy[0] ? 1 : 0;
@@ -93,7 +120,7 @@ static void *work(void *arg)
         for (int first = 1;; first = 0) {
             mprof__segment *s;
             while (!p->stop && !(s = free_segment(w)))
-                pthread_cond_wait(&p->cv_workers, &p->mu);
+                worker_wait(w);
             if (p->stop)
                 goto out;
             pthread_mutex_unlock(&p->mu);
@@ -105,7 +132,8 @@ static void *work(void *arg)
             else
                 sl->head = s;
             sl->tail = s;
-            pthread_cond_broadcast(&p->cv_caller);
+            if (p->caller_waiting)
+                pthread_cond_signal(&p->cv_caller);
             if (s->last)
                 break;
         }
@@ -120,8 +148,11 @@ mprof__segment *mprof__pool_take(mprof__pool *p)
     pthread_mutex_lock(&p->mu);
     uint64_t seq = p->next_take;
     slot *sl = &p->ring[seq % p->n_ring];
-    while (!(sl->seq == seq && sl->head))
+    while (!(sl->seq == seq && sl->head)) {
+        p->caller_waiting = 1;
         pthread_cond_wait(&p->cv_caller, &p->mu);
+        p->caller_waiting = 0;
+    }
     mprof__segment *s = sl->head;
     sl->head = s->next;
     if (!sl->head)
@@ -130,7 +161,7 @@ mprof__segment *mprof__pool_take(mprof__pool *p)
         /* The job is all taken: its slot is free for a later one. */
         sl->seq = 0;
         p->next_take++;
-        pthread_cond_broadcast(&p->cv_workers);
+        wake_waiting_workers(p);
     }
     pthread_mutex_unlock(&p->mu);
     return s;
@@ -141,9 +172,12 @@ void mprof__pool_give_back(mprof__pool *p, mprof__segment *s)
     pthread_mutex_lock(&p->mu);
     worker *w = &p->w[s->owner];
     w->free[s - w->seg] = 1;
-    if (s->last && s->raw_slot >= 0)
+    w->n_free++;
+    int raw_freed = s->last && s->raw_slot >= 0;
+    if (raw_freed)
         w->dec.raw_busy[s->raw_slot] = 0; /* the chunk's events are all read */
-    pthread_cond_broadcast(&p->cv_workers);
+    if (w->waiting && (raw_freed || w->n_free >= WAKE_FREE))
+        pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -153,7 +187,8 @@ void mprof__pool_stop(mprof__pool *p)
         return;
     pthread_mutex_lock(&p->mu);
     p->stop = 1;
-    pthread_cond_broadcast(&p->cv_workers);
+    for (int i = 0; p->w && i < p->n; i++)
+        pthread_cond_signal(&p->w[i].cv);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; p->w && i < p->n; i++) {
         worker *w = &p->w[i];
@@ -166,9 +201,9 @@ void mprof__pool_stop(mprof__pool *p)
         mprof__decoder_free(&w->dec);
         mprof_buf_free(&w->job.stored);
         mprof__kv_free(&w->job.kv);
+        pthread_cond_destroy(&w->cv);
     }
     pthread_cond_destroy(&p->cv_caller);
-    pthread_cond_destroy(&p->cv_workers);
     pthread_mutex_destroy(&p->mu);
     free(p->ring);
     free(p->w);
@@ -189,7 +224,8 @@ mprof__pool *mprof__pool_start(mprof_reader *r, int workers, const unsigned char
     p->ring = calloc(p->n_ring, sizeof *p->ring);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv_caller, NULL);
-    pthread_cond_init(&p->cv_workers, NULL);
+    for (int i = 0; p->w && i < workers; i++)
+        pthread_cond_init(&p->w[i].cv, NULL);
     if (!p->w || !p->ring) {
         mprof__pool_stop(p);
         return NULL;
@@ -205,6 +241,7 @@ mprof__pool *mprof__pool_start(mprof_reader *r, int workers, const unsigned char
             w->seg[k].owner = i;
             w->free[k] = 1;
         }
+        w->n_free = SEGS_PER_WORKER;
     }
     for (int i = 0; i < workers; i++) {
         if (pthread_create(&p->w[i].th, NULL, work, &p->w[i]) != 0) {
