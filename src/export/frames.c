@@ -754,12 +754,17 @@ static int read_pass(exporter *x, int pass, mprof_reader **keep)
     for (uint32_t i = 0; i < x->n_stacks; i++)
         x->stacks[i].depth = 0;
     x->r = r;
-    if (pass == 2) {
-        /* Pass 2 needs zones and losses only. */
-        unsigned char want[MPROF_EV_MAX] = {0};
-        want[MPROF_EV_ZONE_BEGIN] = want[MPROF_EV_LOST] = 1;
-        mprof_reader_want(r, want);
+    /* Pass 1 needs frames, zones, losses and the system records; pass 2 zones and losses. The
+     * rest (lock events, zone values, fiber switches: most of a game's other events) is decoded
+     * and counted but not handed out. */
+    unsigned char want[MPROF_EV_MAX] = {0};
+    want[MPROF_EV_ZONE_BEGIN] = want[MPROF_EV_LOST] = 1;
+    if (pass == 1) {
+        want[MPROF_EV_FRAME_MARK] = want[MPROF_EV_FRAME_BEGIN] = want[MPROF_EV_FRAME_END] = 1;
+        if (x->sys)
+            mprof__sys_want(want);
     }
+    mprof_reader_want(r, want);
     mprof_batch b;
     int rc, sys_warned = 0;
     while ((rc = mprof_reader_next_batch(r, &b)) == 1) {
