@@ -404,24 +404,32 @@ static void frame_mark(mprof_analysis *a, uint32_t tid, uint32_t name, int64_t t
     a->covered_at_last_mark = a->covered + open;
 }
 
-static void core_event(mprof_analysis *a, const mprof_event *ev)
+/* Counts an event of thread tid and follows its time: what every event does to the core
+ * tables. NULL when the event does not count. */
+static inline thread_acc *core_count(mprof_analysis *a, uint32_t tid, int type, int64_t ts)
 {
-    if (!mprof_event_counted(ev->type))
-        return;
-    uint32_t tid = ev->thread;
-    if (GROW(a->threads, a->n_threads, tid) != 0)
-        return;
+    if (!mprof_event_counted(type) || GROW(a->threads, a->n_threads, tid) != 0)
+        return NULL;
     thread_acc *t = &a->threads[tid];
     t->seen = 1;
     t->events++;
     a->events++;
-    if (mprof_event_desc_get(ev->type)->has_ts) {
-        if (!a->have_ts || ev->ts_ns < a->first_ts)
-            a->first_ts = ev->ts_ns;
-        if (!a->have_ts || ev->ts_ns > a->last_ts)
-            a->last_ts = ev->ts_ns;
+    if (mprof_event_desc_get(type)->has_ts) {
+        if (!a->have_ts || ts < a->first_ts)
+            a->first_ts = ts;
+        if (!a->have_ts || ts > a->last_ts)
+            a->last_ts = ts;
         a->have_ts = 1;
     }
+    return t;
+}
+
+static void core_event(mprof_analysis *a, const mprof_event *ev)
+{
+    uint32_t tid = ev->thread;
+    thread_acc *t = core_count(a, tid, ev->type, ev->ts_ns);
+    if (!t)
+        return;
     switch (ev->type) {
     case MPROF_EV_ZONE_BEGIN:
         if (!t->in_fiber)
@@ -575,7 +583,10 @@ static void core_batch(mprof_analysis *a, const mprof_batch *b)
                     zone_end(a, t, tid, ts);
                 break;
             default:
-                core_event(a, &b->ev[e->x]);
+                if (e->x == MPROF_REC_NOEV)
+                    core_count(a, tid, mprof_rec_type(e), ts);
+                else
+                    core_event(a, &b->ev[e->x]);
                 break;
             }
         }
@@ -717,7 +728,12 @@ static void events_of_batch(const mprof_pass_vtbl *p, void *state, mprof_analysi
             const mprof_rec *e = &b->rec[k];
             int type = mprof_rec_type(e);
             if (type != MPROF_REC_LEAF && type != MPROF_EV_ZONE_BEGIN && type != MPROF_EV_ZONE_END) {
-                p->event(state, a, &b->ev[e->x]);
+                if (e->x == MPROF_REC_NOEV) { /* (only when the pass said it has no use for it) */
+                    mprof_event ev = {.type = type, .thread = run->thread, .ts_ns = e->ts_ns};
+                    p->event(state, a, &ev);
+                } else {
+                    p->event(state, a, &b->ev[e->x]);
+                }
                 continue;
             }
             mprof_event ev = {.type = type == MPROF_REC_LEAF ? MPROF_EV_ZONE_BEGIN : type,
@@ -793,12 +809,48 @@ static void keep_batch(mprof_analysis *a, const mprof_batch *b)
     a->n_keep_rec = (uint32_t)nr;
 }
 
+/* The tags whose fields the core pass reads (core_event); of every other tag it counts the
+ * events and follows their times. */
+static void core_fields(unsigned char need[MPROF_EV_MAX])
+{
+    static const int tags[] = {MPROF_EV_ZONE_BEGIN, MPROF_EV_ZONE_END, MPROF_EV_FIBER_ENTER,
+                               MPROF_EV_FIBER_LEAVE, MPROF_EV_THREAD_EXIT, MPROF_EV_LOST,
+                               MPROF_EV_FRAME_MARK, MPROF_EV_FRAME_BEGIN, MPROF_EV_FRAME_END,
+                               MPROF_EV_PLOT_F64, MPROF_EV_PLOT_I64, MPROF_EV_PLOT_CONFIG,
+                               MPROF_EV_MESSAGE};
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
+        need[tags[i]] = 1;
+}
+
+/* The read with the core pass hands out whole only the events some pass of it reads; the rest
+ * come as records (their times, threads and tags), when every pass says what it reads. */
+static void want_fields(mprof_analysis *a, mprof_reader *r)
+{
+    unsigned char need[MPROF_EV_MAX] = {0};
+    core_fields(need);
+    for (size_t i = 0; pass_table[i]; i++) {
+        if (!a->pass_read[i])
+            continue;
+        if (!pass_table[i]->fields)
+            return; /* it may read any tag: everything whole */
+        pass_table[i]->fields(need);
+        if (a->pass_pre[i] && pass_table[i]->prescan_want) /* its prescan runs in this read */
+            pass_table[i]->prescan_want(need);
+    }
+    unsigned char want[MPROF_EV_MAX];
+    for (int t = 0; t < MPROF_EV_MAX; t++)
+        want[t] = need[t] ? MPROF_WANT_WHOLE : MPROF_WANT_RECORD;
+    mprof_reader_want(r, want);
+}
+
 /* One read of r: the core pass (core) and the passes of pass_read, batch by batch. Stops early
  * when a one-read analysis has to read again (redo). */
 static int read_passes(mprof_analysis *a, mprof_reader *r, int core, char *err, size_t errlen)
 {
     if (a->opts.jobs)
         mprof_reader_set_jobs(r, a->opts.jobs);
+    if (core)
+        want_fields(a, r);
     /* With more than one job, the passes that can run beside the core pass do, on a thread. */
     beside h = {.a = a};
     int jobs = a->opts.jobs ? a->opts.jobs : mprof_read_jobs();
@@ -935,6 +987,15 @@ static mprof_analysis *analysis_open(const char *path, const mprof_analysis_opts
         return NULL;
     }
     snprintf(a->path, sizeof a->path, "%s", path);
+    /* With context switches or samples, the system pass attributes zones only once it has the
+     * whole switch timeline: in one read it keeps the zone records, and past KEEP_MAX (about two
+     * million events) it reads the whole capture again. A first read of the frame marks and the
+     * system records, which decodes the zones but hands none out, costs less than that second
+     * read, and knowing the span before the zones costs the core pass its pending list too. */
+    mprof_sys_status st;
+    mprof__sys_status(a->r, &st);
+    if (st.context_switches || st.sampling)
+        one_read = 0;
     if (opts)
         a->opts = *opts;
     if (a->opts.top_n <= 0)

@@ -60,6 +60,11 @@ typedef struct mprof_pass_vtbl {
      * that a pass walks records without a call per event, or reads only b->ev when zones do not
      * concern it. */
     void (*batch)(void *state, mprof_analysis *a, const mprof_batch *b);
+    /* Optional: sets in need the tags whose events (fields, in b->ev or to the event hook) the
+     * pass reads outside its prescan. When every pass of a read has it, the tags none of them
+     * needs come as their records only (batch.h, MPROF_WANT_RECORD): a lock event, a zone value
+     * costs a 16-byte record instead of a 128-byte event. NULL: the pass reads every tag. */
+    void (*fields)(unsigned char need[MPROF_EV_MAX]);
 } mprof_pass_vtbl;
 
 /* The six hooks every pass has, named after its prefix: prefix_create, prefix_event, ... */

@@ -161,9 +161,15 @@ static void async_print_json(void *state, mprof_analysis *a, mprof_json *j)
         mprof_json_bool(j, "async_incomplete", 1);
 }
 
+static void async_fields(unsigned char need[MPROF_EV_MAX])
+{
+    need[MPROF_EV_ASYNC_BEGIN] = need[MPROF_EV_ASYNC_BEGIN_DYN] = need[MPROF_EV_ASYNC_END] = 1;
+}
+
 const mprof_pass_vtbl mprof__async_pass = {
     .name = "async",
     .always = true, /* async spans are always reported; the section is empty without them */
     MPROF_PASS_HOOKS(async),
     .batch = async_batch,
+    .fields = async_fields,
 };

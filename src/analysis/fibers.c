@@ -326,7 +326,6 @@ static void fibers_batch(void *state, mprof_analysis *a, const mprof_batch *b)
                     add_op(cur, ts, type == MPROF_EV_ZONE_END ? 0 : e->x ? e->x : UINT32_MAX);
                 continue;
             }
-            const mprof_event *ev = &b->ev[e->x];
             if (s->has_ts[type]) {
                 last = ts;
                 timed = 1;
@@ -337,7 +336,7 @@ static void fibers_batch(void *state, mprof_analysis *a, const mprof_batch *b)
                 s->newest = newest;
                 if (timed)
                     t->last_ts = last;
-                fiber_event(s, a, t, ev);
+                fiber_event(s, a, t, &b->ev[e->x]);
                 cur = t->cur;
             }
         }
@@ -466,11 +465,18 @@ static void fibers_print_json(void *state, mprof_analysis *a, mprof_json *j)
     mprof_json_arr_end(j);
 }
 
+/* Zones and the other events come as records: only their times and threads matter here. */
+static void fibers_fields(unsigned char need[MPROF_EV_MAX])
+{
+    need[MPROF_EV_FIBER_ENTER] = need[MPROF_EV_FIBER_LEAVE] = need[MPROF_EV_THREAD_EXIT] = 1;
+}
+
 const mprof_pass_vtbl mprof__fibers_pass = {
     .name = "fibers",
     .always = true, /* fiber zones must reach the zone table even without --fibers */
     .create = fibers_create,
     .batch = fibers_batch,
+    .fields = fibers_fields,
     .finish = fibers_finish,
     .print_text = fibers_print_text,
     .print_json = fibers_print_json,

@@ -209,9 +209,15 @@ static void procs_print_json(void *state, mprof_analysis *a, mprof_json *j)
         mprof_json_bool(j, "processes_incomplete", 1);
 }
 
+static void procs_fields(unsigned char need[MPROF_EV_MAX])
+{
+    need[MPROF_EV_FRAME_MARK] = 1;
+}
+
 const mprof_pass_vtbl mprof__process_pass = {
     .name = "processes",
     .always = true, /* shown whenever a capture has several processes */
     MPROF_PASS_HOOKS(procs),
     .batch = procs_batch,
+    .fields = procs_fields,
 };

@@ -451,6 +451,12 @@ static void sys_prescan_batch(void *state, const mprof_reader *r, const mprof_ba
         sys_prescan_event(p, &b->ev[i]);
 }
 
+/* After its prescan the pass reads records only (records_only). */
+static void sys_fields(unsigned char need[MPROF_EV_MAX])
+{
+    (void)need;
+}
+
 /* Without switches or samples the zone read has nothing to do (sys_batch returns at once). */
 static bool sys_prescan_done(const void *state)
 {
@@ -1030,6 +1036,7 @@ const mprof_pass_vtbl mprof__system_pass = {
     .prescan_end = sys_prescan_end,
     .prescan_done = sys_prescan_done,
     .records_only = true,
+    .fields = sys_fields,
 };
 
 /* ---- hooks for the core tables -------------------------------------------------------------- */

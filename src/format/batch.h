@@ -29,7 +29,7 @@
 /* A record. y holds the event tag in its low byte; for a ZONE_LEAF record (MPROF_REC_LEAF) the
  * zone's duration in nanoseconds is in its upper 24 bits. x is the source location id of
  * ZONE_BEGIN and ZONE_LEAF records, unused for ZONE_END, and for every other tag the index of its
- * mprof_event in mprof_batch.ev. */
+ * mprof_event in mprof_batch.ev, or MPROF_REC_NOEV for a tag wanted as MPROF_WANT_RECORD. */
 typedef struct mprof_rec {
     int64_t ts_ns; /* the event's time (ZONE_LEAF: when the zone began) */
     uint32_t x;
@@ -82,9 +82,15 @@ int mprof_reader_set_jobs(mprof_reader *r, int jobs);
 void mprof_set_read_jobs(int jobs);
 int mprof_read_jobs(void);
 
-/* Only records of the tags set in want (256 flags; MPROF_EV_ZONE_BEGIN stands for zone begin,
+/* Only records of the tags set in want (256 values; MPROF_EV_ZONE_BEGIN stands for zone begin,
  * end and leaf) are handed out; definitions are applied, and every event counted, either way.
- * NULL wants everything (the default). Call before the first read. */
+ * MPROF_WANT_WHOLE (1, or any value but 0 and 2) hands a tag out as its record and its event;
+ * MPROF_WANT_RECORD hands out only its record (time, thread, tag) with x = MPROF_REC_NOEV: a
+ * reader that counts events or follows time without their fields saves the event's 128 bytes.
+ * NULL wants everything whole (the default). Call before the first read. */
+#define MPROF_WANT_WHOLE 1
+#define MPROF_WANT_RECORD 2
+#define MPROF_REC_NOEV UINT32_MAX
 void mprof_reader_want(mprof_reader *r, const unsigned char want[MPROF_EV_MAX]);
 
 /* The next batch: 1 = *out filled (it may hold no record: then its definitions were applied and

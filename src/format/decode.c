@@ -434,6 +434,13 @@ static int general(filler *f, const unsigned char **pp, const unsigned char *end
         f->only_defs = 0;
     if (!def && want && !want[tag])
         return 1;
+    if (!def && want && want[tag] == MPROF_WANT_RECORD) {
+        run_for(f, ev->thread);
+        if (ev->thread > f->b->max_thread)
+            f->b->max_thread = ev->thread;
+        s->rec[s->n_rec++] = (mprof_rec){ev->ts_ns, MPROF_REC_NOEV, (uint32_t)tag};
+        return 1;
+    }
     if (def)
         f->b->n_defs++;
     if (tag == MPROF_EV_DEF_CALLSTACK)
@@ -656,8 +663,18 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
             f.counted += counted[tag];
             max_ns = ts_ns > max_ns ? ts_ns : max_ns;
             f.only_defs = 0;
-            if (want && !want[tag])
+            if (want && (!want[tag] || want[tag] == MPROF_WANT_RECORD)) {
+                if (!want[tag])
+                    continue;
+                /* Its record only: the time and tag without the 128-byte event. */
+                if (!run_ok) {
+                    s->n_rec = (uint32_t)(out - s->rec);
+                    run_for(&f, th);
+                    run_ok = 1;
+                }
+                *out++ = (mprof_rec){ts_ns, MPROF_REC_NOEV, (uint32_t)tag};
                 continue;
+            }
             if (!run_ok) {
                 s->n_rec = (uint32_t)(out - s->rec);
                 run_for(&f, th);

@@ -962,6 +962,13 @@ int mprof_reader_next(mprof_reader *r, mprof_event *ev)
         }
         return 1;
     }
+    if (e->x == MPROF_REC_NOEV) { /* wanted as its record only: no fields */
+        memset(ev, 0, sizeof *ev);
+        ev->type = type;
+        ev->thread = thread;
+        ev->ts_ns = e->ts_ns;
+        return 1;
+    }
     *ev = r->lb.ev[e->x];
     return 1;
 }
