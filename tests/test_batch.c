@@ -511,6 +511,95 @@ static void test_want(void **state)
     free(cap);
 }
 
+/* Tags wanted as records only: each comes as its record (time, thread, tag, x = MPROF_REC_NOEV)
+ * in its place, without an event; a one-at-a-time read gives it without fields; counts, tables
+ * and every other event are those of a full read. */
+static uint64_t timing_hash(uint64_t h, int type, uint32_t thread, int64_t ts)
+{
+    return mix(mix(mix(h, (uint64_t)type), thread), (uint64_t)ts);
+}
+
+static void test_want_record(void **state)
+{
+    (void)state;
+    size_t len;
+    unsigned char *cap = make_capture(12, &len);
+    unsigned char want[MPROF_EV_MAX];
+    for (int t = 0; t < MPROF_EV_MAX; t++)
+        want[t] = is_definition(t) || t == MPROF_EV_ZONE_BEGIN ? MPROF_WANT_WHOLE : MPROF_WANT_RECORD;
+    want[MPROF_EV_ZONE_END] = MPROF_WANT_WHOLE; /* (zones follow want[MPROF_EV_ZONE_BEGIN]) */
+    want[MPROF_EV_PLOT_F64] = MPROF_WANT_WHOLE;
+    char err[256];
+    mprof_reader *r = mprof_reader_open_mem(cap, len, err, sizeof err);
+    assert_non_null(r);
+    uint64_t h = 1, n = 0, n_rec_only = 0;
+    mprof_event e;
+    while (mprof_reader_next(r, &e) == 1) {
+        h = timing_hash(h, e.type, e.thread, e.ts_ns);
+        n++;
+        n_rec_only += want[e.type] == MPROF_WANT_RECORD;
+    }
+    assert_true(n_rec_only > 1000); /* the capture has such events (frame marks, switches) */
+    mprof_reader_stats full;
+    mprof_reader_get_stats(r, &full);
+    uint64_t tables = tables_hash(r);
+    mprof_reader_close(r);
+    for (int jobs = 1; jobs <= 3; jobs++) {
+        r = mprof_reader_open_mem(cap, len, err, sizeof err);
+        mprof_reader_set_jobs(r, jobs);
+        mprof_reader_want(r, want);
+        mprof_batch b;
+        uint64_t h2 = 1, n2 = 0, rec_only = 0;
+        while (mprof_reader_next_batch(r, &b) == 1) {
+            for (uint32_t ri = 0; ri < b.n_run; ri++) {
+                for (uint32_t k = b.run[ri].first; k < b.run[ri].end; k++) {
+                    const mprof_rec *x = &b.rec[k];
+                    int type = mprof_rec_type(x);
+                    h2 = timing_hash(h2, type == MPROF_REC_LEAF ? MPROF_EV_ZONE_BEGIN : type,
+                                     b.run[ri].thread, x->ts_ns);
+                    n2++;
+                    if (type == MPROF_REC_LEAF) {
+                        h2 = timing_hash(h2, MPROF_EV_ZONE_END, b.run[ri].thread,
+                                         x->ts_ns + mprof_rec_dur(x));
+                        n2++;
+                        continue;
+                    }
+                    if (type == MPROF_EV_ZONE_BEGIN || type == MPROF_EV_ZONE_END)
+                        continue;
+                    if (want[type] == MPROF_WANT_RECORD) {
+                        assert_int_equal(x->x, MPROF_REC_NOEV);
+                        rec_only++;
+                    } else {
+                        assert_true(x->x < b.n_ev);
+                        assert_int_equal(b.ev[x->x].type, type);
+                    }
+                }
+            }
+        }
+        mprof_reader_stats st;
+        mprof_reader_get_stats(r, &st);
+        assert_int_equal(st.events, full.events);
+        assert_true(tables_hash(r) == tables);
+        assert_int_equal(n2, n);
+        assert_true(h2 == h);
+        assert_int_equal(rec_only, n_rec_only);
+        mprof_reader_close(r);
+        /* One at a time: the same events, those wanted as records without fields. */
+        r = mprof_reader_open_mem(cap, len, err, sizeof err);
+        mprof_reader_set_jobs(r, jobs);
+        mprof_reader_want(r, want);
+        uint64_t h3 = 1;
+        while (mprof_reader_next(r, &e) == 1) {
+            h3 = timing_hash(h3, e.type, e.thread, e.ts_ns);
+            if (want[e.type] == MPROF_WANT_RECORD)
+                assert_int_equal(e.u[0], 0);
+        }
+        assert_true(h3 == h);
+        mprof_reader_close(r);
+    }
+    free(cap);
+}
+
 /* The byte at offset of chunk k (k = 0: the INFO chunk) of a capture. */
 static size_t chunk_offset(const unsigned char *cap, size_t len, int k)
 {
@@ -643,6 +732,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jobs_same_events),
         cmocka_unit_test(test_want),
+        cmocka_unit_test(test_want_record),
         cmocka_unit_test(test_jobs_same_errors),
         cmocka_unit_test(test_file_and_early_close),
     };
