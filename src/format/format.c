@@ -8,6 +8,7 @@
 #include "format/format.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 static uint16_t raw_width(uint8_t kind)
@@ -31,6 +32,7 @@ static mprof_event_desc descs[MPROF_EV_MAX] = {MPROF_EVENT_TABLE(DESC_ENTRY)};
 #undef DESC_ENTRY
 
 /* n_fields, has_ts and raw_fixed are derived from the field lists once. */
+static _Atomic int derived;
 static void derive(void)
 {
     for (int t = 0; t < MPROF_EV_MAX; t++) {
@@ -47,13 +49,16 @@ static void derive(void)
         d->has_ts = d->fields[0] == MPROF_F_TS;
         d->raw_fixed = raw;
     }
+    atomic_store_explicit(&derived, 1, memory_order_release);
 }
 
 static pthread_once_t derive_once = PTHREAD_ONCE_INIT;
 
 const mprof_event_desc *mprof_event_desc_get(int tag)
 {
-    pthread_once(&derive_once, derive);
+    /* The readers ask once an event: after the first time, one load instead of a call. */
+    if (!atomic_load_explicit(&derived, memory_order_acquire))
+        pthread_once(&derive_once, derive);
     if (tag < 0 || tag >= MPROF_EV_MAX || !descs[tag].name)
         return NULL;
     return &descs[tag];
