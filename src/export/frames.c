@@ -311,6 +311,39 @@ static int resolve_process(exporter *x, const mprof_reader *r)
 
 /* ---- pass 1: frames and zone totals --------------------------------------------------------- */
 
+static int pass1_begin(exporter *x, uint32_t thread, uint32_t loc, int64_t ts)
+{
+    tstack *t = get_stack(x, thread);
+    if (!t || push_zone(t, loc, ts))
+        return fail(x, "out of memory");
+    return 0;
+}
+
+static int pass1_end(exporter *x, uint32_t thread, int64_t ts)
+{
+    tstack *t = get_stack(x, thread);
+    if (!t)
+        return fail(x, "out of memory");
+    if (t->depth == 0)
+        return 0; /* unmatched end (its begin was lost): ignored, as mprof report does */
+    open_zone z = t->s[--t->depth];
+    int64_t dur = ts > z.begin ? ts - z.begin : 0;
+    if (t->depth)
+        t->s[t->depth - 1].mark += dur;
+    /* Only defined source locations count (a corrupt id must not size the tables). */
+    if (!loc_known(x, z.loc))
+        return 0;
+    if (!mprof__range_overlaps(x->range, z.begin, ts))
+        return 0;
+    if (ensure_loc(x, z.loc))
+        return fail(x, "out of memory");
+    x->loc_count[z.loc]++;
+    if (!nested_in(t, z.loc))
+        x->loc_incl[z.loc] += dur;
+    x->loc_self[z.loc] += dur > z.mark ? dur - z.mark : 0;
+    return 0;
+}
+
 static int pass1_event(exporter *x, const mprof_event *ev)
 {
     switch (ev->type) {
@@ -343,35 +376,10 @@ static int pass1_event(exporter *x, const mprof_event *ev)
             f->open = -1;
         return 0;
     }
-    case MPROF_EV_ZONE_BEGIN: {
-        tstack *t = get_stack(x, ev->thread);
-        if (!t || push_zone(t, (uint32_t)ev->u[0], ev->ts_ns))
-            return fail(x, "out of memory");
-        return 0;
-    }
-    case MPROF_EV_ZONE_END: {
-        tstack *t = get_stack(x, ev->thread);
-        if (!t)
-            return fail(x, "out of memory");
-        if (t->depth == 0)
-            return 0; /* unmatched end (its begin was lost): ignored, as mprof report does */
-        open_zone z = t->s[--t->depth];
-        int64_t dur = ev->ts_ns > z.begin ? ev->ts_ns - z.begin : 0;
-        if (t->depth)
-            t->s[t->depth - 1].mark += dur;
-        /* Only defined source locations count (a corrupt id must not size the tables). */
-        if (!loc_known(x, z.loc))
-            return 0;
-        if (!mprof__range_overlaps(x->range, z.begin, ev->ts_ns))
-            return 0;
-        if (ensure_loc(x, z.loc))
-            return fail(x, "out of memory");
-        x->loc_count[z.loc]++;
-        if (!nested_in(t, z.loc))
-            x->loc_incl[z.loc] += dur;
-        x->loc_self[z.loc] += dur > z.mark ? dur - z.mark : 0;
-        return 0;
-    }
+    case MPROF_EV_ZONE_BEGIN:
+        return pass1_begin(x, ev->thread, (uint32_t)ev->u[0], ev->ts_ns);
+    case MPROF_EV_ZONE_END:
+        return pass1_end(x, ev->thread, ev->ts_ns);
     case MPROF_EV_LOST: {
         /* Zones open across lost events cannot be closed reliably: drop them. */
         tstack *t = get_stack(x, ev->thread);
@@ -398,10 +406,11 @@ static int pass1_batch(exporter *x, const mprof_batch *b)
         for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
             int type = mprof_rec_type(e);
             if (type != MPROF_REC_LEAF) {
-                if (type == MPROF_EV_ZONE_BEGIN || type == MPROF_EV_ZONE_END) {
-                    mprof_event ev = {.type = type, .thread = run->thread, .ts_ns = e->ts_ns};
-                    ev.u[0] = e->x;
-                    if (pass1_event(x, &ev))
+                if (type == MPROF_EV_ZONE_BEGIN) {
+                    if (pass1_begin(x, run->thread, e->x, e->ts_ns))
+                        return -1;
+                } else if (type == MPROF_EV_ZONE_END) {
+                    if (pass1_end(x, run->thread, e->ts_ns))
                         return -1;
                 } else if (pass1_event(x, &b->ev[e->x])) {
                     return -1;
@@ -677,38 +686,36 @@ static inline void zone_ended(exporter *x, tstack *t, uint32_t thread, const ope
         t->s[t->depth - 1].mark = ts;
 }
 
-static int pass2_event(exporter *x, const mprof_event *ev)
+static int pass2_begin(exporter *x, uint32_t thread, uint32_t loc, int64_t ts)
 {
-    switch (ev->type) {
-    case MPROF_EV_ZONE_BEGIN: {
-        tstack *t = get_stack(x, ev->thread);
-        if (!t)
-            return fail(x, "out of memory");
-        pause_parent(x, t, ev->thread, ev->ts_ns);
-        if (push_zone(t, (uint32_t)ev->u[0], ev->ts_ns))
-            return fail(x, "out of memory");
-        t->s[t->depth - 1].mark = ev->ts_ns;
+    tstack *t = get_stack(x, thread);
+    if (!t)
+        return fail(x, "out of memory");
+    pause_parent(x, t, thread, ts);
+    if (push_zone(t, loc, ts))
+        return fail(x, "out of memory");
+    t->s[t->depth - 1].mark = ts;
+    return 0;
+}
+
+static int pass2_end(exporter *x, uint32_t thread, int64_t ts)
+{
+    tstack *t = get_stack(x, thread);
+    if (!t)
+        return fail(x, "out of memory");
+    if (t->depth == 0)
         return 0;
-    }
-    case MPROF_EV_ZONE_END: {
-        tstack *t = get_stack(x, ev->thread);
-        if (!t)
-            return fail(x, "out of memory");
-        if (t->depth == 0)
-            return 0;
-        open_zone z = t->s[--t->depth];
-        zone_ended(x, t, ev->thread, &z, ev->ts_ns);
-        return 0;
-    }
-    case MPROF_EV_LOST: {
-        tstack *t = get_stack(x, ev->thread);
-        if (t)
-            t->depth = 0;
-        return 0;
-    }
-    default:
-        return 0;
-    }
+    open_zone z = t->s[--t->depth];
+    zone_ended(x, t, thread, &z, ts);
+    return 0;
+}
+
+static int pass2_lost(exporter *x, uint32_t thread)
+{
+    tstack *t = get_stack(x, thread);
+    if (t)
+        t->depth = 0;
+    return 0;
 }
 
 /* Pass 2 over a batch: only zones and losses matter. */
@@ -722,14 +729,12 @@ static int pass2_batch(exporter *x, const mprof_batch *b)
         for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
             int type = mprof_rec_type(e);
             if (type != MPROF_REC_LEAF) {
-                if (type == MPROF_EV_ZONE_BEGIN || type == MPROF_EV_ZONE_END) {
-                    mprof_event ev = {.type = type, .thread = run->thread, .ts_ns = e->ts_ns};
-                    ev.u[0] = e->x;
-                    if (pass2_event(x, &ev))
-                        return -1;
-                } else if (type == MPROF_EV_LOST && pass2_event(x, &b->ev[e->x])) {
+                int rc = type == MPROF_EV_ZONE_BEGIN ? pass2_begin(x, run->thread, e->x, e->ts_ns)
+                         : type == MPROF_EV_ZONE_END ? pass2_end(x, run->thread, e->ts_ns)
+                         : type == MPROF_EV_LOST     ? pass2_lost(x, run->thread)
+                                                     : 0;
+                if (rc)
                     return -1;
-                }
                 t = NULL;
                 continue;
             }
