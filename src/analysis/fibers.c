@@ -81,6 +81,7 @@ typedef struct fibers_state {
     uint32_t n_threads;
     uint64_t segments;
     int64_t newest;     /* latest timestamp read */
+    uint32_t inside;    /* threads inside a fiber now */
     int64_t next_drain; /* the next sweep happens once the watermark passes this */
     unsigned char has_ts[MPROF_EV_MAX]; /* tags whose first field is TS */
 } fibers_state;
@@ -215,6 +216,7 @@ static void close_segment(fibers_state *s, mprof_analysis *a, fthread *t, int64_
     t->cur->leave = ts;
     t->cur->closed = 1;
     t->cur = NULL;
+    s->inside--;
     drain(s, a, 0);
 }
 
@@ -246,6 +248,7 @@ static void open_segment(fibers_state *s, fthread *t, uint32_t thread, uint32_t 
     f->n_pending++;
     s->segments++;
     t->cur = g;
+    s->inside++;
 }
 
 static void add_op(segment *g, int64_t ts, uint32_t loc)
@@ -290,6 +293,21 @@ static void fiber_event(fibers_state *s, mprof_analysis *a, fthread *t, const mp
 static void fibers_batch(void *state, mprof_analysis *a, const mprof_batch *b)
 {
     fibers_state *s = state;
+    /* No thread inside a fiber and no fiber event in the batch (fiber events come whole, in
+     * b->ev): only the newest time moves, and the batch's latest time is it (every event of the
+     * read is a record; one without a time counts as 0, before any drain can happen). A
+     * thread's latest time matters only inside a fiber, where a later batch sets it again. */
+    if (!s->inside && b->max_ts_ns >= 0) {
+        uint32_t i = 0;
+        while (i < b->n_ev && b->ev[i].type != MPROF_EV_FIBER_ENTER &&
+               b->ev[i].type != MPROF_EV_FIBER_LEAVE && b->ev[i].type != MPROF_EV_THREAD_EXIT)
+            i++;
+        if (i == b->n_ev) {
+            if (b->max_ts_ns > s->newest)
+                s->newest = b->max_ts_ns;
+            return;
+        }
+    }
     int64_t newest = s->newest;
     for (uint32_t ri = 0; ri < b->n_run; ri++) {
         const mprof_run *run = &b->run[ri];
