@@ -16,7 +16,7 @@
  * holds definitions only at its start, so a pass sees the tables exactly as a one-at-a-time read
  * would. The records, and every figure computed from them, are the same for any jobs.
  *
- * Memory: each worker holds one chunk and two segments of batches (about 2.5 MiB), whatever the
+ * Memory: each worker holds one chunk and four segments of batches (about 5.5 MiB), whatever the
  * capture's size.
  */
 #ifndef MPROF_BATCH_H
