@@ -74,6 +74,72 @@ void mprof__kv_free(mprof__kvlist *l)
 
 static inline int is_def(int tag);
 
+/* A record written with a streaming store (mprof__decoder.stream) or an ordinary one. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static inline __attribute__((always_inline)) void put_rec(mprof_rec *at, int64_t ts, uint32_t x,
+                                                          uint32_t y, const int stream)
+{
+    if (stream)
+        _mm_stream_si128((__m128i *)(void *)at,
+                         _mm_set_epi64x((long long)((uint64_t)x | (uint64_t)y << 32), (long long)ts));
+    else
+        *at = (mprof_rec){ts, x, y};
+}
+static inline void stream_fence(void)
+{
+    _mm_sfence();
+}
+/* An event of fixed fields (no strings, no frames) at at. */
+static inline __attribute__((always_inline)) void put_event(mprof_event *at, int tag, uint32_t th,
+                                                            int64_t ts_ns, const uint64_t *u,
+                                                            const int stream)
+{
+    if (!stream) {
+        at->type = tag;
+        at->thread = th;
+        at->ts_ns = ts_ns;
+        memcpy(at->u, u, sizeof at->u);
+        at->str = NULL;
+        at->str_len = 0;
+        memset(at->strs, 0, sizeof at->strs);
+        memset(at->str_lens, 0, sizeof at->str_lens);
+        at->frames = NULL;
+        return;
+    }
+    mprof_event e = {.type = tag, .thread = th, .ts_ns = ts_ns};
+    memcpy(e.u, u, sizeof e.u);
+    _Static_assert(sizeof e % 16 == 0, "an event is whole 16-byte stores");
+    const __m128i *from = (const __m128i *)(const void *)&e;
+    __m128i *to = (__m128i *)(void *)at;
+    for (size_t i = 0; i < sizeof e / 16; i++)
+        _mm_stream_si128(to + i, _mm_loadu_si128(from + i));
+}
+#else
+static inline void put_rec(mprof_rec *at, int64_t ts, uint32_t x, uint32_t y, const int stream)
+{
+    (void)stream;
+    *at = (mprof_rec){ts, x, y};
+}
+static inline void stream_fence(void)
+{
+}
+static inline void put_event(mprof_event *at, int tag, uint32_t th, int64_t ts_ns,
+                             const uint64_t *u, const int stream)
+{
+    (void)stream;
+    at->type = tag;
+    at->thread = th;
+    at->ts_ns = ts_ns;
+    memcpy(at->u, u, sizeof at->u);
+    at->str = NULL;
+    at->str_len = 0;
+    memset(at->strs, 0, sizeof at->strs);
+    memset(at->str_lens, 0, sizeof at->str_lens);
+    at->frames = NULL;
+}
+#endif
+
 /* The event table by tag, fetched once (mprof_event_desc_get takes a once-lock per call), and
  * the tags that the decoding loop reads itself (simple: fixed fields only, no string or
  * callstack, nothing applied to the decoder or the reader's tables, no value to refuse). */
@@ -459,7 +525,7 @@ stop:
  * handed out (a read that leaves them out converts no time and writes no record for them). */
 static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof__segment *s,
                                                        const unsigned char *want,
-                                                       const int want_zones)
+                                                       const int want_zones, const int stream)
 {
     filler f = {.d = d, .s = s, .max_ts = INT64_MIN, .max_dt = INT64_MIN};
     open_batch(&f);
@@ -566,11 +632,11 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
             int64_t b_ns = CONV(db), e_ns = CONV(de);
             uint64_t dur = (uint64_t)e_ns - (uint64_t)b_ns;
             if (e_ns >= b_ns && dur <= MPROF_REC_DUR_MAX) {
-                *out++ = (mprof_rec){b_ns, leaf_loc, (uint32_t)MPROF_REC_LEAF | (uint32_t)dur << 8};
+                put_rec(out++, b_ns, leaf_loc, (uint32_t)MPROF_REC_LEAF | (uint32_t)dur << 8, stream);
                 max_ns = e_ns > max_ns ? e_ns : max_ns;
             } else {
-                *out++ = (mprof_rec){b_ns, leaf_loc, MPROF_EV_ZONE_BEGIN};
-                *out++ = (mprof_rec){e_ns, 0, MPROF_EV_ZONE_END};
+                put_rec(out++, b_ns, leaf_loc, MPROF_EV_ZONE_BEGIN, stream);
+                put_rec(out++, e_ns, 0, MPROF_EV_ZONE_END, stream);
                 int64_t later = b_ns > e_ns ? b_ns : e_ns;
                 max_ns = later > max_ns ? later : max_ns;
             }
@@ -602,7 +668,7 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
                 continue;
             }
             int64_t ns = CONV(dt);
-            *out++ = (mprof_rec){ns, (uint32_t)loc, (uint32_t)tag};
+            put_rec(out++, ns, (uint32_t)loc, (uint32_t)tag, stream);
             max_ns = ns > max_ns ? ns : max_ns;
             continue;
         }
@@ -672,7 +738,7 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
                     run_for(&f, th);
                     run_ok = 1;
                 }
-                *out++ = (mprof_rec){ts_ns, MPROF_REC_NOEV, (uint32_t)tag};
+                put_rec(out++, ts_ns, MPROF_REC_NOEV, (uint32_t)tag, stream);
                 continue;
             }
             if (!run_ok) {
@@ -680,17 +746,8 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
                 run_for(&f, th);
                 run_ok = 1;
             }
-            mprof_event *ev = &s->ev[s->n_ev];
-            ev->type = tag;
-            ev->thread = th;
-            ev->ts_ns = ts_ns;
-            memcpy(ev->u, u, sizeof u);
-            ev->str = NULL;
-            ev->str_len = 0;
-            memset(ev->strs, 0, sizeof ev->strs);
-            memset(ev->str_lens, 0, sizeof ev->str_lens);
-            ev->frames = NULL;
-            *out++ = (mprof_rec){ts_ns, s->n_ev - f.b->ev0, (uint32_t)tag};
+            put_event(&s->ev[s->n_ev], tag, th, ts_ns, u, stream);
+            put_rec(out++, ts_ns, s->n_ev - f.b->ev0, (uint32_t)tag, stream);
             s->n_ev++;
             continue;
         }
@@ -736,10 +793,14 @@ void mprof__decoder_fill(mprof__decoder *d, mprof__segment *s, const unsigned ch
     s->n_rec = s->n_run = s->n_ev = s->n_frames = s->n_b = 0;
     s->last = s->failed = 0;
     s->err[0] = 0;
-    if (!want || want[MPROF_EV_ZONE_BEGIN])
-        fill(d, s, want, 1);
+    if (want && !want[MPROF_EV_ZONE_BEGIN])
+        fill(d, s, want, 0, 0);
+    else if (d->stream)
+        fill(d, s, want, 1, 1);
     else
-        fill(d, s, want, 0);
+        fill(d, s, want, 1, 0);
+    if (d->stream)
+        stream_fence(); /* the segment's stores are visible before it is handed over */
 }
 
 void mprof__produce(mprof__decoder *d, mprof__job *job, int first, mprof__segment *s,

@@ -242,6 +242,7 @@ mprof__pool *mprof__pool_start(mprof_reader *r, int workers, const unsigned char
             w->free[k] = 1;
         }
         w->n_free = SEGS_PER_WORKER;
+        w->dec.stream = 1;
     }
     for (int i = 0; i < workers; i++) {
         if (pthread_create(&p->w[i].th, NULL, work, &p->w[i]) != 0) {
