@@ -115,8 +115,7 @@ int mprof__vbuf_put(vbuf *b, const void *p, size_t n)
     return 0;
 }
 
-/* Room for n more bytes. */
-static int vbuf_room(vbuf *b, size_t n)
+int mprof__vbuf_room(vbuf *b, size_t n)
 {
     if (b->n + n <= b->cap)
         return 0;
@@ -128,14 +127,6 @@ static int vbuf_room(vbuf *b, size_t n)
         return -1;
     b->p = q;
     b->cap = c;
-    return 0;
-}
-
-int mprof__vbuf_var(vbuf *b, uint64_t v)
-{
-    if (vbuf_room(b, 10) != 0)
-        return -1;
-    b->n = (size_t)(mprof_put_varint(b->p + b->n, v) - b->p);
     return 0;
 }
 

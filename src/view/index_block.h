@@ -54,7 +54,23 @@ typedef struct vbuf {
 } vbuf;
 
 int mprof__vbuf_put(vbuf *b, const void *p, size_t n);
-int mprof__vbuf_var(vbuf *b, uint64_t v);
+/* Room for n more bytes: 0, or -1 out of memory. */
+int mprof__vbuf_room(vbuf *b, size_t n);
+
+/* Appends v as a varint. Inline: the index writes five a zone. */
+static inline int mprof__vbuf_var(vbuf *b, uint64_t v)
+{
+    if (b->n + 10 > b->cap && mprof__vbuf_room(b, 10) != 0)
+        return -1;
+    unsigned char *p = b->p + b->n;
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    b->n = (size_t)(p - b->p);
+    return 0;
+}
 
 /* One array being built. Zero-initialised but for codec and rec (mprof__vab_init). */
 typedef struct vab {
