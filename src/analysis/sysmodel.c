@@ -326,10 +326,35 @@ static int push_off(otid *t, uint32_t *cap, int64_t s, int64_t e, int reason)
     return 0;
 }
 
+/* Sorts a thread's switches as a stable sort does. They come nearly in order (a thread's
+ * switches are out of order only across the CPUs it ran on), so insertion does it in a pass or
+ * two; past a budget of moves the rest goes to qsort (glibc's is a merge sort, stable: an
+ * insertion never passes an equal element, so the order it leaves sorts to the same result). */
+static void sort_switches(sw *v, uint32_t n)
+{
+    uint64_t budget = 8 * (uint64_t)n + 64;
+    for (uint32_t i = 1; i < n; i++) {
+        if (cmp_sw(&v[i - 1], &v[i]) <= 0)
+            continue;
+        sw x = v[i];
+        uint32_t j = i;
+        while (j > 0 && cmp_sw(&v[j - 1], &x) > 0 && budget) {
+            v[j] = v[j - 1];
+            j--;
+            budget--;
+        }
+        v[j] = x;
+        if (!budget) {
+            qsort(v, n, sizeof *v, cmp_sw);
+            return;
+        }
+    }
+}
+
 static void build(mprof_sysmodel *m, otid *t)
 {
     if (t->n_sw > 1)
-        qsort(t->sw, t->n_sw, sizeof *t->sw, cmp_sw);
+        sort_switches(t->sw, t->n_sw);
     if (!t->have_start) {
         if (!t->n_sw) {
             t->start = t->end = 0;
