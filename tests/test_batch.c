@@ -600,6 +600,65 @@ static void test_want_record(void **state)
     free(cap);
 }
 
+/* A switch or wake-up with a value this reader does not know (a newer writer's) is refused with
+ * the same message by the decoder's fast path and its field list, with any number of jobs. */
+static unsigned char *one_sys_event(int tag, unsigned bad, size_t *out_len)
+{
+    mprof_buf f = {0};
+    assert_int_equal(mprof_buf_reserve(&f, 16), 0);
+    mprof_fmt_file_header(f.data);
+    f.len = 16;
+    mprof_buf kv = {0};
+    mprof_fmt_kv(&kv, "ns_per_tick", "1");
+    assert_int_equal(mprof_fmt_chunk(&f, MPROF_CHUNK_INFO, kv.data, kv.len, 1, NULL), 0);
+    mprof_buf_free(&kv);
+    builder b = {.rng = 7};
+    for (int i = 0; i < 3; i++) { /* good ones first, then the bad one */
+        int last = i == 2;
+        put_byte(&b, (unsigned char)tag);
+        put_ts(&b, 10, 1);
+        put_v(&b, 100);
+        if (tag == MPROF_EV_SYS_SWITCH) {
+            put_byte(&b, (unsigned char)(last && bad == 1 ? 2 : MPROF_SYS_IN));
+            put_byte(&b, (unsigned char)(last && bad == 2 ? MPROF_SYS_REASON_MAX + 1 : 0));
+            put_v(&b, 1);
+        } else {
+            put_v(&b, 200);
+            put_v(&b, 3);
+            put_byte(&b, (unsigned char)(last ? MPROF_SYS_WAKE_MAX + 1 : 0));
+            put_v(&b, 1);
+        }
+    }
+    assert_int_equal(mprof_fmt_chunk(&f, MPROF_CHUNK_EVENTS, b.p, b.len, 1, NULL), 0);
+    free(b.p);
+    *out_len = f.len;
+    return f.data;
+}
+
+static void test_unknown_sys_values(void **state)
+{
+    (void)state;
+    const struct { int tag; unsigned bad; const char *msg; } cases[] = {
+        {MPROF_EV_SYS_SWITCH, 1, "unknown switch direction or reason"},
+        {MPROF_EV_SYS_SWITCH, 2, "unknown switch direction or reason"},
+        {MPROF_EV_SYS_WAKE, 0, "unknown wake-up context"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t len;
+        unsigned char *cap = one_sys_event(cases[c].tag, cases[c].bad, &len);
+        for (int jobs = 1; jobs <= 2; jobs++) {
+            int64_t max_ts;
+            trace t = read_batches(cap, len, jobs, &max_ts);
+            assert_int_equal(t.rc, -1);
+            assert_int_equal(t.n, 2); /* the two good ones */
+            assert_non_null(strstr(t.err, cases[c].msg));
+            trace e = read_events(cap, len, jobs, NULL);
+            same(&t, &e);
+        }
+        free(cap);
+    }
+}
+
 /* The byte at offset of chunk k (k = 0: the INFO chunk) of a capture. */
 static size_t chunk_offset(const unsigned char *cap, size_t len, int k)
 {
@@ -733,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_jobs_same_events),
         cmocka_unit_test(test_want),
         cmocka_unit_test(test_want_record),
+        cmocka_unit_test(test_unknown_sys_values),
         cmocka_unit_test(test_jobs_same_errors),
         cmocka_unit_test(test_file_and_early_close),
     };

@@ -154,8 +154,7 @@ static void descs_load(void)
         needs_thread[t] = (t >= 0x10 || t == MPROF_EV_THREAD_EXIT) && t != MPROF_EV_TS_SCALE &&
                           !MPROF_EV_IS_PROCESS(t);
         if (!d || is_def(t) || t == MPROF_EV_THREAD || t == MPROF_EV_TS_SCALE ||
-            t == MPROF_EV_ZONE_LEAF_LOC || t == MPROF_EV_SYS_SWITCH || t == MPROF_EV_SYS_WAKE ||
-            t == MPROF_EV_ZONE_BEGIN || t == MPROF_EV_ZONE_END)
+            t == MPROF_EV_ZONE_LEAF_LOC || t == MPROF_EV_ZONE_BEGIN || t == MPROF_EV_ZONE_END)
             continue;
         int ok = 1;
         for (int i = 0; i < d->n_fields; i++)
@@ -723,6 +722,13 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
                     BAD_EVENT("32-bit field out of range");
                 }
                 u[ui++] = v;
+            }
+            /* Values this reader does not know are a newer writer's: refused (as general()). */
+            if ((tag == MPROF_EV_SYS_SWITCH && (u[1] > MPROF_SYS_IN || u[2] > MPROF_SYS_REASON_MAX)) ||
+                (tag == MPROF_EV_SYS_WAKE && u[3] > MPROF_SYS_WAKE_MAX)) {
+                SYNC();
+                BAD_EVENT(tag == MPROF_EV_SYS_SWITCH ? "unknown switch direction or reason"
+                                                     : "unknown wake-up context");
             }
             p = q;
             f.events++;
