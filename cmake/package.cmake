@@ -25,6 +25,9 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/src/runtim
 # A shlibs file for the package's libraries, and the ldconfig trigger that goes with it.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
+# mprof loads libpq only for a PostgreSQL run store (src/store/store_pg.c), so dpkg-shlibdeps does
+# not see it: named here, and the dependencies it finds are added after it.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libpq5")
 # What building against the static libraries and reading the pkg-config files needs.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "pkg-config, libzstd-dev, libxxhash-dev, libunwind-dev")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "cmake")

@@ -10,10 +10,60 @@
  */
 #include "store/store_backend.h"
 
+#include <dlfcn.h>
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* libpq is loaded when a store first names PostgreSQL, not linked: its libraries (TLS, Kerberos,
+ * LDAP) cost every mprof command about 5 ms of start-up, and only `postgresql://` stores use it.
+ * The header still gives every function its type. */
+#define PQ_FUNCS(X)                                                                                \
+    X(PQconnectdbParams) X(PQstatus) X(PQfinish) X(PQerrorMessage) X(PQsetNoticeProcessor)        \
+    X(PQexecParams) X(PQresultStatus) X(PQresultErrorMessage) X(PQclear) X(PQntuples)             \
+    X(PQnfields) X(PQgetisnull) X(PQgetlength) X(PQgetvalue) X(PQconninfoParse)                  \
+    X(PQconninfoFree) X(PQfreemem)
+static struct {
+#define PQ_DECL(f) __typeof__(f) *f;
+    PQ_FUNCS(PQ_DECL)
+#undef PQ_DECL
+} pq;
+static char pq_why[512]; /* why libpq cannot be used; empty when loaded */
+static pthread_once_t pq_once = PTHREAD_ONCE_INIT;
+
+static void pq_load(void)
+{
+    void *lib = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(pq_why, sizeof pq_why, "cannot load libpq.so.5 (%s): install libpq5",
+                 e ? e : "not found");
+        return;
+    }
+#define PQ_LOAD(f)                                                                                 \
+    {                                                                                              \
+        void *sym = dlsym(lib, #f);                                                                \
+        if (!sym) {                                                                                \
+            snprintf(pq_why, sizeof pq_why, "libpq.so.5 lacks %s", #f);                           \
+            return;                                                                                \
+        }                                                                                          \
+        memcpy(&pq.f, &sym, sizeof sym);                                                           \
+    }
+    PQ_FUNCS(PQ_LOAD)
+#undef PQ_LOAD
+}
+
+/* 0 when libpq is there, else -1 with why in err. */
+static int pq_ready(char *err, size_t errlen)
+{
+    pthread_once(&pq_once, pq_load);
+    if (!pq_why[0])
+        return 0;
+    snprintf(err, errlen, "PostgreSQL: %s", pq_why);
+    return -1;
+}
 
 #define MAX_PARAMS 32
 
@@ -86,19 +136,19 @@ static mprof_store_result pg_exec(void *h, const char *sql, const store_param *p
         snprintf(err, errlen, "out of memory");
         return MPROF_STORE_NOMEM;
     }
-    PGresult *r = PQexecParams(c, q, n, NULL, vals, NULL, NULL, 0);
+    PGresult *r = pq.PQexecParams(c, q, n, NULL, vals, NULL, NULL, 0);
     free(q);
-    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    ExecStatusType st = r ? pq.PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        int gone = PQstatus(c) != CONNECTION_OK;
+        int gone = pq.PQstatus(c) != CONNECTION_OK;
         set_pg_err(err, errlen, gone ? "the PostgreSQL connection was lost" : "PostgreSQL",
-                   r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-        PQclear(r);
+                   r ? pq.PQresultErrorMessage(r) : pq.PQerrorMessage(c));
+        pq.PQclear(r);
         return gone ? MPROF_STORE_UNREACHABLE : MPROF_STORE_QUERY;
     }
     mprof_store_result res = MPROF_STORE_OK;
     if (out && st == PGRES_TUPLES_OK) {
-        int rows = PQntuples(r), cols = PQnfields(r);
+        int rows = pq.PQntuples(r), cols = pq.PQnfields(r);
         out->n_rows = (size_t)rows;
         out->n_cols = (size_t)cols;
         if (rows > 0 && cols > 0) {
@@ -108,15 +158,15 @@ static mprof_store_result pg_exec(void *h, const char *sql, const store_param *p
         }
         for (int i = 0; res == MPROF_STORE_OK && i < rows; i++)
             for (int j = 0; res == MPROF_STORE_OK && j < cols; j++) {
-                if (PQgetisnull(r, i, j))
+                if (pq.PQgetisnull(r, i, j))
                     continue;
-                size_t len = (size_t)PQgetlength(r, i, j);
+                size_t len = (size_t)pq.PQgetlength(r, i, j);
                 char *v = malloc(len + 1);
                 if (!v) {
                     res = MPROF_STORE_NOMEM;
                     break;
                 }
-                memcpy(v, PQgetvalue(r, i, j), len);
+                memcpy(v, pq.PQgetvalue(r, i, j), len);
                 v[len] = '\0';
                 out->cells[(size_t)i * (size_t)cols + (size_t)j] = v;
             }
@@ -125,13 +175,13 @@ static mprof_store_result pg_exec(void *h, const char *sql, const store_param *p
             mprof__store_rows_clear(out);
         }
     }
-    PQclear(r);
+    pq.PQclear(r);
     return res;
 }
 
 static void pg_close(void *h)
 {
-    PQfinish(h);
+    pq.PQfinish(h);
 }
 
 static void quiet_notice(void *arg, const char *message)
@@ -154,14 +204,16 @@ static const store_backend pg_backend = {
 
 int mprof__store_pg_check_uri(const char *uri, char *err, size_t errlen)
 {
+    if (pq_ready(err, errlen) != 0)
+        return -1;
     char *msg = NULL;
-    PQconninfoOption *opts = PQconninfoParse(uri, &msg);
+    PQconninfoOption *opts = pq.PQconninfoParse(uri, &msg);
     if (!opts) {
         set_pg_err(err, errlen, "libpq rejects it", msg ? msg : "out of memory");
-        PQfreemem(msg);
+        pq.PQfreemem(msg);
         return -1;
     }
-    PQconninfoFree(opts);
+    pq.PQconninfoFree(opts);
     return 0;
 }
 
@@ -171,19 +223,23 @@ void *mprof__store_pg_open(const char *uri, const store_backend **out_be, mprof_
     /* Keywords before dbname are defaults that the URI's own settings override. */
     const char *keys[] = {"connect_timeout", "fallback_application_name", "dbname", NULL};
     const char *vals[] = {"10", "mprof", uri, NULL};
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    if (pq_ready(err, errlen) != 0) {
+        *rc = MPROF_STORE_UNREACHABLE;
+        return NULL;
+    }
+    PGconn *c = pq.PQconnectdbParams(keys, vals, 1);
     if (!c) {
         snprintf(err, errlen, "out of memory");
         *rc = MPROF_STORE_NOMEM;
         return NULL;
     }
-    if (PQstatus(c) != CONNECTION_OK) {
-        set_pg_err(err, errlen, "cannot connect to PostgreSQL", PQerrorMessage(c));
-        PQfinish(c);
+    if (pq.PQstatus(c) != CONNECTION_OK) {
+        set_pg_err(err, errlen, "cannot connect to PostgreSQL", pq.PQerrorMessage(c));
+        pq.PQfinish(c);
         *rc = MPROF_STORE_UNREACHABLE;
         return NULL;
     }
-    PQsetNoticeProcessor(c, quiet_notice, NULL);
+    pq.PQsetNoticeProcessor(c, quiet_notice, NULL);
     *out_be = &pg_backend;
     *rc = MPROF_STORE_OK;
     return c;
