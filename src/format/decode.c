@@ -677,8 +677,8 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
             const mprof_event_desc *dd = descs[tag];
             const unsigned char *q = p + 1;
             uint64_t u[MPROF_MAX_FIELDS] = {0};
-            int64_t ts_ns = 0;
-            int ui = 0;
+            int64_t ts_ns = 0, ts_dt = 0;
+            int ui = 0, timed = 0;
             for (int i = 0; i < dd->n_fields; i++) {
                 uint64_t v;
                 int kind = dd->fields[i];
@@ -710,8 +710,8 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
                         ts_ok = 1;
                         leaf_ok = leaf_loc && th;
                     }
-                    int64_t dt = (int64_t)(last - tick0);
-                    ts_ns = CONV(dt);
+                    ts_dt = (int64_t)(last - tick0);
+                    timed = 1;
                     continue;
                 }
                 if (kind == MPROF_F_I64)
@@ -733,11 +733,19 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
             p = q;
             f.events++;
             f.counted += counted[tag];
-            max_ns = ts_ns > max_ns ? ts_ns : max_ns;
             f.only_defs = 0;
-            if (want && (!want[tag] || want[tag] == MPROF_WANT_RECORD)) {
-                if (!want[tag])
-                    continue;
+            if (want && !want[tag]) {
+                /* Left out: its time counts in the batch's latest as ticks, converted once. */
+                if (timed)
+                    max_dt = ts_dt > max_dt ? ts_dt : max_dt;
+                else
+                    max_ns = 0 > max_ns ? 0 : max_ns;
+                continue;
+            }
+            if (timed)
+                ts_ns = CONV(ts_dt);
+            max_ns = ts_ns > max_ns ? ts_ns : max_ns;
+            if (want && want[tag] == MPROF_WANT_RECORD) {
                 /* Its record only: the time and tag without the 128-byte event. */
                 if (!run_ok) {
                     s->n_rec = (uint32_t)(out - s->rec);
