@@ -199,6 +199,11 @@ static int vab_flush(vab *a, vout *o)
 
 int mprof__vab_push(vab *a, vout *o, const void *rec, int64_t key)
 {
+    return mprof__vab_push_dur(a, o, rec, key, 0);
+}
+
+int mprof__vab_push_dur(vab *a, vout *o, const void *rec, int64_t key, int64_t dur)
+{
     if (!a->pend) {
         vab_clear_block(a);
         a->cur.k_first = key;
@@ -210,6 +215,8 @@ int mprof__vab_push(vab *a, vout *o, const void *rec, int64_t key)
     a->cur.k_last = key;
     if (key > a->cur.e_max)
         a->cur.e_max = key;
+    if (dur > a->cur.d_max)
+        a->cur.d_max = dur;
     a->pend++;
     a->n++;
     if ((uint64_t)a->pend * a->rec >= REC_BLOCK_BYTES)

@@ -73,6 +73,8 @@ typedef struct vab {
 void mprof__vab_init(vab *a, uint32_t codec, uint32_t rec);
 /* Appends a record of a raw array whose key (for binary search) is key. 0, or -1 (o->failed). */
 int mprof__vab_push(vab *a, vout *o, const void *rec, int64_t key);
+/* The same, with a duration whose maximum over the block the directory keeps (vblk.d_max). */
+int mprof__vab_push_dur(vab *a, vout *o, const void *rec, int64_t key, int64_t dur);
 /* Appends len bytes to a byte array (VC_RAW, rec 1). 0, or -1 (o->failed). */
 int mprof__vab_bytes(vab *a, vout *o, const void *p, size_t len);
 /* Appends a zone (VC_ZONES: flags are VZ_*) or a run (VC_RUNS: flags is its count, first its
