@@ -116,6 +116,8 @@ typedef struct vread {
     unsigned char *raw; /* a block's stored and decompressed bytes */
     size_t raw_cap, zcap;
     unsigned char *zraw;
+    void *dctx;         /* ZSTD_DCtx, made at the first compressed block: one per call would
+                         * allocate (and fault in) its window each time */
     int err;            /* a block could not be read, failed its checksum or did not decode */
     char why[128];
 } vread;

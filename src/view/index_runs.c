@@ -179,12 +179,16 @@ void mprof__vruns_span_range(vread *r, uint64_t arr0, uint64_t n_runs, int64_t t
                 continue;
             }
             uint64_t from = first > lo ? first : lo, to = end < hi ? end : hi;
-            int64_t prev = from < to ? pre_of(r, a, from) : 0;
-            for (uint64_t i = from; i < to; i++) {
-                int64_t next = pre_of(r, a, i + 1);
-                if (next - prev > mx)
-                    mx = next - prev;
-                prev = next;
+            if (from >= to)
+                continue;
+            /* The span after the last (maybe in the next block) first: the block read after it
+             * stays in the reader's cache for the loop. */
+            int64_t tail = pre_of(r, a, to);
+            const vrspan *d = mprof__vread_block(r, a, bi);
+            for (uint64_t i = from; d && i < to; i++) {
+                int64_t next = i + 1 < to ? d[i + 1 - first].pre : tail;
+                if (next - d[i - first].pre > mx)
+                    mx = next - d[i - first].pre;
             }
         }
         *out_max = mx;

@@ -5,10 +5,10 @@
  * /api/samples (a range's flame graph) and /api/locks (waits and holds per lock in a range).
  *
  * The small tables are in memory (the section's block); the big ones are arrays of the index,
- * read a block at a time through the answer's vread, so a damaged block refuses the answer. The
- * off-CPU intervals and CPU points are searched with the very probes of mprof__vsearch
- * (index_search.h), a record at a time; lock spans and samples are sorted runs (index_runs.h),
- * searched through the directory's keys first.
+ * read a block at a time through the answer's vread, so a damaged block refuses the answer.
+ * Searches read the directory's keys first (a thread's off-CPU intervals have blocks of their
+ * own; lock spans and samples are sorted runs, index_runs.h), or gallop from where the answer
+ * is; CPU points are searched with the very probes of mprof__vsearch (index_search.h).
  *
  * A range's flame graph counts its samples per stack and merges the stacks into a tree on the
  * server, sending only the nodes at least 1/4000 of the range wide (the rest is counted, never
@@ -125,6 +125,24 @@ static uint64_t rsearch(vread *r, const varr *a, size_t key_off, uint64_t lo, ui
     return lo;
 }
 
+/* The same over sorted keys, galloping from lo: the records near lo are read first, where an
+ * answer's per-pixel searches find what they look for. The system model's off-CPU intervals of a
+ * thread are disjoint and in order (analysis/sysmodel.c), so both searches give one answer. */
+static uint64_t rgallop(vread *r, const varr *a, size_t key_off, uint64_t lo, uint64_t hi, int64_t t, int after)
+{
+    uint64_t from = lo, probe = lo, step = 1;
+    while (probe < hi && !r->err) {
+        int64_t k;
+        memcpy(&k, (const unsigned char *)mprof__vread_rec(r, a, probe) + key_off, sizeof k);
+        if (!(k < t || (after && k == t)))
+            break;
+        from = probe + 1;
+        probe = hi - lo > step ? lo + step : hi;
+        step *= 2;
+    }
+    return rsearch(r, a, key_off, from, probe < hi ? probe : hi, t, after);
+}
+
 static soff off_at(vread *r, const varr *a, uint64_t i)
 {
     soff o;
@@ -159,7 +177,13 @@ static int answer_states(vread *r, const mprof_vindex *x, const mprof_vquery *q,
             fprintf(out, "%" PRIu32, th[ti].track);
         fprintf(out, ",\"start\":%" PRId64 ",\"end\":%" PRId64 ",\"r\":[", th[ti].start, th[ti].end);
         int first = 1;
-        uint64_t i = rsearch(r, oa, offsetof(soff, e), base, base + n, q->t0, 1) - base;
+        /* The first interval that ends after t0: the one before the first that starts after t0,
+         * when it ends after t0 (a thread's intervals are disjoint and in order), found through
+         * the directory's keys (a thread's intervals have blocks of their own). */
+        uint64_t i = mprof__vread_search(r, oa, offsetof(soff, s), base, base + n, q->t0, 1, 0);
+        if (i > base && off_at(r, oa, i - 1).e > q->t0)
+            i--;
+        i -= base;
         while (i < n && !r->err) {
             soff oi = off_at(r, oa, base + i);
             if (oi.s >= q->t1)
@@ -168,7 +192,7 @@ static int answer_states(vread *r, const mprof_vindex *x, const mprof_vquery *q,
             int64_t s = oi.s, e = oi.e, permille = 1000;
             uint32_t reason = oi.reason;
             if (mprof__vq_len(s, e) < px) {
-                j = rsearch(r, oa, offsetof(soff, s), base + i + 1, base + n, mprof__vq_add(s, px), 0) - base;
+                j = rgallop(r, oa, offsetof(soff, s), base + i + 1, base + n, mprof__vq_add(s, px), 0) - base;
                 if (j <= i)
                     j = i + 1;
                 /* Stop before an interval that is wide enough to be drawn on its own. */

@@ -371,6 +371,10 @@ int mprof__vsys_finish(mprof_vsys *s, const mprof_reader *r, const mprof_walker 
             if (mprof__vab_push(&s->off, o, &x, x.s) != 0)
                 goto out;
         }
+        /* A thread's intervals end their block: the directory's keys of a block are then one
+         * thread's, sorted, and searches of a thread start from them. */
+        if (mprof__vab_finish(&s->off, o) != 0)
+            goto out;
     }
     /* CPU usage. */
     s->n_cpu = mprof__sys_cpu_count(s->m);
@@ -380,7 +384,7 @@ int mprof__vsys_finish(mprof_vsys *s, const mprof_reader *r, const mprof_walker 
         if (mprof__vab_push(&s->cpu, o, &c, c.ts) != 0)
             goto out;
     }
-    if (mprof__vab_finish(&s->off, o) != 0 || mprof__vab_finish(&s->cpu, o) != 0)
+    if (mprof__vab_finish(&s->cpu, o) != 0)
         goto out;
     /* Samples: their runs, their threads' tracks, their stacks. */
     if (mprof__vruns_finish(&s->smp, o) != 0)
