@@ -8,9 +8,10 @@
  * or query says why.
  *
  * Build: cmake -DMPROF_BUILD_FUZZ=ON -DCMAKE_C_COMPILER=clang. The corpus in fuzz/corpus/view_index
- * (indexes, version 8, of tests/view_demo captures: 3 frames; 2 frames with a recursion 8 deep;
+ * (indexes, version 9, of tests/view_demo captures: 3 frames; 2 frames with a recursion 8 deep;
  * 4 frames of 300 tiny zones, which have tiers of detail; 3 frames with async spans, whose lanes
- * carry their threads) is replayed by ctest (fuzz_view_index_replay).
+ * carry their threads; 3 frames sampled at 1 kHz, whose system section has off-CPU intervals,
+ * samples and lock spans in runs) is replayed by ctest (fuzz_view_index_replay).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "view/index_block.h"

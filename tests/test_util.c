@@ -173,6 +173,14 @@ void tu_cap_frame_end(tu_cap *c, int64_t ts, uint32_t name)
     cap_frame(c, MPROF_EV_FRAME_END, ts, name);
 }
 
+void tu_cap_lock(tu_cap *c, unsigned tag, int64_t ts, uint32_t id, int shared)
+{
+    cap_u8(c, tag);
+    cap_ts(c, ts);
+    cap_var(c, id);
+    cap_u8(c, shared ? 1 : 0);
+}
+
 int tu_cap_write(tu_cap *c, const char *path)
 {
     mprof_buf out = {0}, inf = {0}, fin = {0};

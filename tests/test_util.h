@@ -59,6 +59,9 @@ void tu_cap_zone(tu_cap *c, int64_t start, int64_t end, uint32_t loc); /* begin 
 void tu_cap_mark(tu_cap *c, int64_t ts, uint32_t name); /* name 0: a main frame mark */
 void tu_cap_frame_begin(tu_cap *c, int64_t ts, uint32_t name);
 void tu_cap_frame_end(tu_cap *c, int64_t ts, uint32_t name);
+/* A lock record: tag MPROF_EV_LOCK_WAIT, _OBTAINED or _RELEASED of lock id (shared 1: a shared
+ * acquisition). */
+void tu_cap_lock(tu_cap *c, unsigned tag, int64_t ts, uint32_t id, int shared);
 /* Writes the capture to path; 0, or -1 when it cannot be written. */
 int tu_cap_write(tu_cap *c, const char *path);
 

@@ -343,7 +343,7 @@ int mprof__vindex_answer(const mprof_vindex *x, const mprof_vquery *q, FILE *out
         return rc;
     default:
         mprof__vread_free(&r);
-        rc = mprof__vsys_answer(x->sys, x->sys_len, q, out, err, errlen);
+        rc = mprof__vsys_answer(x, q, out, err, errlen);
         if (rc == 1)
             tool_seterr(err, errlen, "not a query");
         return rc ? -1 : 0;

@@ -190,6 +190,11 @@ static int vab_flush(vab *a, vout *o)
 
 int mprof__vab_push(vab *a, vout *o, const void *rec, int64_t key)
 {
+    return mprof__vab_push_dur(a, o, rec, key, 0);
+}
+
+int mprof__vab_push_dur(vab *a, vout *o, const void *rec, int64_t key, int64_t dur)
+{
     if (!a->pend) {
         vab_clear_block(a);
         a->cur.k_first = key;
@@ -201,6 +206,8 @@ int mprof__vab_push(vab *a, vout *o, const void *rec, int64_t key)
     a->cur.k_last = key;
     if (key > a->cur.e_max)
         a->cur.e_max = key;
+    if (dur > a->cur.d_max)
+        a->cur.d_max = dur;
     a->pend++;
     a->n++;
     if ((uint64_t)a->pend * a->rec >= REC_BLOCK_BYTES)
@@ -397,6 +404,7 @@ void mprof__vread_free(vread *r)
         free(r->slot[i].data);
     free(r->raw);
     free(r->zraw);
+    ZSTD_freeDCtx(r->dctx);
     memset(r, 0, sizeof *r);
 }
 
@@ -467,13 +475,30 @@ const void *mprof__vread_block(vread *r, const varr *a, uint64_t bi)
         vr_fail(r, "the index file changed under the server (a block fails its checksum); restart mprof view to rebuild it");
         return NULL;
     }
+    if (b->at.len != b->at.raw_len && !r->dctx && !(r->dctx = ZSTD_createDCtx())) {
+        vr_fail(r, "out of memory");
+        return NULL;
+    }
+    if (a->codec == VC_RAW && b->at.len != b->at.raw_len) {
+        /* Raw records decompress straight into the slot: no copy of the block. */
+        size_t z = b->at.raw_len == need ? ZSTD_decompressDCtx(r->dctx, sl->data, need, r->zraw, b->at.len) : 0;
+        if (b->at.raw_len != need || ZSTD_isError(z) || z != need) {
+            vr_fail(r, "a damaged block in the index");
+            return NULL;
+        }
+        sl->a = a;
+        sl->b = bi;
+        sl->used = ++r->clock;
+        r->last = s;
+        return sl->data;
+    }
     const unsigned char *raw = r->zraw;
     if (b->at.len != b->at.raw_len) {
         if (grow(&r->raw, &r->raw_cap, b->at.raw_len ? b->at.raw_len : 1) != 0) {
             vr_fail(r, "out of memory");
             return NULL;
         }
-        size_t z = ZSTD_decompress(r->raw, b->at.raw_len, r->zraw, b->at.len);
+        size_t z = ZSTD_decompressDCtx(r->dctx, r->raw, b->at.raw_len, r->zraw, b->at.len);
         if (ZSTD_isError(z) || z != b->at.raw_len) {
             vr_fail(r, "a damaged block in the index");
             return NULL;

@@ -89,6 +89,8 @@ typedef struct vab {
 void mprof__vab_init(vab *a, uint32_t codec, uint32_t rec);
 /* Appends a record of a raw array whose key (for binary search) is key. 0, or -1 (o->failed). */
 int mprof__vab_push(vab *a, vout *o, const void *rec, int64_t key);
+/* The same, with a duration whose maximum over the block the directory keeps (vblk.d_max). */
+int mprof__vab_push_dur(vab *a, vout *o, const void *rec, int64_t key, int64_t dur);
 /* Appends len bytes to a byte array (VC_RAW, rec 1). 0, or -1 (o->failed). */
 int mprof__vab_bytes(vab *a, vout *o, const void *p, size_t len);
 /* Appends a zone (VC_ZONES: flags are VZ_*) or a run (VC_RUNS: flags is its count, first its
@@ -130,6 +132,8 @@ typedef struct vread {
     unsigned char *raw; /* a block's stored and decompressed bytes */
     size_t raw_cap, zcap;
     unsigned char *zraw;
+    void *dctx;         /* ZSTD_DCtx, made at the first compressed block: one per call would
+                         * allocate (and fault in) its window each time */
     int err;            /* a block could not be read, failed its checksum or did not decode */
     char why[128];
 } vread;

@@ -541,7 +541,7 @@ static int build_into(const char *capture_path, int fd, char *err, size_t errlen
                             .async_span = h_async, .other = h_other};
     b.r = r;
     b.w = mprof__walker_new(r, &hooks, 1);
-    b.sys = mprof__vsys_new();
+    b.sys = mprof__vsys_new(&b.out);
     if (!b.w || !b.sys) {
         tool_seterr(err, errlen, "out of memory");
         mprof__walker_free(b.w);

@@ -36,7 +36,8 @@
 #include <stdint.h>
 
 #define VIDX_MAGIC "MPVIDX02"
-#define VIDX_VERSION 8u /* 7: async tracks (index_async.c); 8: processes in the metadata (processes.c) */
+#define VIDX_VERSION 9u /* 7: async tracks (index_async.c); 8: processes in the metadata (processes.c);
+                         * 9: the system section's big tables in blocks (index_sys_file.h) */
 #define MAX_LOC_SLOTS (1u << 20)
 #define PYR_FANOUT 16
 #define PYR_LEVELS 8
@@ -79,7 +80,7 @@ typedef struct vblk {
     int64_t k_first;       /* the first and last record's key (start, time stamp) */
     int64_t k_last;
     int64_t e_max;         /* zones: the greatest end in this block and the blocks before it */
-    int64_t d_max;         /* zones: the longest duration in this block */
+    int64_t d_max;         /* zones, lock spans: the longest duration in this block */
     uint64_t loc_mask;     /* zones: bit (slot % 64) for each source location in it */
 } vblk;
 

@@ -15,6 +15,7 @@
 
 #include "util/tool.h"
 #include "view/index_sys.h"
+#include "view/index_sys_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -274,7 +275,7 @@ static mprof_vindex *try_open(const char *cap_path, const char *index_path, char
     if (!why) {
         x->d = (const vdir *)x->dir_buf;
         why = check_dir(x, x->h.dir.raw_len);
-        if (!why && !mprof__vsys_check(x->sys, x->sys_len))
+        if (!why && !mprof__vsys_check(x))
             why = "damaged index (its system section)";
         if (!why && !mprof__vidx_fuzz_no_checksum)
             why = check_blocks(x);
@@ -445,5 +446,9 @@ void mprof__vindex_parts(const mprof_vindex *x, mprof_vindex_parts *out)
     out->directory = x->h.dir.len;
     out->meta = x->h.meta.len;
     out->system = x->h.sys.len;
+    /* The system section's arrays are the directory's last (index_write.c). */
+    if (x->sys_len >= sizeof(shead))
+        for (uint64_t i = ((const shead *)x->sys)->off_arr; i < x->d->n_arrays; i++)
+            out->system += array_bytes(x, (uint32_t)i);
     out->header = sizeof(vhead);
 }

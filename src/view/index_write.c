@@ -313,7 +313,8 @@ static void dirb_free(dirb *d)
         free(all[i]->p);
 }
 
-static int build_dir(builder *b, dirb *d, vdir *h)
+/* The directory; *out_sys0 gets the index of the system section's first array. */
+static int build_dir(builder *b, dirb *d, vdir *h, uint32_t *out_sys0)
 {
     memset(h, 0, sizeof *h);
     /* Levels and their tiers. */
@@ -383,6 +384,10 @@ static int build_dir(builder *b, dirb *d, vdir *h)
         }
         d->oom |= mprof__vbuf_put(&d->sets, &v, sizeof v);
     }
+    /* The system section's big tables (index_sys.h), in its order. */
+    *out_sys0 = (uint32_t)(d->arrays.n / sizeof(varr));
+    for (uint32_t k = 0; k < mprof__vsys_array_count(b->sys); k++)
+        add_array(d, mprof__vsys_array(b->sys, k));
     h->total_zones = mprof__walker_zone_count(b->w);
     h->end_ns = mprof__walker_last_ns(b->w);
     h->min_s = b->n_zones ? b->min_s : 0;
@@ -419,10 +424,18 @@ int mprof__vidx_write(builder *b, mprof_reader *r, const char *cap_path, char *e
     dirb d;
     memset(&d, 0, sizeof d);
     vdir dh;
-    char *meta = NULL, *sys = NULL;
+    char *meta = NULL;
+    unsigned char *sys = NULL;
     size_t meta_len = 0, sys_len = 0;
+    uint32_t sys0 = 0;
     int rc = -1;
-    if (build_dir(b, &d, &dh) != 0)
+    /* The system section's last blocks go before the directory, which lists them. */
+    if (mprof__vsys_finish(b->sys, r, b->w) != 0) {
+        if (b->out.failed)
+            goto io;
+        goto oom;
+    }
+    if (build_dir(b, &d, &dh, &sys0) != 0)
         goto oom;
     if (mprof__vout_block(&b->out, d.buf.p, d.buf.n, &h.dir) != 0)
         goto io;
@@ -434,14 +447,9 @@ int mprof__vidx_write(builder *b, mprof_reader *r, const char *cap_path, char *e
         goto oom;
     if (mprof__vout_block(&b->out, meta, meta_len, &h.meta) != 0)
         goto io;
-    FILE *sm = open_memstream(&sys, &sys_len);
-    if (!sm)
+    if (mprof__vsys_section(b->sys, sys0, &sys, &sys_len) != 0)
         goto oom;
-    uint64_t spos = 0, soff = 0, slen = 0;
-    int src = mprof__vsys_write(b->sys, r, b->w, sm, &spos, &soff, &slen);
-    if (fclose(sm) != 0 || src != 0 || soff + slen > sys_len)
-        goto oom;
-    if (mprof__vout_block(&b->out, sys + soff, (size_t)slen, &h.sys) != 0)
+    if (mprof__vout_block(&b->out, sys, sys_len, &h.sys) != 0)
         goto io;
     h.file_bytes = b->out.pos;
     h.head_csum = XXH3_64bits(&h, sizeof h);
