@@ -882,6 +882,40 @@ static void test_span_one_read(void **state)
     }
 }
 
+/* The report's read hands out whole only the events its passes say they read (their `fields`);
+ * on the sample engine's capture (locks, fibers, plots, messages, zone values, switches) the
+ * report is the same as with every event whole, with one job and with three. */
+static void test_fields_complete(void **state)
+{
+    (void)state;
+    const char *path = getenv("MPROF_TEST_ENGINE_CAPTURE");
+    assert_non_null(path);
+    /* The capture has events that the default report reads as records only. */
+    char err[256];
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    assert_non_null(r);
+    uint64_t locks = 0, values = 0;
+    mprof_event ev;
+    while (mprof_reader_next(r, &ev) == 1) {
+        locks += ev.type == MPROF_EV_LOCK_WAIT || ev.type == MPROF_EV_LOCK_RELEASED;
+        values += ev.type == MPROF_EV_ZONE_VALUE;
+    }
+    mprof_reader_close(r);
+    assert_true(locks > 100);
+    assert_true(values > 100);
+    for (int jobs = 1; jobs <= 3; jobs += 2) {
+        mprof_set_read_jobs(jobs);
+        char *records = report_json_text(path);
+        setenv("MPROF_WHOLE_EVENTS", "1", 1);
+        char *whole = report_json_text(path);
+        unsetenv("MPROF_WHOLE_EVENTS");
+        assert_string_equal(records, whole);
+        free(records);
+        free(whole);
+    }
+    mprof_set_read_jobs(1);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -902,6 +936,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recursion_report),
         cmocka_unit_test(test_span_one_read),
+        cmocka_unit_test(test_fields_complete),
         cmocka_unit_test(test_recursion_csv_diff_frames),
         cmocka_unit_test(test_lost_frame_marks),
         cmocka_unit_test(test_timer_bound_and_top),

@@ -74,6 +74,20 @@ void mprof__kv_free(mprof__kvlist *l)
 
 static inline int is_def(int tag);
 
+static inline void put_event_plain(mprof_event *at, int tag, uint32_t th, int64_t ts_ns,
+                                   const uint64_t *u)
+{
+    at->type = tag;
+    at->thread = th;
+    at->ts_ns = ts_ns;
+    memcpy(at->u, u, sizeof at->u);
+    at->str = NULL;
+    at->str_len = 0;
+    memset(at->strs, 0, sizeof at->strs);
+    memset(at->str_lens, 0, sizeof at->str_lens);
+    at->frames = NULL;
+}
+
 /* A record written with a streaming store (mprof__decoder.stream) or an ordinary one. */
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -96,15 +110,7 @@ static inline __attribute__((always_inline)) void put_event(mprof_event *at, int
                                                             const int stream)
 {
     if (!stream) {
-        at->type = tag;
-        at->thread = th;
-        at->ts_ns = ts_ns;
-        memcpy(at->u, u, sizeof at->u);
-        at->str = NULL;
-        at->str_len = 0;
-        memset(at->strs, 0, sizeof at->strs);
-        memset(at->str_lens, 0, sizeof at->str_lens);
-        at->frames = NULL;
+        put_event_plain(at, tag, th, ts_ns, u);
         return;
     }
     mprof_event e = {.type = tag, .thread = th, .ts_ns = ts_ns};
@@ -128,15 +134,7 @@ static inline void put_event(mprof_event *at, int tag, uint32_t th, int64_t ts_n
                              const uint64_t *u, const int stream)
 {
     (void)stream;
-    at->type = tag;
-    at->thread = th;
-    at->ts_ns = ts_ns;
-    memcpy(at->u, u, sizeof at->u);
-    at->str = NULL;
-    at->str_len = 0;
-    memset(at->strs, 0, sizeof at->strs);
-    memset(at->str_lens, 0, sizeof at->str_lens);
-    at->frames = NULL;
+    put_event_plain(at, tag, th, ts_ns, u);
 }
 #endif
 

@@ -441,6 +441,16 @@ uint64_t mprof__varr_block_of(const mprof_vindex *x, const varr *a, uint64_t i)
     return lo;
 }
 
+/* Slot s now holds block bi of a: the most recently used. */
+static const void *slot_holds(vread *r, vslot *sl, int s, const varr *a, uint64_t bi)
+{
+    sl->a = a;
+    sl->b = bi;
+    sl->used = ++r->clock;
+    r->last = s;
+    return sl->data;
+}
+
 const void *mprof__vread_block(vread *r, const varr *a, uint64_t bi)
 {
     for (int i = 0; i < VREAD_SLOTS; i++)
@@ -486,11 +496,7 @@ const void *mprof__vread_block(vread *r, const varr *a, uint64_t bi)
             vr_fail(r, "a damaged block in the index");
             return NULL;
         }
-        sl->a = a;
-        sl->b = bi;
-        sl->used = ++r->clock;
-        r->last = s;
-        return sl->data;
+        return slot_holds(r, sl, s, a, bi);
     }
     const unsigned char *raw = r->zraw;
     if (b->at.len != b->at.raw_len) {
@@ -509,11 +515,7 @@ const void *mprof__vread_block(vread *r, const varr *a, uint64_t bi)
         vr_fail(r, "a damaged block in the index");
         return NULL;
     }
-    sl->a = a;
-    sl->b = bi;
-    sl->used = ++r->clock;
-    r->last = s;
-    return sl->data;
+    return slot_holds(r, sl, s, a, bi);
 }
 
 const void *mprof__vread_rec(vread *r, const varr *a, uint64_t i)
