@@ -9,6 +9,7 @@
 #include "analysis/analysis.h"
 #include "analysis/range.h"
 #include "analysis/site_stats.h"
+#include "analysis/span_read.h"
 #include "analysis/system.h"
 #include "util/grow.h"
 #include "util/tool.h"
@@ -72,11 +73,6 @@ typedef struct frameset {
 } frameset;
 
 /* A zone's time [s, e] whose part inside the main frames' span waits for the span. */
-typedef struct span_pend {
-    uint32_t loc;
-    int64_t s, e;
-} span_pend;
-
 typedef struct plot_acc {
     uint64_t count;
     double min, max, sum, last;
@@ -114,15 +110,7 @@ struct mprof_analysis {
      * one read, from the marks read so far (see in_frames_add). */
     int64_t span_first, span_last;
     int one_read;
-    uint64_t marks;          /* main frame marks read so far (one read) */
-    int64_t mark_lo, mark_hi; /* the earliest and latest of them */
-    span_pend *pend;         /* zones whose part inside the span is not settled yet */
-    uint32_t n_pend, cap_pend;
-    uint32_t n_credited;     /* pend[0, n_credited) hold their part inside [c_lo, c_hi] */
-    int64_t c_lo, c_hi;
-    int forgot;              /* zones left the pending list unsettled (it was full) */
-    int64_t forgot_left, forgot_right; /* they reach into the span if it grows past these */
-    int redo;                /* they do: the analysis reads again, the span first */
+    mprof_span_read sp; /* one read: the span settled as the marks come (span_read.h) */
     /* One read: the records kept for the passes whose prescan needs a read of the zones after
      * it (records_only), while they fit in KEEP_MAX bytes. */
     int keep_on, keep_over;
@@ -188,126 +176,6 @@ static inline __attribute__((always_inline)) zone_acc *zone_of(mprof_analysis *a
     return &a->zones[loc];
 }
 
-/* ---- the main frames' span in one read ---------------------------------------------------
- * A zone adds to its site's in_frames the part of it inside the main frames' span, the first to
- * the last main frame mark. Threads are not in time order in a file, so in one read the span is
- * known only at the end; the marks read so far give [mark_lo, mark_hi], which only grows. A zone
- * inside it is inside the span: it is settled at once (nearly every zone, since the main
- * thread's zones follow its marks). Any other zone waits in a list with what it already added
- * (its part inside [c_lo, c_hi], the span when the list was last settled), and adds the rest
- * when the list is settled again: when full, and at the end, when the span is known. The list
- * has a fixed size: when it stays full, its zones are dropped, and the parts of them outside
- * [c_lo, c_hi] are remembered as two bounds (forgot_left, forgot_right). Those parts are
- * outside the span unless it grows past a bound (start-up and shutdown zones stay outside); if
- * it does, the analysis reads the capture again with the span known first (redo), so the
- * figures never depend on the list's size. */
-
-#define PEND_MAX (1u << 18) /* 6 MiB of waiting zones */
-
-static int64_t overlap_ns(int64_t s, int64_t e, int64_t lo, int64_t hi)
-{
-    int64_t a = s > lo ? s : lo, b = e < hi ? e : hi;
-    return b > a ? b - a : 0;
-}
-
-/* Adds to each waiting zone its part inside [mark_lo, mark_hi] not added yet; zones wholly
- * inside leave the list. */
-static void pend_settle(mprof_analysis *a)
-{
-    if (!a->marks)
-        return;
-    int64_t lo = a->mark_lo, hi = a->mark_hi;
-    uint32_t w = 0;
-    for (uint32_t i = 0; i < a->n_pend; i++) {
-        span_pend p = a->pend[i];
-        int64_t had = i < a->n_credited ? overlap_ns(p.s, p.e, a->c_lo, a->c_hi) : 0;
-        a->zones[p.loc].in_frames_ns += overlap_ns(p.s, p.e, lo, hi) - had;
-        if (p.s < lo || p.e > hi)
-            a->pend[w++] = p;
-    }
-    a->n_pend = a->n_credited = w;
-    a->c_lo = lo;
-    a->c_hi = hi;
-}
-
-/* Drops p, whose part inside [c_lo, c_hi] is added, remembering where it reaches outside. */
-static void forget_one(mprof_analysis *a, span_pend p)
-{
-    a->forgot = 1;
-    if (!a->marks) { /* no mark yet: start-up, outside the span unless it begins before p.e */
-        a->forgot_left = p.e > a->forgot_left ? p.e : a->forgot_left;
-        return;
-    }
-    if (p.s < a->c_lo) {
-        int64_t le = p.e < a->c_lo ? p.e : a->c_lo;
-        a->forgot_left = le > a->forgot_left ? le : a->forgot_left;
-    }
-    if (p.e > a->c_hi) {
-        int64_t rs = p.s > a->c_hi ? p.s : a->c_hi;
-        a->forgot_right = rs < a->forgot_right ? rs : a->forgot_right;
-    }
-}
-
-/* The list is full: settled, and dropped when that leaves it over half full. */
-static __attribute__((noinline)) void pend_full(mprof_analysis *a, zone_acc *z, uint32_t loc,
-                                                int64_t s, int64_t e)
-{
-    if (!a->cap_pend && (a->pend = malloc((size_t)PEND_MAX * sizeof *a->pend)))
-        a->cap_pend = PEND_MAX; /* its pages are touched only as zones wait */
-    pend_settle(a);             /* now [c_lo, c_hi] is [mark_lo, mark_hi] */
-    if (a->n_pend > a->cap_pend / 2) {
-        for (uint32_t i = 0; i < a->n_pend; i++)
-            forget_one(a, a->pend[i]);
-        a->n_pend = a->n_credited = 0;
-    }
-    if (a->n_pend == a->cap_pend) { /* no list at all (out of memory) */
-        if (a->marks)
-            z->in_frames_ns += overlap_ns(s, e, a->c_lo, a->c_hi);
-        forget_one(a, (span_pend){loc, s, e});
-        return;
-    }
-    a->pend[a->n_pend++] = (span_pend){loc, s, e};
-}
-
-static inline __attribute__((always_inline)) void in_frames_add(mprof_analysis *a, zone_acc *z,
-                                                                uint32_t loc, int64_t s, int64_t e)
-{
-    if (a->marks && s >= a->mark_lo && e <= a->mark_hi) {
-        z->in_frames_ns += e - s;
-        return;
-    }
-    if (a->n_pend == a->cap_pend) {
-        pend_full(a, z, loc, s, e);
-        return;
-    }
-    a->pend[a->n_pend++] = (span_pend){loc, s, e};
-}
-
-/* A main frame mark at ts, in one read. */
-static void span_mark(mprof_analysis *a, int64_t ts)
-{
-    if (!a->marks || ts < a->mark_lo)
-        a->mark_lo = ts;
-    if (!a->marks || ts > a->mark_hi)
-        a->mark_hi = ts;
-    a->marks++;
-    if (a->forgot && (a->mark_lo < a->forgot_left || a->mark_hi > a->forgot_right))
-        a->redo = 1;
-}
-
-/* The end of one read: the span, and every waiting zone settled against it. */
-static void span_end(mprof_analysis *a)
-{
-    pend_settle(a);
-    a->n_pend = a->n_credited = 0;
-    if (a->marks >= 2 && a->mark_hi > a->mark_lo) {
-        a->span_first = a->mark_lo;
-        a->span_last = a->mark_hi;
-        if (a->forgot && (a->mark_lo < a->forgot_left || a->mark_hi > a->forgot_right))
-            a->redo = 1;
-    }
-}
-
 /* Adds one completed call. nested: another instance of loc was open on the same track. */
 static inline __attribute__((always_inline)) void add_zone(mprof_analysis *a, uint32_t loc,
                                                            int64_t start, int64_t dur,
@@ -324,7 +192,7 @@ static inline __attribute__((always_inline)) void add_zone(mprof_analysis *a, ui
     }
     mprof__site_add(z, NULL, start, dur, self, outermost);
     if (outermost && dur > 0)
-        in_frames_add(a, z, loc, start, start + dur);
+        mprof__span_zone(&a->sp, a->zones, loc, start, start + dur);
 }
 
 static void zone_end(mprof_analysis *a, thread_acc *t, uint32_t tid, int64_t ts)
@@ -388,7 +256,7 @@ static void frame_mark(mprof_analysis *a, uint32_t tid, uint32_t name, int64_t t
     if (tid != a->main_thread)
         return;
     if (a->one_read)
-        span_mark(a, ts);
+        mprof__span_mark(&a->sp, ts);
     thread_acc *t = &a->threads[tid]; /* grown by core_event */
     if (a->first_mark < 0) {
         a->first_mark = ts;
@@ -872,7 +740,7 @@ static int read_passes(mprof_analysis *a, mprof_reader *r, int core, char *err, 
     }
     mprof_batch b;
     int rc;
-    while (!a->redo && (rc = mprof_reader_next_batch(r, &b)) == 1) {
+    while (!a->sp.redo && (rc = mprof_reader_next_batch(r, &b)) == 1) {
         if (h.started) {
             pthread_mutex_lock(&h.mu);
             h.b = &b;
@@ -902,7 +770,7 @@ static int read_passes(mprof_analysis *a, mprof_reader *r, int core, char *err, 
         pthread_cond_destroy(&h.cv);
         pthread_mutex_destroy(&h.mu);
     }
-    if (a->redo)
+    if (a->sp.redo)
         return 0;
     if (rc < 0) {
         snprintf(err, errlen, "%s: %s", a->path, mprof_reader_error(r));
@@ -935,9 +803,9 @@ static int read_capture(mprof_analysis *a, char *err, size_t errlen)
     a->keep_on = 0;
     if (rc != 0)
         return -1;
-    if (!a->redo)
-        span_end(a);
-    if (a->redo)
+    if (!a->sp.redo)
+        mprof__span_end(&a->sp, a->zones, &a->span_first, &a->span_last);
+    if (a->sp.redo)
         return 1;
     /* The span is known: zones added from now on (the fibers pass's, at its finish) take it as
      * two reads do. */
@@ -1007,8 +875,7 @@ static mprof_analysis *analysis_open(const char *path, const mprof_analysis_opts
     a->first_mark = a->last_mark = -1;
     a->span_first = a->span_last = -1;
     a->one_read = one_read;
-    a->forgot_left = INT64_MIN;
-    a->forgot_right = INT64_MAX;
+    mprof__span_init(&a->sp);
     for (size_t i = 0; pass_table[i]; i++) {
         a->pass_on[i] = pass_table[i]->always || pass_wanted(a->opts.passes, pass_table[i]->name);
         if (a->pass_on[i])
@@ -1065,7 +932,7 @@ void mprof_analysis_free(mprof_analysis *a)
         free(a->sets[i].ms.v);
     free(a->sets);
     free(a->plots);
-    free(a->pend);
+    mprof__span_free(&a->sp);
     keep_free(a);
     mprof_reader_close(a->r);
     free(a);
