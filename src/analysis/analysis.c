@@ -72,7 +72,6 @@ typedef struct frameset {
     series ms;
 } frameset;
 
-/* A zone's time [s, e] whose part inside the main frames' span waits for the span. */
 typedef struct plot_acc {
     uint64_t count;
     double min, max, sum, last;
@@ -107,7 +106,7 @@ struct mprof_analysis {
     int64_t first_mark, last_mark;
     int64_t covered, covered_at_last_mark;
     /* The main frames' span (-1: no main frames): from a first read of the frame marks, or, in
-     * one read, from the marks read so far (see in_frames_add). */
+     * one read, from the marks read so far (span_read.h). */
     int64_t span_first, span_last;
     int one_read;
     mprof_span_read sp; /* one read: the span settled as the marks come (span_read.h) */
