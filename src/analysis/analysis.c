@@ -487,8 +487,12 @@ static int cmp_double(const void *x, const void *y)
  * Events of different threads are not in time order in a file, so this needs the whole file
  * before the zones are read. Leaves span_first = -1 when there are fewer than two such marks.
  * The passes' prescan hooks see every event of this read (the system pass takes its switches
- * and samples here, so that it need not keep the zones). */
-static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_t errlen)
+ * and samples here, so that it need not keep the zones).
+ * process_only reads the process chunks alone and takes the span from END (docs/FORMAT.md
+ * "Process chunks"): returns 1 when the capture does not allow it (the passes have seen part of
+ * it then), else 0, or -1 on error. */
+static int first_read(mprof_analysis *a, const char *path, int process_only, char *err,
+                      size_t errlen)
 {
     a->span_first = a->span_last = -1;
     mprof_reader *r = mprof_reader_open(path, err, errlen);
@@ -502,6 +506,8 @@ static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_
         if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->prescan_want)
             pass_table[i]->prescan_want(want);
     mprof_reader_want(r, want);
+    if (process_only)
+        mprof_reader_process_only(r);
     if (a->opts.jobs)
         mprof_reader_set_jobs(r, a->opts.jobs);
     uint32_t thread = 0;
@@ -529,6 +535,17 @@ static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_
         mprof_reader_close(r);
         return -1;
     }
+    if (process_only) {
+        mprof_main_frames mf;
+        if (!mprof_reader_main_frames(r, &mf)) {
+            mprof_reader_close(r);
+            return 1;
+        }
+        thread = mf.thread;
+        n = mf.marks;
+        lo = mf.first_ns;
+        hi = mf.last_ns;
+    }
     for (size_t i = 0; pass_table[i]; i++)
         if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->prescan_end)
             pass_table[i]->prescan_end(a->pass_state[i], r);
@@ -541,6 +558,27 @@ static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_
      * when the first frame mark comes counts in the coverage from that mark on. */
     a->main_thread = thread;
     return 0;
+}
+
+/* The first read of the process chunks alone where the capture keeps them apart (most of the
+ * first read's time is otherwise the threads' records it does not use), else of everything.
+ * MPROF_FULL_FIRST_READ reads everything, for tests that compare both. */
+static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_t errlen)
+{
+    const char *sep = mprof_reader_info(a->r, "process_chunks");
+    if (sep && strcmp(sep, "separate") == 0 && !getenv("MPROF_FULL_FIRST_READ")) {
+        int rc = first_read(a, path, 1, err, errlen);
+        if (rc != 1)
+            return rc;
+        /* Not every chunk the writer wrote is here (or its flags were lost on the way): the
+         * passes start again on a read of everything. */
+        for (size_t i = 0; pass_table[i]; i++)
+            if (a->pass_state[i]) {
+                pass_table[i]->destroy(a->pass_state[i]);
+                a->pass_state[i] = pass_table[i]->create(a);
+            }
+    }
+    return first_read(a, path, 0, err, errlen);
 }
 
 /* The passes that run beside the core pass, on a thread of their own (jobs > 1): each batch is

@@ -93,6 +93,25 @@ int mprof_read_jobs(void);
 #define MPROF_REC_NOEV UINT32_MAX
 void mprof_reader_want(mprof_reader *r, const unsigned char want[MPROF_EV_MAX]);
 
+/* Leaves out every EVENTS chunk not flagged MPROF_CHUNK_F_PROCESS, undecompressed: a read of the
+ * process-context records and the definitions only, which is the whole of them in a capture
+ * whose writer keeps them apart (docs/FORMAT.md "Process chunks"; mprof_reader_main_frames says
+ * after the read whether this capture is one). Call before the first read. */
+void mprof_reader_process_only(mprof_reader *r);
+
+/* What END says of the main frames (analysis/range.h: the unnamed frame marks of the thread that
+ * made the first one), times as a read converts them. */
+typedef struct mprof_main_frames {
+    uint32_t thread; /* 0: the capture has no unnamed frame mark */
+    uint64_t marks;
+    int64_t first_ns, last_ns;
+} mprof_main_frames;
+
+/* After a process-only read to its end: 1 with *out filled when the capture's writer kept the
+ * process records and definitions in chunks of their own and the file holds every chunk it
+ * wrote (so the read saw all of them, and END's main frames are the file's), else 0. */
+int mprof_reader_main_frames(const mprof_reader *r, mprof_main_frames *out);
+
 /* The next batch: 1 = *out filled (it may hold no record: then its definitions were applied and
  * its events counted), 0 = end of capture, -1 = error (mprof_reader_error). */
 int mprof_reader_next_batch(mprof_reader *r, mprof_batch *out);

@@ -21,7 +21,7 @@
 #define MPROF_FMT_MAGIC "MPROF\r\n\x1a"
 #define MPROF_FMT_MAGIC_LEN 8
 #define MPROF_FMT_VERSION_MAJOR 1
-#define MPROF_FMT_VERSION_MINOR 5
+#define MPROF_FMT_VERSION_MINOR 6
 #define MPROF_FMT_HEADER_BYTES 16
 #define MPROF_FMT_CHUNK_MAGIC 0x4b43504du /* "MPCK" little-endian */
 #define MPROF_FMT_CHUNK_HEADER_BYTES 24
@@ -36,6 +36,9 @@ enum {
     MPROF_CHUNK_END = 3     /* key/value strings: final counters; marks a complete capture */
 };
 #define MPROF_CHUNK_F_OPTIONAL 0x0001u
+/* An EVENTS chunk of process-context records and definitions only (docs/FORMAT.md "Process
+ * chunks"); readers that do not know the flag read it as any other. */
+#define MPROF_CHUNK_F_PROCESS 0x0002u
 enum { MPROF_CODEC_NONE = 0, MPROF_CODEC_ZSTD = 1 };
 
 /* Field kinds: raw width -> compact encoding. */

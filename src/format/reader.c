@@ -93,6 +93,8 @@ struct mprof_reader {
     int jobs, started;
     unsigned char want[MPROF_EV_MAX];
     int want_some; /* want is in force */
+    int process_only;           /* EVENTS chunks without MPROF_CHUNK_F_PROCESS are skipped */
+    uint64_t process_chunks;    /* process chunks read (process_only) */
     mprof__job first_job; /* the job read at open, not yet handed out */
     int have_first;
     mprof__job job;       /* jobs 1: the job being decoded */
@@ -339,7 +341,9 @@ void mprof__read_job(mprof_reader *r, mprof__job *job)
             /* Checked and decompressed by whoever decodes it. */
             r->rd_chunks++;
             job->bytes_after = r->offset;
-            job->kind = MPROF__JOB_EVENTS;
+            job->kind = r->process_only && !(mprof_rd_u16(h + 6) & MPROF_CHUNK_F_PROCESS)
+                            ? MPROF__JOB_SKIP
+                            : MPROF__JOB_EVENTS;
             return;
         }
         /* Fuzz builds skip the checksum so that mutated inputs reach the decoders behind it. */
@@ -486,6 +490,8 @@ static int take_job(mprof_reader *r, mprof__segment *s)
     }
     r->st.chunks++;
     r->st.bytes_read = s->bytes_after;
+    if (s->job_kind == MPROF__JOB_EVENTS && r->process_only)
+        r->process_chunks++;
     if (s->job_kind == MPROF__JOB_INFO) {
         if (kv_move(&r->info, &s->kv) != 0)
             return fail(r, "out of memory");
@@ -798,6 +804,57 @@ void mprof_reader_want(mprof_reader *r, const unsigned char want[MPROF_EV_MAX])
     r->want_some = want != NULL;
     if (want)
         memcpy(r->want, want, sizeof r->want);
+}
+
+void mprof_reader_process_only(mprof_reader *r)
+{
+    if (!r->started)
+        r->process_only = 1;
+}
+
+static int kv_u64(const mprof__kvlist *l, const char *key, uint64_t *out)
+{
+    const char *v = kv_get(l, key);
+    char *e;
+    if (!v || !*v || *v == '-')
+        return -1;
+    errno = 0;
+    *out = strtoull(v, &e, 10);
+    return *e || errno ? -1 : 0;
+}
+
+/* Ticks to ns as the decoder converts them (decode.c tick_ns). */
+static int64_t ticks_ns(double npt, uint64_t tick0, uint64_t ticks)
+{
+    double ns = (double)(int64_t)(ticks - tick0) * npt;
+    return ns >= 9.2e18 ? INT64_MAX : ns <= -9.2e18 ? INT64_MIN : (int64_t)ns;
+}
+
+int mprof_reader_main_frames(const mprof_reader *r, mprof_main_frames *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *sep = kv_get(&r->info, "process_chunks");
+    uint64_t want_proc, want_chunks;
+    if (!r->process_only || !r->done || r->failed || !r->st.complete || r->st.truncated_bytes ||
+        !sep || strcmp(sep, "separate") != 0 || kv_u64(&r->end, "process_chunks", &want_proc) ||
+        kv_u64(&r->end, "chunks", &want_chunks) || want_proc != r->process_chunks ||
+        want_chunks != r->st.chunks - 1)
+        return 0;
+    uint64_t th, marks, first, last;
+    if (kv_u64(&r->end, "main_frame_marks", &marks))
+        return 1; /* no unnamed frame mark */
+    if (kv_u64(&r->end, "main_frame_thread", &th) || !th || th > UINT32_MAX || !marks ||
+        kv_u64(&r->end, "main_frame_first_ticks", &first) ||
+        kv_u64(&r->end, "main_frame_last_ticks", &last) || first > last)
+        return 0;
+    double npt;
+    uint64_t tick0;
+    clock_of(kv_get(&r->info, "ns_per_tick"), kv_get(&r->info, "tick0"), &npt, &tick0);
+    out->thread = (uint32_t)th;
+    out->marks = marks;
+    out->first_ns = ticks_ns(npt, tick0, first);
+    out->last_ns = ticks_ns(npt, tick0, last);
+    return 1;
 }
 
 /* The next segment in file order, NULL when out of memory. */

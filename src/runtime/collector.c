@@ -42,6 +42,7 @@ static void write_info(void)
 {
     mprof_buf b = {0};
     mprof__kv_list_write(&C.info, &b);
+    mprof__kvf(&b, "process_chunks", "separate");
     mprof__encoder_emit(MPROF_CHUNK_INFO, &b);
     mprof_buf_free(&b);
 }
@@ -57,6 +58,7 @@ static void write_end(void)
                atomic_load(&mprof__stats.peak_buffered_bytes));
     mprof__kvf(&b, "gpu_queries_lost", "%" PRIu64, atomic_load(&mprof__stats.gpu_queries_lost));
     mprof__kvf(&b, "end_ticks", "%" PRIu64, mprof__ticks());
+    mprof__encoder_end_keys(&b);
     mprof__kv_list_write(&C.end, &b);
     mprof__encoder_emit(MPROF_CHUNK_END, &b);
     mprof_buf_free(&b);

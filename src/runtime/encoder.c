@@ -4,8 +4,11 @@
  * Each thread's new raw records are translated into the compact form of format.h: timestamps
  * become per-thread deltas, source-location and name pointers become small ids (announced once
  * with DEF_SRCLOC / DEF_STRING), callstacks are interned (after the module map, which is what
- * lets the tools symbolize them). Records of one thread are preceded by a THREAD record. When
- * the chunk reaches chunk_bytes it is compressed and framed (format/writer.c) and handed to
+ * lets the tools symbolize them). Records of one thread are preceded by a THREAD record. The
+ * definitions and the process-context records go to chunks of their own, the process chunks
+ * (docs/FORMAT.md "Process chunks"), emitted before the threads' chunk that uses them, so a
+ * reader of the system records and definitions alone decompresses only those. When a chunk
+ * reaches chunk_bytes it is compressed and framed (format/writer.c) and handed to
  * every sink (sink.h); definitions and sticky records are also handed to sinks that keep them
  * apart. Data flows one way: the sinks never call back. Zone begin/end, which are nearly all of
  * the traffic, take a hand-written fast path; every other event is translated by walking its
@@ -14,10 +17,12 @@
 #include "encoder.h"
 #include "buffers.h"
 #include "config.h"
+#include "info.h"
 #include "platform/platform.h"
 #include "stats.h"
 #include "timer.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -87,22 +92,42 @@ static void map_clear(map *m)
 
 /* ---- encoder state ------------------------------------------------------------------------- */
 
-static struct {
+/* A chunk being built and the encoding state that restarts with every chunk. */
+typedef struct stream {
     mprof_buf chunk;       /* compact payload being built */
-    mprof_buf framed;      /* framed chunks waiting for the sink */
-    ZSTD_CCtx *cctx;
-    map locs, names, name_text, stacks;
-    uint32_t next_loc, next_name, next_stack;
-    uint32_t chunk_seq;    /* bumps for every chunk emitted */
+    uint32_t chunk_seq;    /* new for every chunk of either stream */
     uint32_t cur_thread;   /* thread context in the current chunk; 0 = none */
     /* TS_SCALE: timestamp deltas in the current chunk are divided by scale (1 = none). */
     int preamble_done;     /* the chunk's TS_SCALE record, if any, is written */
     uint64_t scale;        /* in effect in the current chunk */
     int scale_dropped;     /* a delta did not fit: scale is 1 until one fits the step again */
     unsigned rescales;     /* times the scale was restored in the current chunk */
+    uint64_t chunk_started_ns;
+} stream;
+
+/* The main frames as the file holds them (analysis/range.h): the unnamed frame marks of the
+ * thread that made the first one. */
+typedef struct main_frames {
+    uint32_t thread;       /* 0 = no mark yet */
+    uint64_t marks, first_ticks, last_ticks;
+} main_frames;
+
+static struct {
+    /* The stream records are written to: the threads' (main), or, while in_proc, the process
+     * stream (MPROF_CHUNK_F_PROCESS): the process-context records and every definition, so a
+     * reader that wants only those decompresses only its chunks. The two swap places. */
+    stream s;
+    stream other;
+    int in_proc;
+    uint32_t seq_next;
+    uint64_t process_chunks; /* emitted this session */
+    main_frames mf;
+    mprof_buf framed;      /* framed chunks waiting for the sink */
+    ZSTD_CCtx *cctx;
+    map locs, names, name_text, stacks;
+    uint32_t next_loc, next_name, next_stack;
     uint64_t q_lowmask, q_inv, q_max; /* divisibility by mprof__clock.tick_quantum, see ts_fits */
     unsigned q_shift;
-    uint64_t chunk_started_ns;
     mprof__sink *sinks[MPROF__MAX_SINKS]; /* the sinks of this session */
     int n_sinks;
     mprof__kv_fn before_stacks;
@@ -115,6 +140,7 @@ static struct {
 /* The framed form of a chunk, made on first use (a sink may not need it). */
 typedef struct chunk_impl {
     const mprof_buf *payload;
+    unsigned flags;
     int done, ok;
 } chunk_impl;
 
@@ -125,21 +151,26 @@ static const mprof_buf *chunk_framed(const mprof__chunk *c)
         ci->done = 1;
         C.framed.len = 0;
         int level = c->kind == MPROF_CHUNK_EVENTS ? mprof__config.compression_level : 0;
-        ci->ok = mprof_fmt_chunk(&C.framed, c->kind, ci->payload->data, ci->payload->len, level,
-                                 C.cctx) == 0;
+        ci->ok = mprof_fmt_chunk_ex(&C.framed, c->kind, ci->flags, ci->payload->data,
+                                    ci->payload->len, level, C.cctx) == 0;
         if (!ci->ok)
             mprof__log("cannot frame a capture chunk (out of memory)");
     }
     return ci->ok ? &C.framed : NULL;
 }
 
-void mprof__encoder_emit(int kind, const mprof_buf *payload)
+static void emit_flags(int kind, const mprof_buf *payload, unsigned flags)
 {
-    chunk_impl ci = {payload, 0, 0};
-    mprof__chunk c = {kind, payload, chunk_framed, &ci};
+    chunk_impl ci = {payload, flags, 0, 0};
+    mprof__chunk c = {kind, flags, payload, chunk_framed, &ci};
     for (int i = 0; i < C.n_sinks; i++)
         C.sinks[i]->ops->chunk(C.sinks[i], &c);
     atomic_fetch_add(&mprof__stats.chunks_written, 1);
+}
+
+void mprof__encoder_emit(int kind, const mprof_buf *payload)
+{
+    emit_flags(kind, payload, 0);
 }
 
 /* Hands a definition record to the sinks that keep definitions apart from the chunks. */
@@ -158,34 +189,91 @@ static int sinks_keep(int tag)
     return 0;
 }
 
+static void stream_reset(stream *st)
+{
+    st->chunk.len = 0;
+    st->chunk_seq = ++C.seq_next;
+    st->cur_thread = 0;
+    st->preamble_done = 0;
+    st->scale = 1;
+    st->scale_dropped = 0;
+    st->rescales = 0;
+    st->chunk_started_ns = mprof__mono_ns();
+}
+
+static void stream_emit(stream *st, unsigned flags)
+{
+    if (st->chunk.len) {
+        atomic_fetch_add(&mprof__stats.bytes_raw, st->chunk.len);
+        emit_flags(MPROF_CHUNK_EVENTS, &st->chunk, flags);
+        if (flags & MPROF_CHUNK_F_PROCESS)
+            C.process_chunks++;
+    }
+    stream_reset(st);
+}
+
+/* Emits the chunk records are written to. A threads' chunk goes after the process stream's,
+ * which holds the definitions it uses; a process chunk may go on its own. */
 void mprof__encoder_emit_chunk(void)
 {
-    if (C.chunk.len) {
-        atomic_fetch_add(&mprof__stats.bytes_raw, C.chunk.len);
-        mprof__encoder_emit(MPROF_CHUNK_EVENTS, &C.chunk);
+    if (C.in_proc) {
+        stream_emit(&C.s, MPROF_CHUNK_F_PROCESS);
+        return;
     }
-    C.chunk.len = 0;
-    C.chunk_seq++;
-    C.cur_thread = 0;
-    C.preamble_done = 0;
-    C.scale = 1;
-    C.scale_dropped = 0;
-    C.rescales = 0;
-    C.chunk_started_ns = mprof__mono_ns();
+    if (C.other.chunk.len)
+        stream_emit(&C.other, MPROF_CHUNK_F_PROCESS);
+    stream_emit(&C.s, 0);
+}
+
+/* Records go to the process stream until leave_process. */
+static void enter_process(void)
+{
+    stream t = C.s;
+    C.s = C.other;
+    C.other = t;
+    C.in_proc = 1;
+}
+
+static void leave_process(void)
+{
+    stream t = C.s;
+    C.s = C.other;
+    C.other = t;
+    C.in_proc = 0;
 }
 
 /* ---- compact encoding ---------------------------------------------------------------------- */
 
 static unsigned char *out_reserve(size_t n)
 {
-    if (mprof_buf_reserve(&C.chunk, n) != 0)
+    if (mprof_buf_reserve(&C.s.chunk, n) != 0)
         return NULL;
-    return C.chunk.data + C.chunk.len;
+    return C.s.chunk.data + C.s.chunk.len;
 }
 
 static void out_commit(unsigned char *end)
 {
-    C.chunk.len = (size_t)(end - C.chunk.data);
+    C.s.chunk.len = (size_t)(end - C.s.chunk.data);
+}
+
+/* Definitions go to the process stream, whichever stream is being written. */
+static mprof_buf *defs_buf(void)
+{
+    return C.in_proc ? &C.s.chunk : &C.other.chunk;
+}
+
+static unsigned char *def_reserve(size_t n)
+{
+    mprof_buf *b = defs_buf();
+    if (mprof_buf_reserve(b, n) != 0)
+        return NULL;
+    return b->data + b->len;
+}
+
+static void def_commit(unsigned char *end)
+{
+    mprof_buf *b = defs_buf();
+    b->len = (size_t)(end - b->data);
 }
 
 static uint32_t intern_loc(const mprof_srcloc *loc)
@@ -200,7 +288,7 @@ static uint32_t intern_loc(const mprof_srcloc *loc)
     const char *fn = loc->function ? loc->function : "";
     const char *file = loc->file ? loc->file : "";
     size_t a = strlen(name), b = strlen(fn), c = strlen(file);
-    unsigned char *o = out_reserve(a + b + c + 64), *rec = o;
+    unsigned char *o = def_reserve(a + b + c + 64), *rec = o;
     if (!o)
         return 0;
     *o++ = MPROF_EV_DEF_SRCLOC;
@@ -210,7 +298,7 @@ static uint32_t intern_loc(const mprof_srcloc *loc)
     o = mprof_put_str(o, name, a);
     o = mprof_put_str(o, fn, b);
     o = mprof_put_str(o, file, c);
-    out_commit(o);
+    def_commit(o);
     keep_def(rec, o);
     return id;
 }
@@ -228,13 +316,13 @@ static uint32_t intern_name(const char *s)
     id = map_get(&C.name_text, h);
     if (!id) {
         id = ++C.next_name;
-        unsigned char *o = out_reserve(len + 16), *rec = o;
+        unsigned char *o = def_reserve(len + 16), *rec = o;
         if (!o)
             return 0;
         *o++ = MPROF_EV_DEF_STRING;
         o = mprof_put_varint(o, id);
         o = mprof_put_str(o, s, len);
-        out_commit(o);
+        def_commit(o);
         keep_def(rec, o);
         map_put(&C.name_text, h, id);
     }
@@ -251,14 +339,15 @@ static uint32_t intern_stack(const unsigned char *frames, unsigned depth)
     if (id)
         return id;
     if (C.next_stack == 0) {
-        size_t before = C.chunk.len;
+        mprof_buf *defs = defs_buf();
+        size_t before = defs->len;
         if (C.before_stacks) /* the module map precedes the session's first stack */
-            C.before_stacks(&C.chunk);
-        keep_def(C.chunk.data + before, C.chunk.data + C.chunk.len);
+            C.before_stacks(defs);
+        keep_def(defs->data + before, defs->data + defs->len);
     }
     id = ++C.next_stack;
     map_put(&C.stacks, h, id);
-    unsigned char *o = out_reserve(16 + (size_t)depth * 10), *rec = o;
+    unsigned char *o = def_reserve(16 + (size_t)depth * 10), *rec = o;
     if (!o)
         return 0;
     *o++ = MPROF_EV_DEF_CALLSTACK;
@@ -269,7 +358,7 @@ static uint32_t intern_stack(const unsigned char *frames, unsigned depth)
         memcpy(&a, frames + 8 * i, 8);
         o = mprof_put_varint(o, a);
     }
-    out_commit(o);
+    def_commit(o);
     keep_def(rec, o);
     return id;
 }
@@ -313,22 +402,22 @@ static void write_scale(uint64_t q)
 {
     unsigned char *o = out_reserve(12);
     if (!o) {
-        C.scale = 1; /* nothing written: deltas stay unscaled, as the reader assumes */
+        C.s.scale = 1; /* nothing written: deltas stay unscaled, as the reader assumes */
         return;
     }
     *o++ = MPROF_EV_TS_SCALE;
     o = mprof_put_varint(o, q);
     out_commit(o);
-    C.scale = q;
+    C.s.scale = q;
 }
 
 /* Before the first timestamp of a chunk: the chunk's TS_SCALE record when the clock steps. */
 static inline void chunk_preamble(void)
 {
-    if (C.preamble_done)
+    if (C.s.preamble_done)
         return;
-    C.preamble_done = 1;
-    C.scale = 1;
+    C.s.preamble_done = 1;
+    C.s.scale = 1;
     if (mprof__clock.tick_quantum > 1)
         write_scale(mprof__clock.tick_quantum);
 }
@@ -347,7 +436,7 @@ static inline int step_multiple(uint64_t d)
 static inline int ts_code(int first, uint64_t last, uint64_t ticks, uint64_t *out)
 {
     int64_t d = first ? (int64_t)ticks : (int64_t)(ticks - last);
-    if (first || C.scale == 1) {
+    if (first || C.s.scale == 1) {
         *out = mprof_zigzag(d);
         return 1;
     }
@@ -366,42 +455,45 @@ static inline int ts_code(int first, uint64_t last, uint64_t ticks, uint64_t *ou
 static inline void ts_fit(int first, uint64_t last, uint64_t ticks)
 {
     uint64_t v;
-    if (C.scale_dropped) {
+    if (C.s.scale_dropped) {
         if (!first && step_multiple(ticks - last)) {
             write_scale(mprof__clock.tick_quantum);
-            C.scale_dropped = 0;
-            C.rescales++;
+            C.s.scale_dropped = 0;
+            C.s.rescales++;
         }
         return;
     }
     if (!ts_code(first, last, ticks, &v)) {
         write_scale(1);
-        C.scale_dropped = C.rescales < max_rescales();
+        C.s.scale_dropped = C.s.rescales < max_rescales();
     }
 }
 
 static void thread_context(mprof__thread *th)
 {
     chunk_preamble();
-    if (C.cur_thread == th->idx && th->col_chunk_seq == C.chunk_seq)
-        return;
-    unsigned char *o = out_reserve(32);
-    if (!o)
+    if (C.s.cur_thread == th->idx && th->col_chunk_seq == C.s.chunk_seq)
         return;
     if (!th->col_named) {
-        unsigned char *rec = o;
-        *o++ = MPROF_EV_DEF_THREAD;
-        o = mprof_put_varint(o, th->idx);
-        o = mprof_put_varint(o, th->os_tid);
+        unsigned char *d = def_reserve(32), *rec = d;
+        if (!d)
+            return;
+        *d++ = MPROF_EV_DEF_THREAD;
+        d = mprof_put_varint(d, th->idx);
+        d = mprof_put_varint(d, th->os_tid);
+        def_commit(d);
         th->col_named = 1;
-        keep_def(rec, o);
+        keep_def(rec, d);
     }
+    unsigned char *o = out_reserve(16);
+    if (!o)
+        return;
     *o++ = MPROF_EV_THREAD;
     o = mprof_put_varint(o, th->idx);
     out_commit(o);
-    C.cur_thread = th->idx;
-    if (th->col_chunk_seq != C.chunk_seq) {
-        th->col_chunk_seq = C.chunk_seq;
+    C.s.cur_thread = th->idx;
+    if (th->col_chunk_seq != C.s.chunk_seq) {
+        th->col_chunk_seq = C.s.chunk_seq;
         th->col_last_ticks = 0;
         th->col_ts_first = 1;
         th->col_leaf_loc = 0;
@@ -417,6 +509,20 @@ static inline unsigned char *put_ts(unsigned char *o, mprof__thread *th, uint64_
     th->col_last_ticks = ticks;
     th->col_ts_first = 0;
     return mprof_put_varint(o, v);
+}
+
+/* An unnamed frame mark, in the order of the threads' chunks (the file's order). */
+static void main_mark(uint32_t thread, uint64_t ticks)
+{
+    if (!C.mf.thread)
+        C.mf.thread = thread;
+    if (thread != C.mf.thread)
+        return;
+    if (!C.mf.marks || ticks < C.mf.first_ticks)
+        C.mf.first_ticks = ticks;
+    if (!C.mf.marks || ticks > C.mf.last_ticks)
+        C.mf.last_ticks = ticks;
+    C.mf.marks++;
 }
 
 /* Translates a generic record at p. Returns the pointer after it, or NULL if the record is
@@ -515,6 +621,8 @@ static const unsigned char *translate_generic(mprof__thread *th, const unsigned 
         }
     }
     out_commit(o);
+    if (tag == MPROF_EV_FRAME_MARK && !vals[1] && th->idx)
+        main_mark(th->idx, vals[0]);
     if (sinks_keep(tag))
         for (int i = 0; i < C.n_sinks; i++)
             if (C.sinks[i]->ops->keep)
@@ -645,21 +753,21 @@ void mprof__encoder_translate(mprof__thread *th, const unsigned char *p, const u
     uint64_t n = 0;
     const size_t chunk_bytes = mprof__config.chunk_bytes;
     while (p < end) {
-        if (C.chunk.len >= chunk_bytes)
+        if (C.s.chunk.len >= chunk_bytes)
             mprof__encoder_emit_chunk();
         thread_context(th);
-        size_t room = chunk_bytes - C.chunk.len;
-        if (C.chunk.len < chunk_bytes && mprof_buf_reserve(&C.chunk, room + 32) == 0) {
-            unsigned char *o = C.chunk.data + C.chunk.len, *stop = o + room;
+        size_t room = chunk_bytes - C.s.chunk.len;
+        if (C.s.chunk.len < chunk_bytes && mprof_buf_reserve(&C.s.chunk, room + 32) == 0) {
+            unsigned char *o = C.s.chunk.data + C.s.chunk.len, *stop = o + room;
             /* Everything the loop reads lives in locals: its byte stores could alias any
              * global, which would make the compiler reload them after every byte. The thread's
              * first TS in a chunk (absolute) goes through translate_one. */
             const unsigned char *pe_begin = end - MPROF__ZONE_BEGIN_BYTES;
             const unsigned char *pe_end = end - MPROF__ZONE_END_BYTES;
-            const uint64_t scale = C.scale, lowmask = C.q_lowmask, inv = C.q_inv,
+            const uint64_t scale = C.s.scale, lowmask = C.q_lowmask, inv = C.q_inv,
                            qmax = C.q_max;
             const unsigned shift = C.q_shift;
-            const int dropped = C.scale_dropped;
+            const int dropped = C.s.scale_dropped;
             uint64_t last = th->col_last_ticks;
             uint32_t leaf = th->col_leaf_loc;
             int first = th->col_ts_first;
@@ -756,7 +864,7 @@ void mprof__encoder_translate(mprof__thread *th, const unsigned char *p, const u
             th->col_leaf_loc = leaf;
             th->col_ts_first = first;
             out_commit(o);
-            if (p >= end || C.chunk.len >= chunk_bytes)
+            if (p >= end || C.s.chunk.len >= chunk_bytes)
                 continue;
         }
         const unsigned char *q = translate_one(th, p, end);
@@ -765,7 +873,7 @@ void mprof__encoder_translate(mprof__thread *th, const unsigned char *p, const u
         p = q;
         n++;
     }
-    if (C.chunk.len >= chunk_bytes)
+    if (C.s.chunk.len >= chunk_bytes)
         mprof__encoder_emit_chunk();
     C.events += n;
     atomic_fetch_add_explicit(&mprof__stats.events_recorded, n, memory_order_relaxed);
@@ -776,6 +884,7 @@ void mprof__encoder_translate(mprof__thread *th, const unsigned char *p, const u
 
 void mprof__encoder_calibration(void)
 {
+    enter_process();
     /* A (ticks, CLOCK_MONOTONIC_RAW-based ns) pair in the process context lets a reader check
      * the rate over the whole capture. Thread 0's timestamp state is C.proc, shared with the
      * system records. */
@@ -789,21 +898,36 @@ void mprof__encoder_calibration(void)
     o = put_ts(o, &C.proc, t);
     o = mprof_put_varint(o, mprof__mono_ns() - mprof__clock.mono0_ns);
     out_commit(o);
+    leave_process();
 }
 
 void mprof__encoder_process(const unsigned char *p, const unsigned char *end)
 {
+    enter_process();
     mprof__encoder_translate(&C.proc, p, end);
+    leave_process();
 }
 
 int mprof__encoder_chunk_empty(void)
 {
-    return C.chunk.len == 0;
+    return C.s.chunk.len == 0 && C.other.chunk.len == 0;
 }
 
 uint64_t mprof__encoder_chunk_started_ns(void)
 {
-    return C.chunk_started_ns;
+    uint64_t a = C.s.chunk_started_ns, b = C.other.chunk_started_ns;
+    return a < b ? a : b;
+}
+
+void mprof__encoder_end_keys(mprof_buf *b)
+{
+    mprof__kvf(b, "process_chunks", "%" PRIu64, C.process_chunks);
+    if (!C.mf.marks)
+        return;
+    mprof__kvf(b, "main_frame_thread", "%" PRIu32, C.mf.thread);
+    mprof__kvf(b, "main_frame_marks", "%" PRIu64, C.mf.marks);
+    mprof__kvf(b, "main_frame_first_ticks", "%" PRIu64, C.mf.first_ticks);
+    mprof__kvf(b, "main_frame_last_ticks", "%" PRIu64, C.mf.last_ticks);
 }
 
 uint64_t mprof__encoder_events(void)
@@ -835,18 +959,15 @@ void mprof__encoder_begin(mprof__sink *const *sinks, int n_sinks, mprof__kv_fn b
     map_clear(&C.stacks);
     loc_cache_clear();
     scale_setup();
-    C.preamble_done = 0;
-    C.scale = 1;
-    C.scale_dropped = 0;
-    C.rescales = 0;
     C.next_loc = C.next_name = C.next_stack = 0;
     C.proc.idx = 0;
     C.proc.col_named = 1; /* thread 0 is never defined */
     C.proc.col_chunk_seq = 0;
     C.events = 0;
-    C.chunk.len = 0;
-    C.chunk_seq++;
-    C.cur_thread = 0;
-    C.chunk_started_ns = mprof__mono_ns();
+    C.in_proc = 0;
+    stream_reset(&C.s);
+    stream_reset(&C.other);
+    C.process_chunks = 0;
+    memset(&C.mf, 0, sizeof C.mf);
     mprof__threads_each(reset_thread);
 }

@@ -36,6 +36,9 @@ uint64_t mprof__encoder_chunk_started_ns(void);
 void mprof__encoder_emit_chunk(void);
 /* Hands a whole chunk of the given kind (INFO, END) with payload to the sinks. */
 void mprof__encoder_emit(int kind, const mprof_buf *payload);
+/* The END keys of the encoding (docs/FORMAT.md "Process chunks"): how many process chunks were
+ * emitted, and the main frames' thread, count and first and last ticks. */
+void mprof__encoder_end_keys(mprof_buf *b);
 /* Records translated this session. */
 uint64_t mprof__encoder_events(void);
 
