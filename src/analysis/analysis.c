@@ -96,6 +96,9 @@ struct mprof_analysis {
     uint64_t unmatched_after_loss; /* of unmatched_ends: on a thread after its events were lost */
     int64_t first_ts, last_ts;
     int have_ts;
+    /* By tag: whether the core pass counts it (1) and whether it has a time (2), looked up for
+     * every event. */
+    unsigned char tag_kind[MPROF_EV_MAX];
     /* hot-path coverage on the thread that marks main frames (the thread of the first unnamed
      * frame mark) */
     uint32_t main_thread;
@@ -275,13 +278,14 @@ static void frame_mark(mprof_analysis *a, uint32_t tid, uint32_t name, int64_t t
  * tables. NULL when the event does not count. */
 static inline thread_acc *core_count(mprof_analysis *a, uint32_t tid, int type, int64_t ts)
 {
-    if (!mprof_event_counted(type) || GROW(a->threads, a->n_threads, tid) != 0)
+    unsigned kind = a->tag_kind[type & (MPROF_EV_MAX - 1)];
+    if (!(kind & 1) || GROW(a->threads, a->n_threads, tid) != 0)
         return NULL;
     thread_acc *t = &a->threads[tid];
     t->seen = 1;
     t->events++;
     a->events++;
-    if (mprof_event_desc_get(type)->has_ts) {
+    if (kind & 2) {
         if (!a->have_ts || ts < a->first_ts)
             a->first_ts = ts;
         if (!a->have_ts || ts > a->last_ts)
@@ -912,6 +916,11 @@ static mprof_analysis *analysis_open(const char *path, const mprof_analysis_opts
     a->first_mark = a->last_mark = -1;
     a->span_first = a->span_last = -1;
     a->one_read = one_read;
+    for (int t = 0; t < MPROF_EV_MAX; t++) {
+        const mprof_event_desc *d = mprof_event_desc_get(t);
+        a->tag_kind[t] = (unsigned char)((d && mprof_event_counted(t) ? 1 : 0) |
+                                         (d && d->has_ts ? 2 : 0));
+    }
     mprof__span_init(&a->sp);
     for (size_t i = 0; pass_table[i]; i++) {
         a->pass_on[i] = pass_table[i]->always || pass_wanted(a->opts.passes, pass_table[i]->name);

@@ -29,7 +29,7 @@
 
 #define REORDER_WINDOW_NS 200000000ll /* 200 ms, as in the memory pass */
 #define DRAIN_STEP_NS 10000000ll      /* 10 ms */
-#define SPARE_SEGMENTS 256
+#define SPARE_SEGMENTS 4096
 
 typedef struct zop {
     int64_t ts;
@@ -90,6 +90,13 @@ typedef struct fibers_state {
      * its ops was a tenth of the pass. */
     segment *spare[SPARE_SEGMENTS];
     uint32_t n_spare;
+    /* A bit per fiber whose oldest pending segment is closed: the only ones a sweep can replay,
+     * visited in fiber order as a sweep of every fiber would (thousands of fibers, each a
+     * cache miss, made the sweeps a tenth of the report). */
+    uint64_t *ready;
+    uint32_t n_ready;    /* words */
+    int64_t *head_enter; /* per fiber with its ready bit: its oldest segment's enter */
+    uint32_t n_head;
 } fibers_state;
 
 static fthread *get_thread(fibers_state *s, uint32_t idx)
@@ -107,7 +114,11 @@ static int get_fiber(fibers_state *s, uint32_t name, uint32_t *out)
         return 0;
     }
     if (mprof_array_reserve((void **)&s->fibers, &s->cap_fibers, s->n_fibers + 1,
-                            sizeof *s->fibers))
+                            sizeof *s->fibers) ||
+        mprof_grow_zeroed((void **)&s->ready, &s->n_ready, s->n_fibers >> 6, sizeof *s->ready,
+                          1u << 26) ||
+        mprof_grow_zeroed((void **)&s->head_enter, &s->n_head, s->n_fibers,
+                          sizeof *s->head_enter, 1u << 31))
         return -1;
     if (mprof_umap_put(&s->by_name, (uint64_t)name + 1, s->n_fibers) != 0)
         return -1;
@@ -209,6 +220,19 @@ static void replay(fiber_acc *f, mprof_analysis *a, segment *g)
     }
 }
 
+/* Sets fiber fi's ready bit from its oldest pending segment. */
+static inline void ready_update(fibers_state *s, uint32_t fi)
+{
+    const fiber_acc *f = &s->fibers[fi];
+    uint64_t bit = (uint64_t)1 << (fi & 63);
+    if (f->n_pending && f->pending[0]->closed) {
+        s->ready[fi >> 6] |= bit;
+        s->head_enter[fi] = f->pending[0]->enter;
+    } else {
+        s->ready[fi >> 6] &= ~bit;
+    }
+}
+
 /* Replays every fiber's closed segments that can no longer be preceded by an unread one. */
 static void drain(fibers_state *s, mprof_analysis *a, int all)
 {
@@ -220,17 +244,24 @@ static void drain(fibers_state *s, mprof_analysis *a, int all)
             return;
         s->next_drain = wm + DRAIN_STEP_NS;
     }
-    for (uint32_t fi = 0; fi < s->n_fibers; fi++) {
-        fiber_acc *f = &s->fibers[fi];
-        uint32_t k = 0;
-        while (k < f->n_pending && f->pending[k]->closed && (all || f->pending[k]->enter <= wm)) {
-            replay(f, a, f->pending[k]);
-            seg_done(s, f->pending[k]);
-            k++;
-        }
-        if (k) {
-            memmove(f->pending, f->pending + k, (f->n_pending - k) * sizeof *f->pending);
-            f->n_pending -= k;
+    for (uint32_t w = 0; w < s->n_ready; w++) {
+        for (uint64_t bits = s->ready[w]; bits; bits &= bits - 1) {
+            uint32_t fi = w * 64 + (uint32_t)__builtin_ctzll(bits);
+            if (!all && s->head_enter[fi] > wm)
+                continue;
+            fiber_acc *f = &s->fibers[fi];
+            uint32_t k = 0;
+            while (k < f->n_pending && f->pending[k]->closed &&
+                   (all || f->pending[k]->enter <= wm)) {
+                replay(f, a, f->pending[k]);
+                seg_done(s, f->pending[k]);
+                k++;
+            }
+            if (k) {
+                memmove(f->pending, f->pending + k, (f->n_pending - k) * sizeof *f->pending);
+                f->n_pending -= k;
+                ready_update(s, fi);
+            }
         }
     }
 }
@@ -239,8 +270,11 @@ static void close_segment(fibers_state *s, mprof_analysis *a, fthread *t, int64_
 {
     if (!t->cur)
         return;
-    t->cur->leave = ts;
-    t->cur->closed = 1;
+    segment *g = t->cur;
+    g->leave = ts;
+    g->closed = 1;
+    if (s->fibers[g->fiber].pending[0] == g)
+        ready_update(s, g->fiber);
     t->cur = NULL;
     s->inside--;
     drain(s, a, 0);
@@ -271,6 +305,8 @@ static void open_segment(fibers_state *s, fthread *t, uint32_t thread, uint32_t 
         at--;
     memmove(f->pending + at + 1, f->pending + at, (f->n_pending - at) * sizeof *f->pending);
     f->pending[at] = g;
+    if (at == 0)
+        ready_update(s, fi); /* an open segment is now the oldest */
     f->n_pending++;
     s->segments++;
     t->cur = g;
@@ -415,6 +451,8 @@ static void fibers_destroy(void *state)
     }
     for (uint32_t i = 0; i < s->n_spare; i++)
         seg_free(s->spare[i]);
+    free(s->ready);
+    free(s->head_enter);
     free(s->fibers);
     mprof_umap_free(&s->by_name);
     free(s->threads);
