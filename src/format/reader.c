@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +140,23 @@ static size_t input(mprof_reader *r, void *dst, size_t n)
     }
     r->offset += got;
     return got;
+}
+
+/* Moves past n bytes without reading them when all of them are there (in memory, or in a file
+ * of the size it had at open, which can seek). Returns 1, or 0 with nothing moved. */
+static int skip_input(mprof_reader *r, size_t n)
+{
+    if (r->mem) {
+        if (r->mem_len - r->mem_pos < n)
+            return 0;
+        r->mem_pos += n;
+    } else {
+        if (r->st.file_bytes < r->offset || r->st.file_bytes - r->offset < n ||
+            n > (size_t)LONG_MAX || fseek(r->f, (long)n, SEEK_CUR) != 0)
+            return 0;
+    }
+    r->offset += n;
+    return 1;
 }
 
 static char *dupn(const char *s, size_t n)
@@ -311,6 +329,13 @@ void mprof__read_job(mprof_reader *r, mprof__job *job)
         if (why) {
             job_fail(job, "chunk %" PRIu64 " at offset %" PRIu64 ": %s", r->rd_chunks, at, why);
             r->rd_done = 1;
+            return;
+        }
+        if (kind == MPROF_CHUNK_EVENTS && r->process_only &&
+            !(mprof_rd_u16(h + 6) & MPROF_CHUNK_F_PROCESS) && skip_input(r, stored)) {
+            r->rd_chunks++;
+            job->bytes_after = r->offset;
+            job->kind = MPROF__JOB_SKIP;
             return;
         }
         job->stored.len = 0;
