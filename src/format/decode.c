@@ -143,6 +143,11 @@ static inline void put_event(mprof_event *at, int tag, uint32_t th, int64_t ts_n
  * callstack, nothing applied to the decoder or the reader's tables, no value to refuse). */
 static const mprof_event_desc *descs[MPROF_EV_MAX];
 static unsigned char simple[MPROF_EV_MAX], counted[MPROF_EV_MAX], needs_thread[MPROF_EV_MAX];
+/* Simple tags of the commonest layouts, read without walking their field list (lock, fiber
+ * and frame events are most of a game's events besides zones): a TS, then up to one 32-bit id
+ * (U32, LOC or NAME), then up to one U8. 0: another layout. */
+enum { SHAPE_OTHER, SHAPE_TS, SHAPE_TS_ID, SHAPE_TS_ID_U8 };
+static unsigned char shape[MPROF_EV_MAX];
 static pthread_once_t descs_once = PTHREAD_ONCE_INIT;
 static void descs_load(void)
 {
@@ -158,6 +163,13 @@ static void descs_load(void)
         for (int i = 0; i < d->n_fields; i++)
             ok &= d->fields[i] != MPROF_F_STR && d->fields[i] != MPROF_F_CS;
         simple[t] = (unsigned char)ok;
+        int id1 = d->n_fields > 1 && (d->fields[1] == MPROF_F_U32 || d->fields[1] == MPROF_F_LOC ||
+                                      d->fields[1] == MPROF_F_NAME);
+        if (ok && d->n_fields >= 1 && d->fields[0] == MPROF_F_TS)
+            shape[t] = d->n_fields == 1                                  ? SHAPE_TS
+                       : d->n_fields == 2 && id1                         ? SHAPE_TS_ID
+                       : d->n_fields == 3 && id1 && d->fields[2] == MPROF_F_U8 ? SHAPE_TS_ID_U8
+                                                                         : SHAPE_OTHER;
     }
 }
 
@@ -672,54 +684,88 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
         if (simple[tag] && out <= out_lim && s->n_ev + 1 <= MPROF__SEG_EVS &&
             (th || !needs_thread[tag]) && (run_ok || s->n_run + 2 <= MPROF__SEG_RUNS)) {
             /* A record of fixed fields: read here, with the thread's time in the locals. */
-            const mprof_event_desc *dd = descs[tag];
             const unsigned char *q = p + 1;
             uint64_t u[MPROF_MAX_FIELDS] = {0};
             int64_t ts_ns = 0, ts_dt = 0;
-            int ui = 0, timed = 0;
-            for (int i = 0; i < dd->n_fields; i++) {
+            int timed = 0;
+            const int sh = shape[tag];
+            if (sh != SHAPE_OTHER) {
                 uint64_t v;
-                int kind = dd->fields[i];
-                if (kind == MPROF_F_U8) {
-                    if (q >= end) {
-                        SYNC();
-                        BAD_EVENT("event runs past the end of its chunk");
-                    }
-                    u[ui++] = *q++;
-                    continue;
-                }
-                if (kind == MPROF_F_F64) {
-                    if (end - q < 8) {
-                        SYNC();
-                        BAD_EVENT("event runs past the end of its chunk");
-                    }
-                    u[ui++] = mprof_rd_u64(q);
-                    q += 8;
-                    continue;
-                }
                 if (varint(&q, end, &v)) {
                     SYNC();
                     BAD_EVENT("event runs past the end of its chunk");
                 }
-                if (kind == MPROF_F_TS) {
-                    last = ts_ok ? last + (uint64_t)mprof_unzigzag(v) * scale
-                                 : (uint64_t)mprof_unzigzag(v);
-                    if (!ts_ok) {
-                        ts_ok = 1;
-                        leaf_ok = leaf_loc && th;
+                last = ts_ok ? last + (uint64_t)mprof_unzigzag(v) * scale : (uint64_t)mprof_unzigzag(v);
+                if (!ts_ok) {
+                    ts_ok = 1;
+                    leaf_ok = leaf_loc && th;
+                }
+                ts_dt = (int64_t)(last - tick0);
+                timed = 1;
+                if (sh != SHAPE_TS) {
+                    if (varint(&q, end, &u[0])) {
+                        SYNC();
+                        BAD_EVENT("event runs past the end of its chunk");
                     }
-                    ts_dt = (int64_t)(last - tick0);
-                    timed = 1;
-                    continue;
+                    if (u[0] > UINT32_MAX) {
+                        SYNC();
+                        BAD_EVENT("32-bit field out of range");
+                    }
+                    if (sh == SHAPE_TS_ID_U8) {
+                        if (q >= end) {
+                            SYNC();
+                            BAD_EVENT("event runs past the end of its chunk");
+                        }
+                        u[1] = *q++;
+                    }
                 }
-                if (kind == MPROF_F_I64)
-                    v = (uint64_t)mprof_unzigzag(v);
-                else if ((kind == MPROF_F_U32 || kind == MPROF_F_LOC || kind == MPROF_F_NAME) &&
-                         v > UINT32_MAX) {
-                    SYNC();
-                    BAD_EVENT("32-bit field out of range");
+            } else {
+                const mprof_event_desc *dd = descs[tag];
+                int ui = 0;
+                for (int i = 0; i < dd->n_fields; i++) {
+                    uint64_t v;
+                    int kind = dd->fields[i];
+                    if (kind == MPROF_F_U8) {
+                        if (q >= end) {
+                            SYNC();
+                            BAD_EVENT("event runs past the end of its chunk");
+                        }
+                        u[ui++] = *q++;
+                        continue;
+                    }
+                    if (kind == MPROF_F_F64) {
+                        if (end - q < 8) {
+                            SYNC();
+                            BAD_EVENT("event runs past the end of its chunk");
+                        }
+                        u[ui++] = mprof_rd_u64(q);
+                        q += 8;
+                        continue;
+                    }
+                    if (varint(&q, end, &v)) {
+                        SYNC();
+                        BAD_EVENT("event runs past the end of its chunk");
+                    }
+                    if (kind == MPROF_F_TS) {
+                        last = ts_ok ? last + (uint64_t)mprof_unzigzag(v) * scale
+                                     : (uint64_t)mprof_unzigzag(v);
+                        if (!ts_ok) {
+                            ts_ok = 1;
+                            leaf_ok = leaf_loc && th;
+                        }
+                        ts_dt = (int64_t)(last - tick0);
+                        timed = 1;
+                        continue;
+                    }
+                    if (kind == MPROF_F_I64)
+                        v = (uint64_t)mprof_unzigzag(v);
+                    else if ((kind == MPROF_F_U32 || kind == MPROF_F_LOC || kind == MPROF_F_NAME) &&
+                             v > UINT32_MAX) {
+                        SYNC();
+                        BAD_EVENT("32-bit field out of range");
+                    }
+                    u[ui++] = v;
                 }
-                u[ui++] = v;
             }
             /* Values this reader does not know are a newer writer's: refused (as general()). */
             if ((tag == MPROF_EV_SYS_SWITCH && (u[1] > MPROF_SYS_IN || u[2] > MPROF_SYS_REASON_MAX)) ||
