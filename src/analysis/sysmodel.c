@@ -635,7 +635,7 @@ void mprof__sys_frames(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
 }
 
 void mprof__sys_spread_off(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
-                           const int64_t *fe, size_t nf, int64_t a, int64_t b, double *acc)
+                           const int64_t *fe, size_t nf, int64_t a, int64_t b, int64_t *acc)
 {
     if (!acc || b <= a || !nf || !mprof__sys_thread_traced(m, idx))
         return;
@@ -646,7 +646,7 @@ void mprof__sys_spread_off(const mprof_sysmodel *m, uint32_t idx, const int64_t 
             continue;
         int64_t off, traced;
         mprof__sys_thread_time(m, idx, s, e, &off, &traced);
-        acc[i] += (double)off / 1e6;
+        acc[i] += off;
     }
 }
 

@@ -89,9 +89,9 @@ void mprof__sys_busy_summary(const mprof_sysmodel *m, uint32_t *out_n, double *o
 void mprof__sys_frames(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
                        const int64_t *fe, size_t nf, double *out_on_ms, double *out_off_ms,
                        double *out_cpu_ms, double *out_busy);
-/* Adds to acc[i] the off-CPU milliseconds of thread idx during [a, b) within frame i. */
+/* Adds to acc[i] the off-CPU nanoseconds of thread idx during [a, b) within frame i. */
 void mprof__sys_spread_off(const mprof_sysmodel *m, uint32_t idx, const int64_t *fs,
-                           const int64_t *fe, size_t nf, int64_t a, int64_t b, double *acc);
+                           const int64_t *fe, size_t nf, int64_t a, int64_t b, int64_t *acc);
 
 /* The critical path of a frame (docs/GATE.md, "Decision time"): how much of it was runnable but
  * not running. The model says how the waits are followed: not at all when the switches carry no

@@ -72,8 +72,10 @@ typedef struct zone {
     uint32_t line;
     uint64_t count;
     int64_t incl_ns, self_ns;
-    double *self_ms, *incl_ms; /* per main frame, top zones only */
-    double *self_off_ms;       /* per main frame, when the capture has context switches */
+    /* Per main frame, top zones only, in ns: sums of whole nanoseconds are exact, and print as
+     * milliseconds without a float conversion. */
+    int64_t *frame_self_ns, *frame_incl_ns;
+    int64_t *frame_off_ns; /* when the capture has context switches */
 } zone;
 
 typedef struct open_zone {
@@ -588,9 +590,9 @@ static int build_zones(exporter *x, const mprof_reader *r)
     size_t top = x->n_zones < MPROF_FRAMES_TOP_ZONES ? x->n_zones : MPROF_FRAMES_TOP_ZONES;
     size_t nf = x->main ? x->main->nf : 0;
     for (size_t k = 0; k < top && nf > 0; k++) {
-        x->zones[k].self_ms = calloc(nf, sizeof(double));
-        x->zones[k].incl_ms = calloc(nf, sizeof(double));
-        if (!x->zones[k].self_ms || !x->zones[k].incl_ms)
+        x->zones[k].frame_self_ns = calloc(nf, sizeof(int64_t));
+        x->zones[k].frame_incl_ns = calloc(nf, sizeof(int64_t));
+        if (!x->zones[k].frame_self_ns || !x->zones[k].frame_incl_ns)
             return -1;
     }
     return 0;
@@ -601,7 +603,7 @@ static int build_zones(exporter *x, const mprof_reader *r)
 /* Adds the overlap of [a, b) with every main frame to acc (milliseconds). The search for the
  * first frame starts at *hint, where the thread's last one began (its times mostly grow), and
  * moves it. */
-static void spread_at(const fset *f, int64_t a, int64_t b, double *acc, size_t *hint)
+static void spread_at(const fset *f, int64_t a, int64_t b, int64_t *acc, size_t *hint)
 {
     if (!acc || b <= a || f->nf == 0)
         return;
@@ -619,7 +621,7 @@ static void spread_at(const fset *f, int64_t a, int64_t b, double *acc, size_t *
         int64_t s = a > f->fs[i] ? a : f->fs[i];
         int64_t e = b < f->fe[i] ? b : f->fe[i];
         if (e > s)
-            acc[i] += (double)(e - s) / 1e6;
+            acc[i] += e - s;
     }
 }
 
@@ -642,7 +644,7 @@ static int64_t off_at(const exporter *x, tstack *t, uint32_t thread, int64_t ts)
 /* The same for the part of [a, b) during which the zone's thread was off the CPU: nothing to
  * add when the thread was on the CPU all along (its off-CPU time is the same at a and b). */
 static void spread_off(const exporter *x, tstack *t, uint32_t thread, int64_t a, int64_t b,
-                       double *acc)
+                       int64_t *acc)
 {
     if (!acc || !x->sys_switches || b <= a)
         return;
@@ -666,8 +668,8 @@ static inline void pause_parent(exporter *x, tstack *t, uint32_t thread, int64_t
     open_zone *p = &t->s[t->depth - 1];
     zone *pz = zone_of(x, p->loc);
     if (pz) {
-        spread_at(x->main, p->mark, ts, pz->self_ms, &t->hint);
-        spread_off(x, t, thread, p->mark, ts, pz->self_off_ms);
+        spread_at(x->main, p->mark, ts, pz->frame_self_ns, &t->hint);
+        spread_off(x, t, thread, p->mark, ts, pz->frame_off_ns);
     }
 }
 
@@ -677,10 +679,10 @@ static inline void zone_ended(exporter *x, tstack *t, uint32_t thread, const ope
 {
     zone *zz = zone_of(x, z->loc);
     if (zz) {
-        spread_at(x->main, z->mark, ts, zz->self_ms, &t->hint);
-        spread_off(x, t, thread, z->mark, ts, zz->self_off_ms);
+        spread_at(x->main, z->mark, ts, zz->frame_self_ns, &t->hint);
+        spread_off(x, t, thread, z->mark, ts, zz->frame_off_ns);
         if (!nested_in(t, z->loc))
-            spread_at(x->main, z->begin, ts, zz->incl_ms, &t->hint);
+            spread_at(x->main, z->begin, ts, zz->frame_incl_ns, &t->hint);
     }
     if (t->depth)
         t->s[t->depth - 1].mark = ts;
@@ -830,6 +832,32 @@ static void put_str(FILE *out, const char *s)
         fputs("null", out);
 }
 
+/* Whole nanoseconds as put_ms writes their milliseconds (the same text: a double holds ns / 1e6
+ * closer than half the last printed digit below 2^30 ms), without a float conversion. */
+static void put_ns_ms(FILE *out, int64_t ns)
+{
+    if (ns < 0 || ns >= ((int64_t)1 << 50)) {
+        put_ms(out, (double)ns / 1e6);
+        return;
+    }
+    char buf[32], *e = buf + sizeof buf, *o = e;
+    int64_t frac = ns % 1000000, whole = ns / 1000000;
+    int digits = 6;
+    while (digits && frac % 10 == 0) { /* no trailing zeros */
+        frac /= 10;
+        digits--;
+    }
+    if (digits) {
+        for (int i = 0; i < digits; i++, frac /= 10)
+            *--o = (char)('0' + frac % 10);
+        *--o = '.';
+    }
+    do
+        *--o = (char)('0' + whole % 10);
+    while ((whole /= 10) > 0);
+    fwrite(o, 1, (size_t)(e - o), out);
+}
+
 static void put_ms_array(FILE *out, const double *v, size_t n)
 {
     fputc('[', out);
@@ -837,6 +865,17 @@ static void put_ms_array(FILE *out, const double *v, size_t n)
         if (i)
             fputc(',', out);
         put_ms(out, v[i]);
+    }
+    fputc(']', out);
+}
+
+static void put_ns_array(FILE *out, const int64_t *v, size_t n)
+{
+    fputc('[', out);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputc(',', out);
+        put_ns_ms(out, v[i]);
     }
     fputc(']', out);
 }
@@ -1143,14 +1182,14 @@ static int write_export(exporter *x, const mprof_reader *r, FILE *out)
         put_ms(out, (double)z->incl_ns / 1e6);
         fputs(", \"selfTotalMs\": ", out);
         put_ms(out, (double)z->self_ns / 1e6);
-        if (z->self_ms) {
+        if (z->frame_self_ns) {
             fputs(",\n     \"perFrameMs\": ", out);
-            put_ms_array(out, z->incl_ms, m->nf);
+            put_ns_array(out, z->frame_incl_ns, m->nf);
             fputs(",\n     \"selfPerFrameMs\": ", out);
-            put_ms_array(out, z->self_ms, m->nf);
-            if (z->self_off_ms) {
+            put_ns_array(out, z->frame_self_ns, m->nf);
+            if (z->frame_off_ns) {
                 fputs(",\n     \"selfOffCpuPerFrameMs\": ", out);
-                put_ms_array(out, z->self_off_ms, m->nf);
+                put_ns_array(out, z->frame_off_ns, m->nf);
             }
         }
         fputc('}', out);
@@ -1183,9 +1222,9 @@ static void exporter_free(exporter *x)
         free(x->zones[k].name_copy);
         free(x->zones[k].file_copy);
         free(x->zones[k].function_copy);
-        free(x->zones[k].self_ms);
-        free(x->zones[k].incl_ms);
-        free(x->zones[k].self_off_ms);
+        free(x->zones[k].frame_self_ns);
+        free(x->zones[k].frame_incl_ns);
+        free(x->zones[k].frame_off_ns);
     }
     free(x->zones);
     for (uint32_t i = 0; i < x->n_stacks; i++)
@@ -1296,10 +1335,10 @@ int mprof__export_frames_process(const char *capture_path, const mprof_export_ra
         goto out;
     }
     for (size_t k = 0; x.sys_switches && k < x.n_zones; k++) {
-        if (!x.zones[k].self_ms)
+        if (!x.zones[k].frame_self_ns)
             continue;
-        x.zones[k].self_off_ms = calloc(x.main->nf ? x.main->nf : 1, sizeof(double));
-        if (!x.zones[k].self_off_ms) {
+        x.zones[k].frame_off_ns = calloc(x.main->nf ? x.main->nf : 1, sizeof(int64_t));
+        if (!x.zones[k].frame_off_ns) {
             fail(&x, "out of memory");
             goto out;
         }
