@@ -180,7 +180,7 @@ blevel *mprof__vidx_add_zone(builder *b, uint32_t track, uint32_t depth, uint32_
         lc->used = 1;
         lc->kind = l->kind == MPROF_TRACK_FIBER ? MPROF_TRACK_THREAD : l->kind;
     }
-    if (l->kind == MPROF_TRACK_THREAD && b->r && mprof__vproc_several(b->r))
+    if (l->kind == MPROF_TRACK_THREAD && b->several)
         mprof__vproc_note(&lc->process, mprof__vproc_of_track(b->r, b->w, track));
     if (counts && mprof__site_add(&lc->st, &b->span, s, e - s, self, outermost) != 0)
         b->oom = 1;
@@ -553,7 +553,9 @@ static int build_into(const char *capture_path, int fd, char *err, size_t errlen
     int rc;
     while ((rc = mprof_reader_next_batch(r, &bt)) == 1) {
         /* Every event but the zones reaches h_other in file order; the zones' times reach the
-         * system model as the batch's latest time. */
+         * system model as the batch's latest time. A batch's definitions (processes among them)
+         * are applied when it is handed out: the process count holds for its zones. */
+        b.several = mprof__vproc_several(r);
         if (mprof__walker_batch(b.w, &bt) != 0 || b.oom || b.out.failed) {
             rc = -2;
             break;
@@ -567,6 +569,7 @@ static int build_into(const char *capture_path, int fd, char *err, size_t errlen
         tool_seterr(err, errlen, "%s: %s while indexing", capture_path,
                     b.out.failed ? "cannot write the index (disk full?)" : "out of memory");
     else {
+        b.several = mprof__vproc_several(r);
         mprof__walker_finish(b.w);
         /* Async spans into their lanes' levels (the span that holds every zone holds them). */
         int ok = !b.oom && mprof__vidx_async_finish(&b) == 0 && !b.oom;

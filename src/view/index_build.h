@@ -78,6 +78,7 @@ typedef struct builder {
     vout out;
     mprof_walker *w;
     const mprof_reader *r; /* the capture's reader (for the system records) */
+    int several;           /* mprof__vproc_several(r), as of the batch being walked */
     size_t **by_track; /* by_track[track][depth]: index + 1 into levels (which moves), 0 = none */
     uint32_t *track_depths;
     uint32_t n_tracks;
