@@ -5,7 +5,8 @@
  *
  * The same bytes are then read through batches, by two workers, handing out only a few tags:
  * every way of reading must count the same events and stop with the same message (a
- * difference aborts, which the fuzzer reports as a crash).
+ * difference aborts, which the fuzzer reports as a crash). Last, a read of the process chunks
+ * alone, and what END then says of the main frames, which may be anything but a crash.
  */
 #include "format/batch.h"
 #include "format/format.h"
@@ -16,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reads data through batches with jobs workers; *events gets the reader's count. */
+/* Reads data through batches with jobs workers; *events gets the reader's count. filter 2:
+ * the process chunks alone (mprof_reader_process_only). */
 static int batch_read(const uint8_t *data, size_t size, int jobs, int filter, uint64_t *events,
                       char *err, size_t errlen)
 {
@@ -25,7 +27,9 @@ static int batch_read(const uint8_t *data, size_t size, int jobs, int filter, ui
     if (!r)
         return -2;
     mprof_reader_set_jobs(r, jobs);
-    if (filter) {
+    if (filter == 2)
+        mprof_reader_process_only(r);
+    else if (filter) {
         unsigned char want[MPROF_EV_MAX] = {0};
         want[MPROF_EV_FRAME_MARK] = want[MPROF_EV_SYS_SWITCH] = want[MPROF_EV_MESSAGE] = 1;
         mprof_reader_want(r, want);
@@ -43,6 +47,9 @@ static int batch_read(const uint8_t *data, size_t size, int jobs, int filter, ui
     mprof_reader_get_stats(r, &st);
     *events = st.events;
     snprintf(err, errlen, "%s", mprof_reader_error(r));
+    mprof_main_frames mf;
+    if (mprof_reader_main_frames(r, &mf) && filter != 2)
+        abort(); /* only a process-only read can stand for the whole capture */
     mprof_reader_close(r);
     return rc;
 }
@@ -83,6 +90,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int rc2 = batch_read(data, size, ways[w].jobs, ways[w].filter, &events, err2, sizeof err2);
         if (rc2 != rc || events != st.events || strcmp(err1, err2) != 0)
             abort();
+    }
+    for (int jobs = 1; jobs <= 2; jobs++) {
+        uint64_t events;
+        char err2[256];
+        (void)batch_read(data, size, jobs, 2, &events, err2, sizeof err2);
     }
     return 0;
 }
