@@ -76,10 +76,20 @@ static void *late_worker(void *arg)
     return NULL;
 }
 
+/* Names the program makes at run time, each a definition: in a few frames more of them than a
+ * chunk holds, so that the process chunk fills before the threads' chunk that uses them. */
+static char names[600][48];
+
 static void workload(void)
 {
     pthread_t th;
     for (int f = 0; f < FRAMES; f++) {
+        if (f >= 10 && f < 14)
+            for (int k = 0; k < 150; k++) {
+                char *n = names[(f - 10) * 150 + k];
+                snprintf(n, sizeof names[0], "run-time plot name number %d of frame %d", k, f);
+                MPROF_PLOT(n, k);
+            }
         MPROF_ZONE_BEGIN("frame");
         for (int k = 0; k < 200; k++) {
             MPROF_ZONE_BEGIN("early");
@@ -129,6 +139,7 @@ typedef struct chunk {
     long at, len; /* header offset, header and payload bytes */
     int kind;
     unsigned flags;
+    uint32_t raw; /* payload bytes after decompression */
 } chunk;
 
 static unsigned char *load(const char *path, long *len)
@@ -153,7 +164,7 @@ static int chunks_of(const unsigned char *d, long len, chunk *out, int max)
         uint32_t stored, raw;
         assert_null(mprof_fmt_check_chunk_header(d + at, &kind, &codec, &stored, &raw));
         out[n] = (chunk){at, MPROF_FMT_CHUNK_HEADER_BYTES + (long)stored, kind,
-                         mprof_rd_u16(d + at + 6)};
+                         mprof_rd_u16(d + at + 6), raw};
         at += out[n++].len;
     }
     return n;
@@ -292,6 +303,11 @@ static void test_chunks_flagged(void **state)
     unsigned char *d = load(capture_path, &len);
     static chunk c[4096];
     int n = chunks_of(d, len, c, 4096), proc = 0, other = 0;
+    /* Either stream closes its chunk once past chunk_bytes (4096, and a record or the module
+     * map), the process one too while only definitions fill it. */
+    for (int i = 0; i < n; i++)
+        if (c[i].kind == MPROF_CHUNK_EVENTS && c[i].raw > 2 * 4096)
+            fail_msg("chunk %d holds %u bytes (flags %u)", i, c[i].raw, c[i].flags);
     for (int i = 0; i < n; i++)
         if (c[i].kind == MPROF_CHUNK_EVENTS && (c[i].flags & MPROF_CHUNK_F_PROCESS))
             proc++;

@@ -755,6 +755,8 @@ void mprof__encoder_translate(mprof__thread *th, const unsigned char *p, const u
     while (p < end) {
         if (C.s.chunk.len >= chunk_bytes)
             mprof__encoder_emit_chunk();
+        else if (C.other.chunk.len >= chunk_bytes && !C.in_proc)
+            stream_emit(&C.other, MPROF_CHUNK_F_PROCESS); /* many new names: definitions alone */
         thread_context(th);
         size_t room = chunk_bytes - C.s.chunk.len;
         if (C.s.chunk.len < chunk_bytes && mprof_buf_reserve(&C.s.chunk, room + 32) == 0) {
