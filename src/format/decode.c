@@ -575,21 +575,6 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
         f.max_ts = max_ns > f.max_ts ? max_ns : f.max_ts;                                          \
         max_ns = INT64_MIN;                                                                        \
     } while (0)
-    /* The thread's next timestamp, a TS field at q: absolute as its first in the chunk, else a
-     * delta in the chunk's scale. */
-#define READ_TS(q)                                                                                 \
-    do {                                                                                           \
-        uint64_t v_;                                                                               \
-        if (varint(&(q), end, &v_)) {                                                              \
-            SYNC();                                                                                \
-            BAD_EVENT("event runs past the end of its chunk");                                     \
-        }                                                                                          \
-        last = ts_ok ? last + (uint64_t)mprof_unzigzag(v_) * scale : (uint64_t)mprof_unzigzag(v_); \
-        if (!ts_ok) {                                                                              \
-            ts_ok = 1;                                                                             \
-            leaf_ok = leaf_loc && th;                                                              \
-        }                                                                                          \
-    } while (0)
     for (;;) {
         if (p >= end) {
             s->last = 1;
@@ -668,8 +653,16 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
         }
         if ((tag == MPROF_EV_ZONE_BEGIN || tag == MPROF_EV_ZONE_END) && th) {
             const unsigned char *q = p + 1;
-            uint64_t loc = 0;
-            READ_TS(q);
+            uint64_t v, loc = 0;
+            if (varint(&q, end, &v)) {
+                SYNC();
+                BAD_EVENT("event runs past the end of its chunk");
+            }
+            last = ts_ok ? last + (uint64_t)mprof_unzigzag(v) * scale : (uint64_t)mprof_unzigzag(v);
+            if (!ts_ok) {
+                ts_ok = 1;
+                leaf_ok = leaf_loc != 0;
+            }
             if (tag == MPROF_EV_ZONE_BEGIN && (varint(&q, end, &loc) || loc > UINT32_MAX)) {
                 SYNC();
                 BAD_EVENT(loc > UINT32_MAX ? "32-bit field out of range"
@@ -697,7 +690,16 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
             int timed = 0;
             const int sh = shape[tag];
             if (sh != SHAPE_OTHER) {
-                READ_TS(q);
+                uint64_t v;
+                if (varint(&q, end, &v)) {
+                    SYNC();
+                    BAD_EVENT("event runs past the end of its chunk");
+                }
+                last = ts_ok ? last + (uint64_t)mprof_unzigzag(v) * scale : (uint64_t)mprof_unzigzag(v);
+                if (!ts_ok) {
+                    ts_ok = 1;
+                    leaf_ok = leaf_loc && th;
+                }
                 ts_dt = (int64_t)(last - tick0);
                 timed = 1;
                 if (sh != SHAPE_TS) {
@@ -721,6 +723,7 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
                 const mprof_event_desc *dd = descs[tag];
                 int ui = 0;
                 for (int i = 0; i < dd->n_fields; i++) {
+                    uint64_t v;
                     int kind = dd->fields[i];
                     if (kind == MPROF_F_U8) {
                         if (q >= end) {
@@ -739,16 +742,20 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
                         q += 8;
                         continue;
                     }
-                    if (kind == MPROF_F_TS) {
-                        READ_TS(q);
-                        ts_dt = (int64_t)(last - tick0);
-                        timed = 1;
-                        continue;
-                    }
-                    uint64_t v;
                     if (varint(&q, end, &v)) {
                         SYNC();
                         BAD_EVENT("event runs past the end of its chunk");
+                    }
+                    if (kind == MPROF_F_TS) {
+                        last = ts_ok ? last + (uint64_t)mprof_unzigzag(v) * scale
+                                     : (uint64_t)mprof_unzigzag(v);
+                        if (!ts_ok) {
+                            ts_ok = 1;
+                            leaf_ok = leaf_loc && th;
+                        }
+                        ts_dt = (int64_t)(last - tick0);
+                        timed = 1;
+                        continue;
                     }
                     if (kind == MPROF_F_I64)
                         v = (uint64_t)mprof_unzigzag(v);
@@ -837,7 +844,6 @@ done:
         d->active = 0;
 #undef CONV
 #undef SYNC
-#undef READ_TS
 }
 
 void mprof__decoder_fill(mprof__decoder *d, mprof__segment *s, const unsigned char *want)
