@@ -689,6 +689,9 @@ static inline __attribute__((always_inline)) void fill(mprof__decoder *d, mprof_
             int64_t ts_ns = 0, ts_dt = 0;
             int timed = 0;
             const int sh = shape[tag];
+            /* The timestamp read is written out on each path, as on the zone path above: one
+             * shared through a macro made the workers' variant of this loop (streaming stores)
+             * decode at half speed, a matter of the compiler's register allocation. */
             if (sh != SHAPE_OTHER) {
                 uint64_t v;
                 if (varint(&q, end, &v)) {
