@@ -48,7 +48,7 @@ asan: deps
 	MPROF_TEST_SCALE=0.1 sh scripts/test.sh build-asan --output-on-failure -j $(JOBS) --repeat until-pass:2
 
 tsan: deps
-	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_SANITIZE=thread -DMPROF_BUILD_BENCH=OFF -DMPROF_WERROR=ON
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_SANITIZE=thread -DMPROF_WERROR=ON
 	cmake --build build-tsan -j $(JOBS)
 	MPROF_TEST_SCALE=0.05 TSAN_OPTIONS=halt_on_error=1 sh scripts/test.sh build-tsan --output-on-failure -j $(JOBS) --repeat until-pass:2
 
