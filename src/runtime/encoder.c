@@ -162,7 +162,7 @@ static const mprof_buf *chunk_framed(const mprof__chunk *c)
 static void emit_flags(int kind, const mprof_buf *payload, unsigned flags)
 {
     chunk_impl ci = {payload, flags, 0, 0};
-    mprof__chunk c = {kind, flags, payload, chunk_framed, &ci};
+    mprof__chunk c = {kind, payload, chunk_framed, &ci}; /* framed() carries the flags */
     for (int i = 0; i < C.n_sinks; i++)
         C.sinks[i]->ops->chunk(C.sinks[i], &c);
     atomic_fetch_add(&mprof__stats.chunks_written, 1);

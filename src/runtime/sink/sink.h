@@ -26,7 +26,6 @@ typedef struct mprof__sink mprof__sink;
  * a sink that keeps only some chunks, or compresses them its own way, need not call it. */
 typedef struct mprof__chunk {
     int kind;                 /* MPROF_CHUNK_INFO, _EVENTS or _END */
-    unsigned flags;           /* MPROF_CHUNK_F_PROCESS for a process chunk */
     const mprof_buf *raw;     /* the uncompressed payload */
     const mprof_buf *(*framed)(const struct mprof__chunk *c);
     void *impl;               /* the collector's state for framed() */
