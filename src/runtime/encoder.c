@@ -103,6 +103,7 @@ typedef struct stream {
     int scale_dropped;     /* a delta did not fit: scale is 1 until one fits the step again */
     unsigned rescales;     /* times the scale was restored in the current chunk */
     uint64_t chunk_started_ns;
+    uint64_t events;       /* in the current chunk, as mprof_event_counted counts them */
 } stream;
 
 /* The main frames as the file holds them (analysis/range.h): the unnamed frame marks of the
@@ -159,10 +160,10 @@ static const mprof_buf *chunk_framed(const mprof__chunk *c)
     return ci->ok ? &C.framed : NULL;
 }
 
-static void emit_flags(int kind, const mprof_buf *payload, unsigned flags)
+static void emit_flags(int kind, const mprof_buf *payload, unsigned flags, uint64_t events)
 {
     chunk_impl ci = {payload, flags, 0, 0};
-    mprof__chunk c = {kind, payload, chunk_framed, &ci}; /* framed() carries the flags */
+    mprof__chunk c = {kind, payload, events, chunk_framed, &ci}; /* framed() carries the flags */
     for (int i = 0; i < C.n_sinks; i++)
         C.sinks[i]->ops->chunk(C.sinks[i], &c);
     atomic_fetch_add(&mprof__stats.chunks_written, 1);
@@ -170,7 +171,7 @@ static void emit_flags(int kind, const mprof_buf *payload, unsigned flags)
 
 void mprof__encoder_emit(int kind, const mprof_buf *payload)
 {
-    emit_flags(kind, payload, 0);
+    emit_flags(kind, payload, 0, 0);
 }
 
 /* Hands a definition record to the sinks that keep definitions apart from the chunks. */
@@ -199,13 +200,14 @@ static void stream_reset(stream *st)
     st->scale_dropped = 0;
     st->rescales = 0;
     st->chunk_started_ns = mprof__mono_ns();
+    st->events = 0;
 }
 
 static void stream_emit(stream *st, unsigned flags)
 {
     if (st->chunk.len) {
         atomic_fetch_add(&mprof__stats.bytes_raw, st->chunk.len);
-        emit_flags(MPROF_CHUNK_EVENTS, &st->chunk, flags);
+        emit_flags(MPROF_CHUNK_EVENTS, &st->chunk, flags, st->events);
         if (flags & MPROF_CHUNK_F_PROCESS)
             C.process_chunks++;
     }
@@ -750,12 +752,14 @@ static const unsigned char *translate_one(mprof__thread *th, const unsigned char
  * chunk (a compact zone record is at most 16 bytes); everything else takes translate_one. */
 void mprof__encoder_translate(mprof__thread *th, const unsigned char *p, const unsigned char *end)
 {
-    uint64_t n = 0;
+    uint64_t n = 0, n_in_chunk = 0; /* translated; of those, already added to a chunk's count */
     const size_t chunk_bytes = mprof__config.chunk_bytes;
     while (p < end) {
-        if (C.s.chunk.len >= chunk_bytes)
+        if (C.s.chunk.len >= chunk_bytes) {
+            C.s.events += n - n_in_chunk;
+            n_in_chunk = n;
             mprof__encoder_emit_chunk();
-        else if (C.other.chunk.len >= chunk_bytes && !C.in_proc)
+        } else if (C.other.chunk.len >= chunk_bytes && !C.in_proc)
             stream_emit(&C.other, MPROF_CHUNK_F_PROCESS); /* many new names: definitions alone */
         thread_context(th);
         size_t room = chunk_bytes - C.s.chunk.len;
@@ -875,6 +879,7 @@ void mprof__encoder_translate(mprof__thread *th, const unsigned char *p, const u
         p = q;
         n++;
     }
+    C.s.events += n - n_in_chunk;
     if (C.s.chunk.len >= chunk_bytes)
         mprof__encoder_emit_chunk();
     C.events += n;

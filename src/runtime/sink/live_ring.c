@@ -49,6 +49,7 @@ static blob *blob_fill(blob *b, const void *data, size_t len, raw_slab *slab)
     b->mono_ns = mprof__mono_ns();
     b->ticks = mprof__ticks();
     b->raw = slab != NULL;
+    b->events = MPROF__LIVE_EVENTS_UNKNOWN;
     b->len = len;
     b->slab = slab;
     memcpy(b->data, data, len);
@@ -155,6 +156,7 @@ static blob *blob_frame(const blob *r)
     if (b) {
         b->mono_ns = r->mono_ns;
         b->ticks = r->ticks;
+        b->events = r->events;
     }
     return b;
 }

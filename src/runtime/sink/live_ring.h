@@ -14,12 +14,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define MPROF__LIVE_EVENTS_UNKNOWN UINT64_MAX
+
 /* A chunk shared by the history ring and session queues. */
 typedef struct mprof__live_blob {
     _Atomic int refs;
     uint64_t mono_ns; /* when it was produced */
     uint64_t ticks;   /* the same moment in timer ticks */
     int raw;          /* data is an unframed EVENTS payload (history nobody has asked for) */
+    uint64_t events;  /* the events it holds as END counts them, or MPROF__LIVE_EVENTS_UNKNOWN */
     size_t len;
     struct mprof__live_slab *slab; /* a raw blob's slab (collector thread only) */
     unsigned char data[];

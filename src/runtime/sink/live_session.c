@@ -217,26 +217,26 @@ void mprof__live_session_attach(void)
 
 
 /* framed NULL with lazy set: keep the raw payload (history nobody may read yet). */
-void mprof__live_deliver(const mprof_buf *raw, const mprof_buf *framed, int lazy)
+void mprof__live_deliver(const mprof_buf *raw, const mprof_buf *framed, int lazy,
+                         uint64_t events)
 {
     blob *b = lazy     ? mprof__live_raw_blob_new(raw->data, raw->len)
               : framed ? mprof__live_blob_new(framed->data, framed->len)
                        : NULL;
     if (!b) {
         /* Out of memory: a connected tool misses this chunk, which is counted as a drop. */
-        mprof_wire_counts c = {0};
-        mprof_wire_scan_events(raw->data, raw->len, &c, NULL, 0);
         pthread_mutex_lock(&S.m);
         session *s = S.active;
         if (s && s->attached && !s->closing) {
             s->dropped_chunks++;
-            s->dropped_events += c.events;
-            s->unannounced_lost += c.events;
+            s->dropped_events += events;
+            s->unannounced_lost += events;
             s->need_defs = 1;
         }
         pthread_mutex_unlock(&S.m);
         return;
     }
+    b->events = events;
     if (S.history_s > 0)
         mprof__live_ring_push(b);
     /* The session may end at any time on its sender thread: it is looked up again by id under
@@ -255,12 +255,9 @@ void mprof__live_deliver(const mprof_buf *raw, const mprof_buf *framed, int lazy
         mprof__live_blob_unref(b);
         return;
     }
-    mprof_wire_counts c = {0};
     blob *d = NULL;
     if (fits && need_defs && !(d = mprof__live_defs_blob(mprof__ticks(), lost)))
         fits = 0; /* out of memory: the chunk cannot be delivered decodable, so drop it */
-    if (!fits)
-        mprof_wire_scan_events(raw->data, raw->len, &c, NULL, 0);
     pthread_mutex_lock(&S.m);
     s = S.active;
     if (s && s->id == id && !s->closing) {
@@ -268,8 +265,8 @@ void mprof__live_deliver(const mprof_buf *raw, const mprof_buf *framed, int lazy
             /* The tool cannot keep up: drop this chunk, count its events, and re-send the
              * definitions it may have carried before the next chunk that is delivered. */
             s->dropped_chunks++;
-            s->dropped_events += c.events;
-            s->unannounced_lost += c.events;
+            s->dropped_events += events;
+            s->unannounced_lost += events;
             s->need_defs = 1;
         } else {
             int defs_ok = !d || enqueue_locked(s, d) == 0;
@@ -279,10 +276,9 @@ void mprof__live_deliver(const mprof_buf *raw, const mprof_buf *framed, int lazy
             }
             if (!defs_ok || enqueue_locked(s, b) != 0) {
                 /* Out of memory for a queue entry: the same as a drop. */
-                mprof_wire_scan_events(raw->data, raw->len, &c, NULL, 0);
                 s->dropped_chunks++;
-                s->dropped_events += c.events;
-                s->unannounced_lost += c.events;
+                s->dropped_events += events;
+                s->unannounced_lost += events;
                 s->need_defs = 1;
             }
         }
@@ -402,13 +398,18 @@ typedef struct sent_counts {
     void *dctx;         /* ZSTD_DCtx, made on first use */
 } sent_counts;
 
-/* Adds a chunk that was sent whole. Decompressing and walking it costs the sender thread about
- * what the tool spends on the same chunk; the collector and the game threads pay nothing. */
+/* Adds a chunk that was sent whole. A chunk of the collector's comes with its count; any other
+ * (the definitions chunk, made rarely) is decompressed and walked, which costs the sender about
+ * what the tool spends on the same chunk. */
 static void count_sent(sent_counts *sc, const blob *b)
 {
     mprof_wire_chunk ch;
     size_t used;
     sc->chunks++;
+    if (b->events != MPROF__LIVE_EVENTS_UNKNOWN) {
+        sc->events += b->events;
+        return;
+    }
     if (mprof_wire_next_chunk(b->data, b->len, &ch, &used, NULL, 0) != MPROF_WIRE_DONE) {
         sc->events_unknown = 1;
         return;

@@ -27,6 +27,7 @@ typedef struct mprof__sink mprof__sink;
 typedef struct mprof__chunk {
     int kind;                 /* MPROF_CHUNK_INFO, _EVENTS or _END */
     const mprof_buf *raw;     /* the uncompressed payload */
+    uint64_t events;          /* EVENTS: the events it holds (END's "events" counts the same) */
     const mprof_buf *(*framed)(const struct mprof__chunk *c);
     void *impl;               /* the collector's state for framed() */
 } mprof__chunk;
