@@ -150,6 +150,12 @@ static segment *seg_new(fibers_state *s)
     if (!s->n_spare)
         return calloc(1, sizeof(segment));
     segment *g = s->spare[--s->n_spare];
+    /* Spares were replayed long ago and have left the cache: the next two are fetched now, the
+     * header of the one after next and the ops of the next, whose header came last time. */
+    if (s->n_spare >= 2)
+        __builtin_prefetch(s->spare[s->n_spare - 2], 1);
+    if (s->n_spare >= 1)
+        __builtin_prefetch(s->spare[s->n_spare - 1]->ops, 1);
     zop *ops = g->ops;
     uint32_t cap = g->cap_ops;
     *g = (segment){.ops = ops, .cap_ops = cap};
@@ -251,8 +257,19 @@ static void drain(fibers_state *s, mprof_analysis *a, int all)
                 continue;
             fiber_acc *f = &s->fibers[fi];
             uint32_t k = 0;
+            /* A pending segment was written a reorder window ago and has left the cache: the
+             * segments ahead are fetched while one is replayed (the header two ahead, the ops
+             * of the next, whose header came one replay earlier). */
+            if (f->n_pending > 1)
+                __builtin_prefetch(f->pending[1]);
+            if (f->n_pending)
+                __builtin_prefetch(f->pending[0]->ops);
             while (k < f->n_pending && f->pending[k]->closed &&
                    (all || f->pending[k]->enter <= wm)) {
+                if (k + 2 < f->n_pending)
+                    __builtin_prefetch(f->pending[k + 2]);
+                if (k + 1 < f->n_pending)
+                    __builtin_prefetch(f->pending[k + 1]->ops);
                 replay(f, a, f->pending[k]);
                 seg_done(s, f->pending[k]);
                 k++;
