@@ -283,12 +283,10 @@ static int cmp_wake(const void *pa, const void *pb)
     return a->ts < b->ts ? -1 : a->ts > b->ts;
 }
 
-static int push_off(otid *t, uint32_t *cap, int64_t s, int64_t e, int reason)
+/* Room for nc intervals in a thread's interval arrays (*cap is their capacity). */
+static int reserve_off(otid *t, uint32_t *cap, uint32_t nc)
 {
-    if (e <= s)
-        return 0;
-    if (t->n_off == *cap) {
-        uint32_t nc = *cap ? *cap * 2 : 64;
+    if (nc > *cap) {
         int64_t *a = realloc(t->os, nc * sizeof *a);
         if (!a)
             return -1;
@@ -315,6 +313,15 @@ static int push_off(otid *t, uint32_t *cap, int64_t s, int64_t e, int reason)
         t->owts = a;
         *cap = nc;
     }
+    return 0;
+}
+
+static int push_off(otid *t, uint32_t *cap, int64_t s, int64_t e, int reason)
+{
+    if (e <= s)
+        return 0;
+    if (t->n_off == *cap && reserve_off(t, cap, *cap ? *cap * 2 : 64) != 0)
+        return -1;
     t->orsn[t->n_off] = (uint8_t)reason;
     t->owk[t->n_off] = UINT32_MAX;
     t->owts[t->n_off] = INT64_MIN;
@@ -374,6 +381,12 @@ static void build(mprof_sysmodel *m, otid *t)
     int64_t off_start = t->start;
     int reason = MPROF_SYS_REASON_UNKNOWN;
     uint32_t cap = 0;
+    /* An interval ends at a switch in that follows a switch out, or at the end: the arrays are
+     * sized once (growing them copied them and faulted their pages in twice). */
+    if (reserve_off(t, &cap, t->n_sw / 2 + 2) != 0) {
+        m->incomplete = 1;
+        return;
+    }
     for (uint32_t i = 0; i < t->n_sw; i++) {
         int64_t ts = t->sw[i].ts;
         ts = ts < t->start ? t->start : ts > t->end ? t->end : ts;
