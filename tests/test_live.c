@@ -270,6 +270,28 @@ static uint64_t zone_count(const char *path, const char *name, int *unresolved, 
     return n;
 }
 
+/* END's "events" equals the events the file holds, as the reader counts them: the sender adds
+ * up the counts the collector hands with each chunk, and any miscount shows here (a count too
+ * low is no error to the reader, which reports only events missing). */
+static void end_counts_what_the_file_holds(const char *path)
+{
+    char err[256];
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    assert_non_null(r);
+    mprof_event ev;
+    uint64_t n = 0;
+    int rc;
+    while ((rc = mprof_reader_next(r, &ev)) == 1)
+        n += mprof_event_counted(ev.type);
+    assert_int_equal(rc, 0);
+    const char *v = mprof_reader_end_info(r, "events");
+    assert_non_null(v);
+    print_message("%s: END says %s events, the file holds %llu\n", path, v, (unsigned long long)n);
+    assert_true(n > 0);
+    assert_int_equal(strtoull(v, NULL, 10), n);
+    mprof_reader_close(r);
+}
+
 /* ---- tests --------------------------------------------------------------------------------- */
 
 /* Both sinks at once: the in-process file and a live tool that asked for all the history, so
@@ -302,6 +324,8 @@ static void live_counts_equal_in_process(void **state)
     assert_int_equal(b.by_type[MPROF_EV_PLOT_F64], a.by_type[MPROF_EV_PLOT_F64]);
     assert_int_equal(b.by_type[MPROF_EV_LOST], 0);
     assert_non_null(strstr(slurp(log), "0 events lost"));
+    end_counts_what_the_file_holds(inproc);
+    end_counts_what_the_file_holds(live);
     /* The tool and `mprof report` count events the same way (records the program made, not the
      * stream's definitions and thread switches). */
     const char *w = strstr(slurp(log), " s, ");
@@ -401,6 +425,9 @@ static void late_connection_and_history(void **state)
     tu_counts c;
     assert_int_equal(tu_count_capture(hist, &c), 0);
     assert_true(c.st.complete);
+    /* The history was kept unframed (no file sink) and framed when asked for. */
+    end_counts_what_the_file_holds(late);
+    end_counts_what_the_file_holds(hist);
 }
 
 /* The frame_index plot values of a capture: count, smallest, largest, and whether each value
