@@ -327,6 +327,16 @@ async function layout(page, st, settled) {
     /* Fold the outermost Recurse of one frame: its descendants go, and come back. */
     const rz = await page.evaluate(() => window.MPROF_SERVE.state.meta.loc_stats.length);
     void rz;
+    /* Expanding Main reloads the zones: wait until a Recurse zone is among them again (a slow
+     * build, ASan's, still had none when this looked at once). */
+    await settled();
+    await waitFor(page, () => {
+        const S = window.MPROF_SERVE.state, recurse = S.meta.srclocs.findIndex((l) => l[0] === 'Recurse');
+        return S.zones && S.zones.levels.some((lv) => {
+            for (let i = 0; i < lv.z.length; i += 4) if (lv.z[i + 2] === recurse) return true;
+            return false;
+        });
+    }, null, { timeout: 60000 });
     await page.evaluate(() => {
         const M = window.MPROF_SERVE, S = M.state;
         const recurse = S.meta.srclocs.findIndex((l) => l[0] === 'Recurse');
