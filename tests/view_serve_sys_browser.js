@@ -327,8 +327,8 @@ async function layout(page, st, settled) {
     /* Fold the outermost Recurse of one frame: its descendants go, and come back. */
     const rz = await page.evaluate(() => window.MPROF_SERVE.state.meta.loc_stats.length);
     void rz;
-    /* Expanding Main reloads the zones: wait until a Recurse zone is among them again (a slow
-     * build, ASan's, still had none when this looked at once). */
+    /* The zones may still be loading after Main was expanded and the scroll reset: wait until a
+     * Recurse zone is among them (ASan's slower build once had none when this looked at once). */
     await settled();
     await waitFor(page, () => {
         const S = window.MPROF_SERVE.state, recurse = S.meta.srclocs.findIndex((l) => l[0] === 'Recurse');
