@@ -381,8 +381,9 @@ static void build(mprof_sysmodel *m, otid *t)
     int64_t off_start = t->start;
     int reason = MPROF_SYS_REASON_UNKNOWN;
     uint32_t cap = 0;
-    /* An interval ends at a switch in that follows a switch out, or at the end: the arrays are
-     * sized once (growing them copied them and faulted their pages in twice). */
+    /* An interval ends at a switch in that follows a switch out, or at the end, so this bounds
+     * their number: the arrays are sized once, where growing would copy them and fault their
+     * pages in twice. */
     if (reserve_off(t, &cap, t->n_sw / 2 + 2) != 0) {
         m->incomplete = 1;
         return;
