@@ -10,7 +10,9 @@
  * The browser checks are tests/view_serve_browser.js (ctest test_view_serve_browser).
  */
 #define _POSIX_C_SOURCE 200809L
+#include "format/batch.h"
 #include "view/index.h"
+#include "view/index_build.h"
 #include "view/page_files.h"
 #include "test_util.h"
 
@@ -394,6 +396,75 @@ static void test_cache(void **state)
     fclose(f);
     assert_null(mprof__vindex_open(bad, NULL, NULL, err, sizeof err));
     assert_true(strlen(err) > 0);
+}
+
+/* Two files the same byte for byte; returns their size. */
+static size_t same_file(const char *one, const char *two)
+{
+    FILE *a = fopen(one, "rb"), *b = fopen(two, "rb");
+    assert_non_null(a);
+    assert_non_null(b);
+    static unsigned char ba[1 << 16], bb[1 << 16];
+    size_t total = 0, na, nb;
+    do {
+        na = fread(ba, 1, sizeof ba, a);
+        nb = fread(bb, 1, sizeof bb, b);
+        assert_int_equal(na, nb);
+        assert_memory_equal(ba, bb, na);
+        total += na;
+    } while (na == sizeof ba);
+    fclose(a);
+    fclose(b);
+    return total;
+}
+
+/* The index is the same file byte for byte whether the pass compresses its blocks or hands them
+ * to the writer's own thread (taken when the reader has several jobs), and whether the tiers of
+ * detail were written during the pass (index_detail.c) or from each level read back at its end
+ * (as when the spill file cannot be written), on a capture of a few hundred blocks, so that the thread's queue fills and the pass waits for
+ * room. */
+static void test_threads_same_file(void **state)
+{
+    (void)state;
+    char big[512], one[512], two[512], back[512], err[512], cmd[1200];
+    snprintf(big, sizeof big, "%s", tu_temp_path("jobs.mprof"));
+    snprintf(one, sizeof one, "%s", tu_temp_path("jobs1.vidx"));
+    snprintf(two, sizeof two, "%s", tu_temp_path("jobs2.vidx"));
+    snprintf(back, sizeof back, "%s", tu_temp_path("readback.vidx"));
+    const char *demo = getenv("MPROF_VIEW_DEMO");
+    snprintf(cmd, sizeof cmd, "%s %s 300 2000 async 2>&1", demo ? demo : "tests/view_demo", big);
+    assert_int_equal(tu_run(cmd, out, sizeof out), 0);
+    mprof_set_read_jobs(1);
+    assert_int_equal(mprof__vindex_build(big, one, err, sizeof err), 0);
+    mprof__vidx_spill_off = 1;
+    int rc = mprof__vindex_build(big, back, err, sizeof err);
+    mprof__vidx_spill_off = 0;
+    if (rc != 0)
+        fail_msg("%s", err);
+    assert_true(same_file(one, back) > 300 * 1024); /* hundreds of blocks, not a handful */
+    for (int jobs = 1; jobs <= 2; jobs++) {
+        /* A spill file that fails: the levels are read back. */
+        mprof_set_read_jobs(jobs);
+        mprof__vidx_spill_off = 2;
+        rc = mprof__vindex_build(big, back, err, sizeof err);
+        mprof__vidx_spill_off = 0;
+        if (rc != 0)
+            fail_msg("%s", err);
+        same_file(one, back);
+    }
+    mprof_set_read_jobs(2);
+    rc = mprof__vindex_build(big, two, err, sizeof err);
+    mprof_set_read_jobs(1);
+    if (rc != 0)
+        fail_msg("%s", err);
+    same_file(one, two);
+    mprof_vindex *x = mprof__vindex_open(big, two, NULL, err, sizeof err);
+    if (!x)
+        fail_msg("%s", err);
+    cJSON *meta = ask(x, "/api/meta");
+    assert_true(level_zones(meta) >= 300 * 2000);
+    cJSON_Delete(meta);
+    mprof__vindex_close(x);
 }
 
 static void test_query_parser(void **state)
@@ -1029,6 +1100,7 @@ int main(void)
         cmocka_unit_test(test_plots_frames_messages),
         cmocka_unit_test(test_query_parser),
         cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_threads_same_file),
         cmocka_unit_test(test_server),
         cmocka_unit_test(test_live_end),
         cmocka_unit_test(test_live_two_processes),

@@ -20,82 +20,9 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-/* zstd's fastest levels keep the build one cheap pass; the columns already did most of the work. */
-#define VIDX_ZLEVEL 1
-
 int mprof__vidx_fuzz_no_checksum;
 
 /* ---- writing --------------------------------------------------------------------------------- */
-
-static int write_all(vout *o, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    while (n) {
-        ssize_t k = pwrite(o->fd, c, n, (off_t)o->pos);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            o->failed = 1;
-            return -1;
-        }
-        c += k;
-        n -= (size_t)k;
-        o->pos += (uint64_t)k;
-    }
-    return 0;
-}
-
-int mprof__vout_plain(vout *o, const void *raw, size_t raw_len, vref *out)
-{
-    if (o->failed || raw_len > UINT32_MAX) {
-        o->failed = 1;
-        return -1;
-    }
-    memset(out, 0, sizeof *out);
-    out->off = o->pos;
-    out->len = out->raw_len = (uint32_t)raw_len;
-    out->csum = XXH3_64bits(raw, raw_len);
-    return write_all(o, raw, raw_len);
-}
-
-int mprof__vout_block(vout *o, const void *raw, size_t raw_len, vref *out)
-{
-    if (o->failed || raw_len > UINT32_MAX) {
-        o->failed = 1;
-        return -1;
-    }
-    size_t bound = ZSTD_compressBound(raw_len);
-    if (bound > o->zcap) {
-        unsigned char *p = realloc(o->zbuf, bound);
-        if (!p) {
-            o->failed = 1;
-            return -1;
-        }
-        o->zbuf = p;
-        o->zcap = bound;
-    }
-    if (!o->zctx && !(o->zctx = ZSTD_createCCtx())) {
-        o->failed = 1;
-        return -1;
-    }
-    size_t z = ZSTD_compressCCtx(o->zctx, o->zbuf, o->zcap, raw, raw_len, VIDX_ZLEVEL);
-    if (ZSTD_isError(z) || z >= raw_len)
-        return mprof__vout_plain(o, raw, raw_len, out); /* stored as it is: len == raw_len */
-    memset(out, 0, sizeof *out);
-    out->off = o->pos;
-    out->len = (uint32_t)z;
-    out->raw_len = (uint32_t)raw_len;
-    out->csum = XXH3_64bits(o->zbuf, z);
-    return write_all(o, o->zbuf, z);
-}
-
-void mprof__vout_free(vout *o)
-{
-    ZSTD_freeCCtx(o->zctx);
-    free(o->zbuf);
-    o->zctx = NULL;
-    o->zbuf = NULL;
-}
 
 int mprof__vbuf_put(vbuf *b, const void *p, size_t n)
 {
@@ -165,26 +92,40 @@ static int vab_flush(vab *a, vout *o)
         a->blk = p;
         a->cap_blk = c;
     }
-    vbuf all = {0};
-    int rc = 0;
-    if (a->codec == VC_RAW)
-        rc = mprof__vout_block(o, a->col[0].p, a->col[0].n, &a->cur.at);
-    else {
-        if (a->codec == VC_RUNS)
-            rc = mprof__vbuf_var(&all, a->run_first);
-        for (int k = 0; k < 5 && rc == 0; k++)
-            rc = mprof__vbuf_put(&all, a->col[k].p, a->col[k].n);
-        if (rc == 0)
-            rc = mprof__vout_block(o, all.p, all.n, &a->cur.at);
-        else
-            o->failed = 1;
+    /* The block's bytes in one buffer of their own, handed to the vout (which frees it). */
+    size_t len = a->codec == VC_RUNS ? 10 : 0;
+    for (int k = 0; k < 5; k++)
+        len += a->col[k].n;
+    vbuf all = {malloc(len ? len : 1), 0, len ? len : 1};
+    int rc = all.p ? 0 : -1;
+    if (rc == 0 && a->codec == VC_RUNS)
+        rc = mprof__vbuf_var(&all, a->run_first);
+    for (int k = 0; k < 5 && rc == 0; k++)
+        rc = mprof__vbuf_put(&all, a->col[k].p, a->col[k].n);
+    if (rc != 0) {
+        free(all.p);
+        o->failed = 1;
+        return -1;
     }
-    free(all.p);
-    if (rc != 0)
+    if (mprof__vout_submit(o, all.p, all.n, &a->cur.at) != 0)
         return -1;
     a->cur.n = a->pend;
     a->blk[a->n_blk++] = a->cur;
+    if (!o->pipe)
+        a->n_res = a->n_blk; /* written already: at is where */
     vab_clear_block(a);
+    return 0;
+}
+
+int mprof__vab_resolve(vab *a, vout *o)
+{
+    if (a->n_res == a->n_blk)
+        return 0;
+    if (mprof__vout_drain(o) != 0)
+        return -1;
+    for (uint64_t i = a->n_res; i < a->n_blk; i++)
+        a->blk[i].at = mprof__vout_ref(o, a->blk[i].at.off);
+    a->n_res = a->n_blk;
     return 0;
 }
 
@@ -274,7 +215,9 @@ int mprof__vab_zone(vab *a, vout *o, const vzone *z)
 
 int mprof__vab_finish(vab *a, vout *o)
 {
-    return vab_flush(a, o);
+    if (vab_flush(a, o) != 0)
+        return -1;
+    return mprof__vab_resolve(a, o);
 }
 
 void mprof__vab_free(vab *a)

@@ -3,9 +3,10 @@
  * records is cut into checksummed, compressed blocks while the index is built, and how an
  * answer reads them back.
  *
- * Writing: a vout appends blocks to the index file as the one pass fills them; a vab gathers one
- * array's records (raw records, or zones and runs, encoded column by column as they come) and
- * hands each full block to the vout, keeping only its directory entries.
+ * Writing: a vout appends blocks to the index file as the one pass fills them (index_out.c), on
+ * a thread of its own when the build has a core for it; a vab gathers one array's records (raw
+ * records, or zones and runs, encoded column by column as they come) and hands each full block
+ * to the vout, keeping only its directory entries.
  *
  * Reading: every answer has a vread, its own small cache of decoded blocks. A block is read with
  * pread (never mapped: a file cut under a running server is a short read, not a SIGBUS), checked
@@ -13,8 +14,8 @@
  * so the answer is refused instead of served. Binary searches look at the directory's keys first
  * and decode one block.
  *
- * Threads: a vout, a vab and a vread belong to one thread; an opened index may be read by any
- * number of vreads at once.
+ * Threads: a vout, a vab and a vread belong to one thread (a vout's own compressing thread
+ * apart); an opened index may be read by any number of vreads at once.
  */
 #ifndef MPROF_VIEW_INDEX_BLOCK_H
 #define MPROF_VIEW_INDEX_BLOCK_H
@@ -31,6 +32,8 @@ extern int mprof__vidx_fuzz_no_checksum;
 
 /* ---- writing --------------------------------------------------------------------------------- */
 
+typedef struct vpipe vpipe;
+
 typedef struct vout {
     int fd;
     uint64_t pos;
@@ -38,13 +41,33 @@ typedef struct vout {
     void *zctx; /* ZSTD_CCtx */
     unsigned char *zbuf;
     size_t zcap;
+    vpipe *pipe; /* the thread that compresses and writes the arrays' blocks; NULL: the caller */
 } vout;
 
 /* Appends raw_len bytes of raw as one compressed block at the file's end; *out gets where. 0, or
- * -1 (o->failed is set). */
+ * -1 (o->failed is set). Blocks handed to the thread before are written first. */
 int mprof__vout_block(vout *o, const void *raw, size_t raw_len, vref *out);
 /* Appends raw_len bytes uncompressed (a block whose bytes are read as they are). 0, or -1. */
 int mprof__vout_plain(vout *o, const void *raw, size_t raw_len, vref *out);
+/* Compresses and writes the arrays' blocks on a thread of their own from now on, so that the
+ * pass that fills them does not wait for zstd: for a build that has a core to spare. The file
+ * is the same byte for byte (one thread writes the blocks in the order they came). 0, or -1
+ * (the caller goes on writing them itself). */
+int mprof__vout_start(vout *o);
+/* Hands over raw (malloc'd; the vout frees it) as the next block. Without a thread it is written
+ * at once and *out is where; with one, out->off is the block's ticket until mprof__vout_ref. 0,
+ * or -1 (o->failed is set). */
+int mprof__vout_submit(vout *o, void *raw, size_t raw_len, vref *out);
+/* Waits until every block handed over is written. 0, or -1 (o->failed is set: the thread failed
+ * to write one). */
+int mprof__vout_drain(vout *o);
+/* Where the block of a ticket went, once drained. */
+vref mprof__vout_ref(const vout *o, uint64_t ticket);
+/* Appends block at of the file src_fd as it is stored (a block written by another vout); *out
+ * gets where, with the same sizes and checksum. 0, or -1: o->failed is set when this file could
+ * not be written, not when src_fd could not be read. */
+int mprof__vout_copy(vout *o, int src_fd, const vref *at, vref *out);
+/* Stops the thread (after the blocks handed over) and frees the vout's buffers. */
 void mprof__vout_free(vout *o);
 
 /* A growable byte buffer. */
@@ -78,6 +101,7 @@ typedef struct vab {
     uint64_t n;      /* records pushed */
     vblk *blk;       /* the blocks written */
     uint64_t n_blk, cap_blk;
+    uint64_t n_res;  /* blocks whose place is known: the others' at.off is a ticket (vout_submit) */
     /* The block being filled. */
     uint32_t pend;   /* its records */
     vblk cur;        /* its keys so far */
@@ -96,8 +120,11 @@ int mprof__vab_bytes(vab *a, vout *o, const void *p, size_t len);
 /* Appends a zone (VC_ZONES: flags are VZ_*) or a run (VC_RUNS: flags is its count, first its
  * first zone). Keys: the start; e >= s and 0 <= self <= e - s are the caller's to keep. */
 int mprof__vab_zone(vab *a, vout *o, const vzone *z);
-/* Writes the last, partial block. 0, or -1. */
+/* Writes the last, partial block and learns where every block went: the array's directory is
+ * whole after it. 0, or -1. */
 int mprof__vab_finish(vab *a, vout *o);
+/* Learns where the blocks written so far went (before reading them back). 0, or -1. */
+int mprof__vab_resolve(vab *a, vout *o);
 void mprof__vab_free(vab *a);
 /* The records held by a vab not yet finished, decoded (the pending block only). */
 int mprof__vab_pending(const vab *a, vzone *out, uint32_t cap);

@@ -110,6 +110,8 @@ static int level_put(builder *b, blevel *l, const vzone *z)
 {
     if (!l->collect && z->s < l->last_s) {
         /* Out of order: the level moves to memory, its blocks so far read back. */
+        if (mprof__vab_resolve(&l->zones, &b->out) != 0)
+            return -1;
         vzone *all = malloc((size_t)(l->zones.n + 1) * sizeof *all);
         if (!all)
             return -1;
@@ -137,6 +139,7 @@ static int level_put(builder *b, blevel *l, const vzone *z)
         l->n_mem = l->cap_mem = l->zones.n;
         mprof__vab_free(&l->zones);
         mprof__vab_init(&l->zones, VC_ZONES, sizeof(vzone));
+        mprof__vidx_spill_drop(b, l);
         mprof__vidx_tier_reset(l->stages);
         l->collect = 1;
     }
@@ -150,7 +153,14 @@ static int level_put(builder *b, blevel *l, const vzone *z)
     titem it = {z->s, z->e, l->zones.n, 1, z->self, z->loc};
     if (mprof__vab_zone(&l->zones, &b->out, z) != 0)
         return -1;
-    return mprof__vidx_tier_feed(l->stages, &b->out, &it);
+    if (mprof__vidx_tier_feed(l->stages, l->spill ? &b->spill : &b->out, &it) != 0) {
+        if (!l->spill)
+            return -1;
+        mprof__vidx_spill_fail(b); /* the counts hold: the levels are read back at their ends */
+    }
+    if (l->spill ? l->zones.n % 1024 == 0 : l->zones.n == LOD_MIN_ZONES)
+        return mprof__vidx_spill_step(b, l);
+    return 0;
 }
 
 blevel *mprof__vidx_add_zone(builder *b, uint32_t track, uint32_t depth, uint32_t slot, int64_t s, int64_t e,
@@ -340,31 +350,9 @@ static unsigned tiers_kept(const tstage *g, uint64_t n)
     return mask;
 }
 
-/* The end of a level: its last block, and its tiers, written from its zones read back once (or
- * from memory for a level kept there, which is sorted and written whole first). */
-static int level_finish(builder *b, blevel *l)
+/* Feeds a level's zones again, from memory or read back from the index, to its stages. */
+static int level_read_back(builder *b, blevel *l)
 {
-    if (l->collect) {
-        qsort(l->mem, (size_t)l->n_mem, sizeof *l->mem, cmp_vzone);
-        for (uint64_t i = 0; i < l->n_mem; i++) {
-            titem it = {l->mem[i].s, l->mem[i].e, i, 1, l->mem[i].self, l->mem[i].loc};
-            if (mprof__vab_zone(&l->zones, &b->out, &l->mem[i]) != 0 || mprof__vidx_tier_feed(l->stages, &b->out, &it) != 0)
-                return -1;
-        }
-    }
-    if (mprof__vab_finish(&l->zones, &b->out) != 0 || mprof__vidx_tier_close(l->stages, &b->out) != 0 ||
-        (l->has_thr && mprof__vab_finish(&l->thr, &b->out) != 0))
-        return -1;
-    unsigned mask = tiers_kept(l->stages, l->zones.n);
-    l->tier0 = (uint32_t)b->n_tiers;
-    if (!mask)
-        return 0;
-    vab outs[LOD_TIERS];
-    for (int k = 0; k < LOD_TIERS; k++) {
-        mprof__vab_init(&outs[k], VC_RUNS, sizeof(vzone));
-        l->stages[k].out = mask & (1u << k) ? &outs[k] : NULL;
-    }
-    mprof__vidx_tier_reset(l->stages);
     int rc = 0;
     if (l->collect) {
         for (uint64_t i = 0; i < l->n_mem && rc == 0; i++) {
@@ -392,8 +380,50 @@ static int level_finish(builder *b, blevel *l)
         }
         mprof__vread_free(&r);
     }
-    if (rc == 0)
-        rc = mprof__vidx_tier_close(l->stages, &b->out);
+    return rc;
+}
+
+/* The end of a level: its last block, and its tiers, copied from the spill file (index_detail.c)
+ * or written from its zones read back once (or from memory for a level kept there, which is
+ * sorted and written whole first). */
+static int level_finish(builder *b, blevel *l)
+{
+    if (l->collect) {
+        qsort(l->mem, (size_t)l->n_mem, sizeof *l->mem, cmp_vzone);
+        for (uint64_t i = 0; i < l->n_mem; i++) {
+            titem it = {l->mem[i].s, l->mem[i].e, i, 1, l->mem[i].self, l->mem[i].loc};
+            if (mprof__vab_zone(&l->zones, &b->out, &l->mem[i]) != 0 || mprof__vidx_tier_feed(l->stages, &b->out, &it) != 0)
+                return -1;
+        }
+    }
+    if (mprof__vab_finish(&l->zones, &b->out) != 0)
+        return -1;
+    if (mprof__vidx_tier_close(l->stages, l->spill ? &b->spill : &b->out) != 0) {
+        if (!l->spill)
+            return -1;
+        mprof__vidx_spill_fail(b);
+    }
+    if (l->has_thr && mprof__vab_finish(&l->thr, &b->out) != 0)
+        return -1;
+    unsigned mask = tiers_kept(l->stages, l->zones.n);
+    l->tier0 = (uint32_t)b->n_tiers;
+    vab outs[LOD_TIERS];
+    /* The kept tiers, written during the pass (index_detail.c), or else from the level read back. */
+    int spilled = mask ? mprof__vidx_spill_keep(b, l, mask, outs) : 0;
+    mprof__vidx_spill_drop(b, l);
+    if (!mask || spilled < 0)
+        return spilled;
+    int rc = 0;
+    if (!spilled) {
+        for (int k = 0; k < LOD_TIERS; k++) {
+            mprof__vab_init(&outs[k], VC_RUNS, sizeof(vzone));
+            l->stages[k].out = mask & (1u << k) ? &outs[k] : NULL;
+        }
+        mprof__vidx_tier_reset(l->stages);
+        rc = level_read_back(b, l);
+        if (rc == 0)
+            rc = mprof__vidx_tier_close(l->stages, &b->out);
+    }
     for (int k = 0; k < LOD_TIERS; k++) {
         l->stages[k].out = NULL;
         if (!(mask & (1u << k)))
@@ -423,6 +453,7 @@ static int level_finish(builder *b, blevel *l)
 static void builder_free(builder *b)
 {
     for (size_t i = 0; i < b->n_levels; i++) {
+        mprof__vidx_spill_drop(b, &b->levels[i]);
         mprof__vab_free(&b->levels[i].zones);
         if (b->levels[i].has_thr)
             mprof__vab_free(&b->levels[i].thr);
@@ -456,6 +487,9 @@ static void builder_free(builder *b)
     mprof__vsys_free(b->sys);
     mprof__vidx_async_free(b->async);
     mprof__vout_free(&b->out);
+    mprof__vout_free(&b->spill);
+    if (b->spill_file)
+        fclose(b->spill_file);
 }
 
 /* The part of each location's total inside the main frames' span (site_stats.h), once the span
@@ -537,6 +571,10 @@ static int build_into(const char *capture_path, int fd, char *err, size_t errlen
         mprof_reader_close(r);
         return -1;
     }
+    /* The reader's decoder threads wait for this pass; zstd on a thread of its own shortens it. */
+    b.spill_threads = mprof_read_jobs() > 1;
+    if (b.spill_threads)
+        (void)mprof__vout_start(&b.out); /* else the pass compresses its blocks itself */
     mprof_tl_hooks hooks = {.user = &b, .zone = h_zone, .lock_span = h_lock, .memory = h_memory,
                             .async_span = h_async, .other = h_other};
     b.r = r;

@@ -5,9 +5,10 @@
  *
  * The pass writes the index file front to back: each array's blocks go to the file as soon as
  * they are full, so the builder's memory holds one block per array being filled (a few KiB per
- * level, plot and source location), whatever the capture's size.
+ * level, plot and source location, and per tier of the levels that spill), whatever the
+ * capture's size.
  *
- * Threads: the builder's one thread.
+ * Threads: the builder's one thread (and its vouts' own, index_out.c).
  */
 #ifndef MPROF_VIEW_INDEX_BUILD_H
 #define MPROF_VIEW_INDEX_BUILD_H
@@ -46,6 +47,8 @@ typedef struct blevel {
     vzone *mem;
     uint64_t n_mem, cap_mem;
     uint32_t tier0, n_tiers; /* after the build: its tiers in the builder's list */
+    vab *spill;              /* LOD_TIERS: its tiers written as the pass goes (index_detail.c) */
+    unsigned spill_live;     /* the tiers of spill still written */
     vab thr;                 /* async lanes: each span's threads (vthr), when has_thr */
     int has_thr;
 } blevel;
@@ -102,6 +105,10 @@ typedef struct builder {
     int64_t mark_lo, mark_hi;
     mprof_vsys *sys;
     struct vasync_b *async; /* async spans until they go to their levels (index_async.c) */
+    vout spill;             /* the tiers written during the pass, in a file of their own */
+    FILE *spill_file;
+    uint32_t n_spilling;    /* levels that have spill */
+    int spill_threads;      /* the spill's vout gets a thread of its own (mprof__vout_start) */
     int oom;
 } builder;
 
@@ -136,6 +143,25 @@ int mprof__vidx_tier_feed(tstage *g, vout *o, const titem *it);
 int mprof__vidx_tier_close(tstage *g, vout *o);
 /* Resets the stages to count again from the first zone (resolutions 2^10, 2^12, ... ns). */
 void mprof__vidx_tier_reset(tstage *g);
+/* The tiers of a level written while the pass runs, so that the level is not read back at its
+ * end: a level that reaches LOD_MIN_ZONES zones starts writing every stage's runs to the spill
+ * file (its zones so far fed again from its pending block); a stage whose runs outnumber 5/8 of
+ * the zones stops (it cannot be kept, or hardly). Starts the level's spill when it is due; call
+ * after each zone the level takes in order. 0, or -1 (out of memory: b->oom). */
+int mprof__vidx_spill_step(builder *b, blevel *l);
+/* Set only by tests: 1 reads every level back, 2 spills to a file that takes no write (the
+ * levels are read back after the failure); the file must come out the same. */
+extern int mprof__vidx_spill_off;
+/* At the level's end, after its stages closed: the tiers of mask, copied from the spill file to
+ * the index in the order they were written, into outs (which then own them). 1 done; 0 when a
+ * tier of mask was not written through or the spill failed (the caller reads the level back);
+ * -1 when the index could not be written. */
+int mprof__vidx_spill_keep(builder *b, blevel *l, unsigned mask, vab *outs);
+/* Frees a level's spill (its tiers are not written, or no longer). */
+void mprof__vidx_spill_drop(builder *b, blevel *l);
+/* The spill file failed (full, or out of memory for its blocks): every level drops its spill and
+ * is read back at its end; none starts one again. */
+void mprof__vidx_spill_fail(builder *b);
 /* A point of a plot, into its pyramid. 0, or -1. */
 int mprof__vidx_pyr_point(bplot *p, vout *o, double v);
 /* The pyramid's last, partial groups. 0, or -1. */

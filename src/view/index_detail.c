@@ -10,27 +10,46 @@
  * the zones themselves: every zone of a fine run is narrower than the coarse resolution and
  * follows the previous one closely enough). While the pass runs the stages only count their runs;
  * at the end, the stages kept are those with at most half the runs of the last one kept (the
- * level's zones at first), so tiers cost at most the level's own size and usually far less, and
- * the level is read back once to write them (index_build.c).
+ * level's zones at first), so tiers cost at most the level's own size and usually far less.
+ *
+ * Which stages are kept is known only at the level's end, but reading the level back then to
+ * write them costs a fifth of the build (its blocks read, decompressed and decoded again). So a
+ * level of LOD_MIN_ZONES zones or more writes the runs of every stage as they come to a file of
+ * their own (the spill), and a stage stops when its runs outnumber 5/8 of the level's zones so
+ * far (the zones of its first run: a kept stage has at most half). At the end the kept stages'
+ * blocks are copied into the index, as stored and in the order they were written, which is the
+ * order and the bytes a read back would have written. A level whose kept stage had stopped, or
+ * one past SPILL_LEVELS levels spilling at once (each holds a block being filled a stage), is
+ * read back as before (index_build.c).
  */
+#define _POSIX_C_SOURCE 200809L /* fileno */
 #include "view/index_build.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* Levels that spill at once, at most: each holds up to LOD_TIERS blocks being filled. */
+#define SPILL_LEVELS 32
+/* How often (in zones of the level) the spilled stages are weighed. */
+#define SPILL_CHECK 1024
 
 static int tier_cascade(tstage *g, vout *o, int k, const titem *it);
 
 static int tier_emit(tstage *g, vout *o, int k, const titem *it)
 {
     g[k].count++;
+    int rc = 0;
     if (g[k].out) {
         vzone r = {it->s, it->e, it->n == 1 ? it->self : 0, it->first, it->n == 1 ? it->loc : 0, (uint32_t)it->n};
         if (it->n > UINT32_MAX || mprof__vab_zone(g[k].out, o, &r) != 0) {
             o->failed = 1;
-            return -1;
+            rc = -1;
         }
     }
-    return tier_cascade(g, o, k + 1, it);
+    /* The stages above count on whatever became of this one's output: a spill that cannot be
+     * written is dropped, and its levels read back with the counts intact. */
+    return tier_cascade(g, o, k + 1, it) != 0 ? -1 : rc;
 }
 
 static int tier_cascade(tstage *g, vout *o, int k, const titem *it)
@@ -82,6 +101,140 @@ void mprof__vidx_tier_reset(tstage *g)
         g[k].res = INT64_C(1) << (10 + 2 * k);
         g[k].out = out;
     }
+}
+
+int mprof__vidx_spill_off;
+
+/* The spill file, at the first level that spills: 0, or -1 (no spill; levels are read back). */
+static int spill_open(builder *b)
+{
+    if (b->spill_file)
+        return 0;
+    /* mprof__vidx_spill_off 2 (tests): a file that takes no write, as a full disk would. */
+    if (b->spill.failed ||
+        !(b->spill_file = mprof__vidx_spill_off == 2 ? fopen("/dev/null", "rb") : tmpfile())) {
+        b->spill.failed = 1;
+        return -1;
+    }
+    b->spill.fd = fileno(b->spill_file);
+    if (b->spill_threads)
+        (void)mprof__vout_start(&b->spill); /* else the pass compresses the tiers itself */
+    return 0;
+}
+
+/* Starts a level's spill at its LOD_MIN_ZONES-th zone: the stages count again from its first
+ * zone, read from its pending block, now writing their runs. 0, or -1 (out of memory). */
+static int spill_start(builder *b, blevel *l)
+{
+    uint32_t n = (uint32_t)l->zones.n;
+    vzone *z = malloc((size_t)n * sizeof *z);
+    l->spill = calloc(LOD_TIERS, sizeof *l->spill);
+    if (!z || !l->spill || mprof__vab_pending(&l->zones, z, n) != 0) {
+        free(z);
+        free(l->spill);
+        l->spill = NULL;
+        return -1;
+    }
+    b->n_spilling++;
+    for (int k = 0; k < LOD_TIERS; k++) {
+        mprof__vab_init(&l->spill[k], VC_RUNS, sizeof(vzone));
+        l->stages[k].out = &l->spill[k];
+    }
+    l->spill_live = (1u << LOD_TIERS) - 1;
+    mprof__vidx_tier_reset(l->stages);
+    int rc = 0;
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        titem it = {z[i].s, z[i].e, i, 1, z[i].self, z[i].loc};
+        rc = mprof__vidx_tier_feed(l->stages, &b->spill, &it);
+    }
+    free(z);
+    return rc;
+}
+
+int mprof__vidx_spill_step(builder *b, blevel *l)
+{
+    uint64_t n = l->zones.n;
+    if (!l->spill) {
+        if (n != LOD_MIN_ZONES || l->zones.n_blk || b->n_spilling >= SPILL_LEVELS || mprof__vidx_spill_off == 1 ||
+            spill_open(b) != 0)
+            return 0;
+        if (spill_start(b, l) != 0) {
+            mprof__vidx_spill_drop(b, l);
+            b->oom = 1;
+            return -1;
+        }
+        return 0;
+    }
+    if (n % SPILL_CHECK)
+        return 0;
+    for (int k = 0; k < LOD_TIERS; k++)
+        if ((l->spill_live & (1u << k)) && l->stages[k].count * 8 > n * 5) {
+            l->stages[k].out = NULL;
+            mprof__vab_free(&l->spill[k]);
+            l->spill_live &= ~(1u << k);
+        }
+    if (!l->spill_live)
+        mprof__vidx_spill_drop(b, l);
+    return 0;
+}
+
+void mprof__vidx_spill_fail(builder *b)
+{
+    for (size_t i = 0; i < b->n_levels; i++)
+        mprof__vidx_spill_drop(b, &b->levels[i]);
+    b->spill.failed = 1; /* no level starts one again */
+}
+
+int mprof__vidx_spill_keep(builder *b, blevel *l, unsigned mask, vab *outs)
+{
+    if (!l->spill || (mask & ~l->spill_live))
+        return 0;
+    vab *sp = l->spill;
+    for (int k = 0; k < LOD_TIERS; k++)
+        if ((mask & (1u << k)) && mprof__vab_finish(&sp[k], &b->spill) != 0) {
+            mprof__vidx_spill_fail(b);
+            return 0;
+        }
+    /* Every stage's blocks are in the spill file in the order they filled; merged by offset. */
+    uint64_t next[LOD_TIERS] = {0};
+    for (;;) {
+        int best = -1;
+        for (int k = 0; k < LOD_TIERS; k++)
+            if ((mask & (1u << k)) && next[k] < sp[k].n_blk &&
+                (best < 0 || sp[k].blk[next[k]].at.off < sp[best].blk[next[best]].at.off))
+                best = k;
+        if (best < 0)
+            break;
+        vblk *bk = &sp[best].blk[next[best]++];
+        if (mprof__vout_copy(&b->out, b->spill.fd, &bk->at, &bk->at) != 0) {
+            if (b->out.failed)
+                return -1;
+            /* The spill could not be read: the level is read back (the blocks copied so far
+             * stay in the file, unreferenced). */
+            mprof__vidx_spill_fail(b);
+            return 0;
+        }
+    }
+    for (int k = 0; k < LOD_TIERS; k++)
+        if (mask & (1u << k)) {
+            outs[k] = sp[k]; /* moved: outs[k] owns its blocks and buffers */
+            mprof__vab_init(&sp[k], VC_RUNS, sizeof(vzone));
+        }
+    return 1;
+}
+
+void mprof__vidx_spill_drop(builder *b, blevel *l)
+{
+    if (!l->spill)
+        return;
+    for (int k = 0; k < LOD_TIERS; k++) {
+        l->stages[k].out = NULL;
+        mprof__vab_free(&l->spill[k]);
+    }
+    free(l->spill);
+    l->spill = NULL;
+    l->spill_live = 0;
+    b->n_spilling--;
 }
 
 /* The plot's min/max pyramid: level k holds one pair per PYR_FANOUT^(k + 1) points, filled as the

@@ -13,6 +13,7 @@
 #include "util/json_out.h"
 #include "util/tool.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +289,7 @@ typedef struct dirb {
 /* An array: its blocks join the directory's. Returns its index. */
 static uint32_t add_array(dirb *d, const vab *a)
 {
+    assert(a->n_res == a->n_blk); /* finished: every block's place known */
     varr v = {a->codec, a->rec, a->n, d->blocks.n / sizeof(vblk), a->n_blk};
     d->oom |= mprof__vbuf_put(&d->blocks, a->blk, (size_t)a->n_blk * sizeof(vblk));
     uint32_t k = (uint32_t)(d->arrays.n / sizeof(varr));
