@@ -8,6 +8,7 @@
  */
 #include "test_util.h"
 
+#include "format/batch.h"
 #include "format/wire.h"
 
 #include <arpa/inet.h>
@@ -292,6 +293,78 @@ static void end_counts_what_the_file_holds(const char *path)
     mprof_reader_close(r);
 }
 
+/* What a read hands out that the report's first read needs: the process-context records by
+ * type, and the main frames (the unnamed marks of the thread that made the first one). */
+typedef struct proc_seen {
+    uint64_t process[256];
+    uint32_t main_thread;
+    uint64_t marks;
+    int64_t first, last;
+} proc_seen;
+
+static mprof_reader *proc_read(const char *path, int process_only, proc_seen *s)
+{
+    char err[256];
+    memset(s, 0, sizeof *s);
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    if (!r)
+        fail_msg("%s", err);
+    if (process_only)
+        mprof_reader_process_only(r);
+    mprof_event ev;
+    int rc;
+    while ((rc = mprof_reader_next(r, &ev)) == 1) {
+        if (ev.thread == 0) {
+            s->process[ev.type]++;
+            continue;
+        }
+        if (ev.type != MPROF_EV_FRAME_MARK || ev.u[0] != 0)
+            continue;
+        if (!s->main_thread)
+            s->main_thread = ev.thread;
+        if (ev.thread != s->main_thread)
+            continue;
+        if (!s->marks || ev.ts_ns < s->first)
+            s->first = ev.ts_ns;
+        if (!s->marks || ev.ts_ns > s->last)
+            s->last = ev.ts_ns;
+        s->marks++;
+    }
+    if (rc < 0)
+        fail_msg("%s: %s", path, mprof_reader_error(r));
+    return r;
+}
+
+/* A read of the process chunks alone stands for the file (docs/FORMAT.md "Process chunks"): the
+ * sender's END counts the process chunks it delivered and gives their main frames as an
+ * in-process END does, so the report's first read of a live capture takes those chunks alone,
+ * and it sees the process records and main frames that a read of everything sees. */
+static void process_chunks_stand_for_file(const char *path)
+{
+    proc_seen all, part;
+    mprof_reader *ra = proc_read(path, 0, &all);
+    mprof_reader *rp = proc_read(path, 1, &part);
+    mprof_main_frames mf;
+    if (mprof_reader_end_info(rp, "end_written_by")) {
+        /* The tool's own END (the process's did not come in time, as on a loaded machine)
+         * counts no process chunks: the first read reads everything. */
+        print_message("%s: END written by the tool\n", path);
+        assert_int_equal(mprof_reader_main_frames(rp, &mf), 0);
+        mprof_reader_close(ra);
+        mprof_reader_close(rp);
+        return;
+    }
+    assert_int_equal(mprof_reader_main_frames(rp, &mf), 1);
+    assert_memory_equal(all.process, part.process, sizeof all.process);
+    assert_true(all.marks > 0);
+    assert_int_equal(mf.thread, all.main_thread);
+    assert_int_equal(mf.marks, all.marks);
+    assert_int_equal(mf.first_ns, all.first);
+    assert_int_equal(mf.last_ns, all.last);
+    mprof_reader_close(ra);
+    mprof_reader_close(rp);
+}
+
 /* ---- tests --------------------------------------------------------------------------------- */
 
 /* Both sinks at once: the in-process file and a live tool that asked for all the history, so
@@ -326,6 +399,8 @@ static void live_counts_equal_in_process(void **state)
     assert_non_null(strstr(slurp(log), "0 events lost"));
     end_counts_what_the_file_holds(inproc);
     end_counts_what_the_file_holds(live);
+    process_chunks_stand_for_file(inproc);
+    process_chunks_stand_for_file(live);
     /* The tool and `mprof report` count events the same way (records the program made, not the
      * stream's definitions and thread switches). */
     const char *w = strstr(slurp(log), " s, ");
@@ -365,6 +440,7 @@ static void tool_first_gets_everything_from_start(void **state)
     assert_int_equal(game_finish(&g), 0);
     assert_int_equal(wait_exit(tool, 10000), 0);
     assert_non_null(strstr(slurp(log), "from the process's first event"));
+    process_chunks_stand_for_file(live);
     tu_counts a, b;
     assert_int_equal(tu_count_capture(inproc, &a), 0);
     assert_int_equal(tu_count_capture(live, &b), 0);
@@ -428,6 +504,8 @@ static void late_connection_and_history(void **state)
     /* The history was kept unframed (no file sink) and framed when asked for. */
     end_counts_what_the_file_holds(late);
     end_counts_what_the_file_holds(hist);
+    process_chunks_stand_for_file(late);
+    process_chunks_stand_for_file(hist);
 }
 
 /* The frame_index plot values of a capture: count, smallest, largest, and whether each value

@@ -421,8 +421,8 @@ static size_t same_file(const char *one, const char *two)
 /* The index is the same file byte for byte whether the pass compresses its blocks or hands them
  * to the writer's own thread (taken when the reader has several jobs), and whether the tiers of
  * detail were written during the pass (index_detail.c) or from each level read back at its end
- * (as when the spill file cannot be written), on a capture of a few hundred blocks, so that the thread's queue fills and the pass waits for
- * room. */
+ * (as when the spill file cannot be written), on a capture of a few hundred blocks, so that the
+ * thread's queue fills and the pass waits for room. */
 static void test_threads_same_file(void **state)
 {
     (void)state;

@@ -104,6 +104,7 @@ typedef struct stream {
     unsigned rescales;     /* times the scale was restored in the current chunk */
     uint64_t chunk_started_ns;
     uint64_t events;       /* in the current chunk, as mprof_event_counted counts them */
+    mprof__chunk_marks marks; /* the current chunk's unnamed frame marks */
 } stream;
 
 /* The main frames as the file holds them (analysis/range.h): the unnamed frame marks of the
@@ -160,10 +161,14 @@ static const mprof_buf *chunk_framed(const mprof__chunk *c)
     return ci->ok ? &C.framed : NULL;
 }
 
-static void emit_flags(int kind, const mprof_buf *payload, unsigned flags, uint64_t events)
+static void emit_flags(int kind, const mprof_buf *payload, unsigned flags, uint64_t events,
+                       const mprof__chunk_marks *marks)
 {
     chunk_impl ci = {payload, flags, 0, 0};
-    mprof__chunk c = {kind, payload, events, chunk_framed, &ci}; /* framed() carries the flags */
+    /* framed() writes the flags into the chunk's header */
+    mprof__chunk c = {kind, payload, events, flags, {0}, chunk_framed, &ci};
+    if (marks)
+        c.marks = *marks;
     for (int i = 0; i < C.n_sinks; i++)
         C.sinks[i]->ops->chunk(C.sinks[i], &c);
     atomic_fetch_add(&mprof__stats.chunks_written, 1);
@@ -171,7 +176,7 @@ static void emit_flags(int kind, const mprof_buf *payload, unsigned flags, uint6
 
 void mprof__encoder_emit(int kind, const mprof_buf *payload)
 {
-    emit_flags(kind, payload, 0, 0);
+    emit_flags(kind, payload, 0, 0, NULL);
 }
 
 /* Hands a definition record to the sinks that keep definitions apart from the chunks. */
@@ -201,13 +206,14 @@ static void stream_reset(stream *st)
     st->rescales = 0;
     st->chunk_started_ns = mprof__mono_ns();
     st->events = 0;
+    memset(&st->marks, 0, sizeof st->marks);
 }
 
 static void stream_emit(stream *st, unsigned flags)
 {
     if (st->chunk.len) {
         atomic_fetch_add(&mprof__stats.bytes_raw, st->chunk.len);
-        emit_flags(MPROF_CHUNK_EVENTS, &st->chunk, flags, st->events);
+        emit_flags(MPROF_CHUNK_EVENTS, &st->chunk, flags, st->events, &st->marks);
         if (flags & MPROF_CHUNK_F_PROCESS)
             C.process_chunks++;
     }
@@ -513,18 +519,28 @@ static inline unsigned char *put_ts(unsigned char *o, mprof__thread *th, uint64_
     return mprof_put_varint(o, v);
 }
 
-/* An unnamed frame mark, in the order of the threads' chunks (the file's order). */
+/* An unnamed frame mark, in the order of the threads' chunks (the file's order), counted for the
+ * session (END of a file) and for the chunk it is written to (END of a live capture). */
 static void main_mark(uint32_t thread, uint64_t ticks)
 {
+    mprof__chunk_marks *cm = &C.s.marks;
     if (!C.mf.thread)
         C.mf.thread = thread;
-    if (thread != C.mf.thread)
+    if (thread != C.mf.thread) {
+        cm->others++;
         return;
+    }
     if (!C.mf.marks || ticks < C.mf.first_ticks)
         C.mf.first_ticks = ticks;
     if (!C.mf.marks || ticks > C.mf.last_ticks)
         C.mf.last_ticks = ticks;
     C.mf.marks++;
+    if (!cm->marks || ticks < cm->first_ticks)
+        cm->first_ticks = ticks;
+    if (!cm->marks || ticks > cm->last_ticks)
+        cm->last_ticks = ticks;
+    cm->thread = thread;
+    cm->marks++;
 }
 
 /* Translates a generic record at p. Returns the pointer after it, or NULL if the record is

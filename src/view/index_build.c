@@ -408,7 +408,8 @@ static int level_finish(builder *b, blevel *l)
     unsigned mask = tiers_kept(l->stages, l->zones.n);
     l->tier0 = (uint32_t)b->n_tiers;
     vab outs[LOD_TIERS];
-    /* The kept tiers, written during the pass (index_detail.c), or else from the level read back. */
+    /* The kept tiers, written during the pass (index_detail.c), or else from the level read
+     * back. */
     int spilled = mask ? mprof__vidx_spill_keep(b, l, mask, outs) : 0;
     mprof__vidx_spill_drop(b, l);
     if (!mask || spilled < 0)

@@ -155,8 +155,8 @@ int mprof__vidx_spill_step(builder *b, blevel *l)
 {
     uint64_t n = l->zones.n;
     if (!l->spill) {
-        if (n != LOD_MIN_ZONES || l->zones.n_blk || b->n_spilling >= SPILL_LEVELS || mprof__vidx_spill_off == 1 ||
-            spill_open(b) != 0)
+        if (n != LOD_MIN_ZONES || l->zones.n_blk || b->n_spilling >= SPILL_LEVELS ||
+            mprof__vidx_spill_off == 1 || spill_open(b) != 0)
             return 0;
         if (spill_start(b, l) != 0) {
             mprof__vidx_spill_drop(b, l);

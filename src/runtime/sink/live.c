@@ -77,7 +77,7 @@ static void sink_chunk(mprof__sink *s, const mprof__chunk *c)
     int lazy = 0;
     if (L.history_s > 0 && !L.has_file)
         lazy = !mprof__live_session_streaming();
-    mprof__live_deliver(c->raw, lazy ? NULL : c->framed(c), lazy, c->events);
+    mprof__live_deliver(c, lazy ? NULL : c->framed(c), lazy);
 }
 
 static void sink_def(mprof__sink *s, const unsigned char *rec, const unsigned char *end)

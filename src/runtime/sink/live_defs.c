@@ -184,11 +184,13 @@ mprof__live_blob *mprof__live_defs_blob(uint64_t ts_ticks, uint64_t lost)
     if (build_defs(ts_ticks, lost) != 0)
         return NULL;
     D.framed.len = 0;
-    /* Flagged as the process chunks that hold definitions: a reader of those alone then counts
-     * one more than the library's END and reads the whole capture instead (FORMAT.md "Process
-     * chunks"), since a stream that needed this chunk may lack others. */
+    /* Flagged as the process chunks that hold definitions are: a read of the process chunks
+     * alone needs it (FORMAT.md "Process chunks"), and the sender's END counts it with them. */
     if (mprof_fmt_chunk_ex(&D.framed, MPROF_CHUNK_EVENTS, MPROF_CHUNK_F_PROCESS, D.build.data,
                            D.build.len, mprof__config.compression_level, NULL) != 0)
         return NULL;
-    return mprof__live_blob_new(D.framed.data, D.framed.len);
+    mprof__live_blob *b = mprof__live_blob_new(D.framed.data, D.framed.len);
+    if (b)
+        b->flags = MPROF_CHUNK_F_PROCESS;
+    return b;
 }

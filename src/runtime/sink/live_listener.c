@@ -87,6 +87,9 @@ static void handshake_done(int fd, const mprof_wire_hello *hp)
     mprof__kv_list_write(&LS.info, &info);
     char v[64];
     mprof_fmt_kv(&info, "capture", "live");
+    /* The collector writes the process-context records in chunks of their own in every session,
+     * and the sender's END counts them (docs/FORMAT.md "Process chunks"). */
+    mprof_fmt_kv(&info, "process_chunks", "separate");
     snprintf(v, sizeof v, "%g", LS.history_s > 0 ? LS.history_s : 0.0);
     mprof_fmt_kv(&info, "history_seconds", v);
     mprof__live_reply(fd, MPROF_WIRE_OK, info.data, info.len);

@@ -50,6 +50,8 @@ static blob *blob_fill(blob *b, const void *data, size_t len, raw_slab *slab)
     b->ticks = mprof__ticks();
     b->raw = slab != NULL;
     b->events = MPROF__LIVE_EVENTS_UNKNOWN;
+    b->flags = 0;
+    memset(&b->marks, 0, sizeof b->marks);
     b->len = len;
     b->slab = slab;
     memcpy(b->data, data, len);
@@ -149,14 +151,16 @@ static blob *blob_frame(const blob *r)
     R.framed.len = 0;
     if (!R.cctx)
         R.cctx = ZSTD_createCCtx(); /* NULL: mprof_fmt_chunk makes a context per call */
-    if (mprof_fmt_chunk(&R.framed, MPROF_CHUNK_EVENTS, r->data, r->len,
-                        mprof__config.compression_level, R.cctx) != 0)
+    if (mprof_fmt_chunk_ex(&R.framed, MPROF_CHUNK_EVENTS, r->flags, r->data, r->len,
+                           mprof__config.compression_level, R.cctx) != 0)
         return NULL;
     blob *b = mprof__live_blob_new(R.framed.data, R.framed.len);
     if (b) {
         b->mono_ns = r->mono_ns;
         b->ticks = r->ticks;
         b->events = r->events;
+        b->flags = r->flags;
+        b->marks = r->marks;
     }
     return b;
 }

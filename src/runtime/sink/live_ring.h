@@ -9,6 +9,7 @@
 #define MPROF_LIVE_RING_H
 
 #include "format/wire.h"
+#include "sink.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -23,6 +24,8 @@ typedef struct mprof__live_blob {
     uint64_t ticks;   /* the same moment in timer ticks */
     int raw;          /* data is an unframed EVENTS payload (history nobody has asked for) */
     uint64_t events;  /* the events it holds as END counts them, or MPROF__LIVE_EVENTS_UNKNOWN */
+    unsigned flags;   /* an EVENTS chunk's MPROF_CHUNK_F_* (a raw blob is framed with them) */
+    mprof__chunk_marks marks; /* its unnamed frame marks (valid when events is known) */
     size_t len;
     struct mprof__live_slab *slab; /* a raw blob's slab (collector thread only) */
     unsigned char data[];

@@ -217,10 +217,10 @@ void mprof__live_session_attach(void)
 
 
 /* framed NULL with lazy set: keep the raw payload (history nobody may read yet). */
-void mprof__live_deliver(const mprof_buf *raw, const mprof_buf *framed, int lazy,
-                         uint64_t events)
+void mprof__live_deliver(const mprof__chunk *c, const mprof_buf *framed, int lazy)
 {
-    blob *b = lazy     ? mprof__live_raw_blob_new(raw->data, raw->len)
+    uint64_t events = c->events;
+    blob *b = lazy     ? mprof__live_raw_blob_new(c->raw->data, c->raw->len)
               : framed ? mprof__live_blob_new(framed->data, framed->len)
                        : NULL;
     if (!b) {
@@ -237,6 +237,8 @@ void mprof__live_deliver(const mprof_buf *raw, const mprof_buf *framed, int lazy
         return;
     }
     b->events = events;
+    b->flags = c->flags;
+    b->marks = c->marks;
     if (S.history_s > 0)
         mprof__live_ring_push(b);
     /* The session may end at any time on its sender thread: it is looked up again by id under
@@ -394,6 +396,8 @@ static int send_all(session *s, const unsigned char *p, size_t len, uint64_t enq
 typedef struct sent_counts {
     uint64_t chunks, events;
     int events_unknown; /* a delivered chunk could not be counted (out of memory) */
+    uint64_t process_chunks;  /* delivered with MPROF_CHUNK_F_PROCESS */
+    mprof__chunk_marks marks; /* the main frames of what was delivered, summed */
     mprof_buf raw;      /* scratch: the last payload */
     void *dctx;         /* ZSTD_DCtx, made on first use */
 } sent_counts;
@@ -406,8 +410,25 @@ static void count_sent(sent_counts *sc, const blob *b)
     mprof_wire_chunk ch;
     size_t used;
     sc->chunks++;
+    if (b->flags & MPROF_CHUNK_F_PROCESS)
+        sc->process_chunks++;
     if (b->events != MPROF__LIVE_EVENTS_UNKNOWN) {
         sc->events += b->events;
+        const mprof__chunk_marks *m = &b->marks;
+        mprof__chunk_marks *t = &sc->marks;
+        t->others += m->others;
+        if (!m->marks)
+            return;
+        if (t->marks && m->thread != t->thread)
+            t->others += m->marks; /* not the thread that made the file's first mark */
+        else {
+            if (!t->marks || m->first_ticks < t->first_ticks)
+                t->first_ticks = m->first_ticks;
+            if (!t->marks || m->last_ticks > t->last_ticks)
+                t->last_ticks = m->last_ticks;
+            t->thread = m->thread;
+            t->marks += m->marks;
+        }
         return;
     }
     if (mprof_wire_next_chunk(b->data, b->len, &ch, &used, NULL, 0) != MPROF_WIRE_DONE) {
@@ -436,6 +457,25 @@ static blob *end_blob(session *s, const char *why, const sent_counts *sc)
     if (!sc->events_unknown) {
         snprintf(v, sizeof v, "%" PRIu64, sc->events);
         mprof_fmt_kv(&kv, "events", v);
+    }
+    /* The process chunks and main frames of what was delivered, as an in-process END gives
+     * them, so that a reader's first read takes the process chunks alone. Left out when a
+     * delivered chunk could not be counted, or when another thread made unnamed marks (then the
+     * main frames are the reader's to find): the reader then reads the whole file. */
+    const mprof__chunk_marks *m = &sc->marks;
+    if (!sc->events_unknown && !m->others) {
+        snprintf(v, sizeof v, "%" PRIu64, sc->process_chunks);
+        mprof_fmt_kv(&kv, "process_chunks", v);
+        if (m->marks) {
+            snprintf(v, sizeof v, "%" PRIu32, m->thread);
+            mprof_fmt_kv(&kv, "main_frame_thread", v);
+            snprintf(v, sizeof v, "%" PRIu64, m->marks);
+            mprof_fmt_kv(&kv, "main_frame_marks", v);
+            snprintf(v, sizeof v, "%" PRIu64, m->first_ticks);
+            mprof_fmt_kv(&kv, "main_frame_first_ticks", v);
+            snprintf(v, sizeof v, "%" PRIu64, m->last_ticks);
+            mprof_fmt_kv(&kv, "main_frame_last_ticks", v);
+        }
     }
     pthread_mutex_lock(&S.m);
     uint64_t dropped = s->dropped_events, dchunks = s->dropped_chunks;

@@ -12,6 +12,7 @@
 
 #include "format/format.h"
 #include "format/wire.h"
+#include "sink.h"
 
 #include <stddef.h>
 
@@ -33,12 +34,10 @@ int mprof__live_session_pending(void);
 void mprof__live_session_attach(void);
 /* An attached session is streaming: chunks must be framed for it now. */
 int mprof__live_session_streaming(void);
-/* A new EVENTS chunk of events events (as END counts them): framed, or raw with lazy set
- * (history nobody may read yet, framed NULL). Kept in the history ring when there is one, and
- * queued for a streaming session; a chunk the tool cannot take in time is dropped and counted,
- * never waited for. */
-void mprof__live_deliver(const mprof_buf *raw, const mprof_buf *framed, int lazy,
-                         uint64_t events);
+/* A new EVENTS chunk c: framed, or raw with lazy set (history nobody may read yet, framed
+ * NULL). Kept in the history ring when there is one, and queued for a streaming session; a chunk
+ * the tool cannot take in time is dropped and counted, never waited for. */
+void mprof__live_deliver(const mprof__chunk *c, const mprof_buf *framed, int lazy);
 
 /* ---- the listener's side ------------------------------------------------------------------- */
 

@@ -21,6 +21,16 @@
 
 typedef struct mprof__sink mprof__sink;
 
+/* The unnamed frame marks an EVENTS chunk holds, which a live capture's END adds up into the main
+ * frames (docs/FORMAT.md "Process chunks"): those of the session's main frame thread (the first
+ * to make one; 0 before any), their first and last ticks, and how many other threads' unnamed
+ * marks it holds (a file that has any may name another thread first: its END names none). */
+typedef struct mprof__chunk_marks {
+    uint32_t thread;
+    uint64_t marks, first_ticks, last_ticks;
+    uint64_t others;
+} mprof__chunk_marks;
+
 /* A chunk produced by the collector. framed(c) frames the payload on first use (compressed at
  * the configured level for EVENTS) and returns the framed bytes, or NULL when out of memory;
  * a sink that keeps only some chunks, or compresses them its own way, need not call it. */
@@ -28,6 +38,8 @@ typedef struct mprof__chunk {
     int kind;                 /* MPROF_CHUNK_INFO, _EVENTS or _END */
     const mprof_buf *raw;     /* the uncompressed payload */
     uint64_t events;          /* EVENTS: the events it holds (END's "events" counts the same) */
+    unsigned flags;           /* EVENTS: MPROF_CHUNK_F_* (framed() writes them) */
+    mprof__chunk_marks marks; /* EVENTS: its unnamed frame marks */
     const mprof_buf *(*framed)(const struct mprof__chunk *c);
     void *impl;               /* the collector's state for framed() */
 } mprof__chunk;
