@@ -293,57 +293,15 @@ static void end_counts_what_the_file_holds(const char *path)
     mprof_reader_close(r);
 }
 
-/* What a read hands out that the report's first read needs: the process-context records by
- * type, and the main frames (the unnamed marks of the thread that made the first one). */
-typedef struct proc_seen {
-    uint64_t process[256];
-    uint32_t main_thread;
-    uint64_t marks;
-    int64_t first, last;
-} proc_seen;
-
-static mprof_reader *proc_read(const char *path, int process_only, proc_seen *s)
-{
-    char err[256];
-    memset(s, 0, sizeof *s);
-    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
-    if (!r)
-        fail_msg("%s", err);
-    if (process_only)
-        mprof_reader_process_only(r);
-    mprof_event ev;
-    int rc;
-    while ((rc = mprof_reader_next(r, &ev)) == 1) {
-        if (ev.thread == 0) {
-            s->process[ev.type]++;
-            continue;
-        }
-        if (ev.type != MPROF_EV_FRAME_MARK || ev.u[0] != 0)
-            continue;
-        if (!s->main_thread)
-            s->main_thread = ev.thread;
-        if (ev.thread != s->main_thread)
-            continue;
-        if (!s->marks || ev.ts_ns < s->first)
-            s->first = ev.ts_ns;
-        if (!s->marks || ev.ts_ns > s->last)
-            s->last = ev.ts_ns;
-        s->marks++;
-    }
-    if (rc < 0)
-        fail_msg("%s: %s", path, mprof_reader_error(r));
-    return r;
-}
-
 /* A read of the process chunks alone stands for the file (docs/FORMAT.md "Process chunks"): the
  * sender's END counts the process chunks it delivered and gives their main frames as an
  * in-process END does, so the report's first read of a live capture takes those chunks alone,
  * and it sees the process records and main frames that a read of everything sees. */
 static void process_chunks_stand_for_file(const char *path)
 {
-    proc_seen all, part;
-    mprof_reader *ra = proc_read(path, 0, &all);
-    mprof_reader *rp = proc_read(path, 1, &part);
+    tu_first_read all, part;
+    mprof_reader *ra = tu_first_read_of(path, 0, &all);
+    mprof_reader *rp = tu_first_read_of(path, 1, &part);
     mprof_main_frames mf;
     if (mprof_reader_end_info(rp, "end_written_by")) {
         /* The tool's own END (the process's did not come in time, as on a loaded machine)

@@ -193,53 +193,13 @@ static const char *without(const char *path, int k, const char *stem)
 /* ---- what a read sees ----------------------------------------------------------------------- */
 
 typedef struct seen {
-    uint64_t process[MPROF_EV_MAX]; /* process-context events, by tag */
-    uint64_t thread_events;         /* events of a thread (not definitions) */
+    tu_first_read f;        /* process records by tag, thread events, main frames */
     uint32_t locs, threads;
-    uint32_t main_thread;
-    uint64_t marks;
-    int64_t first, last;
 } seen;
-
-static int is_def(int t)
-{
-    return t == MPROF_EV_DEF_SRCLOC || t == MPROF_EV_DEF_STRING || t == MPROF_EV_DEF_THREAD ||
-           t == MPROF_EV_DEF_CALLSTACK || t == MPROF_EV_DEF_MODULE || t == MPROF_EV_THREAD;
-}
 
 static mprof_reader *read_all(const char *path, int process_only, seen *s)
 {
-    char err[256];
-    memset(s, 0, sizeof *s);
-    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
-    if (!r)
-        fail_msg("%s", err);
-    if (process_only)
-        mprof_reader_process_only(r);
-    mprof_event ev;
-    int rc;
-    while ((rc = mprof_reader_next(r, &ev)) == 1) {
-        if (is_def(ev.type))
-            continue;
-        if (ev.thread == 0) {
-            s->process[ev.type]++;
-            continue;
-        }
-        s->thread_events++;
-        if (ev.type != MPROF_EV_FRAME_MARK || ev.u[0] != 0)
-            continue;
-        if (!s->main_thread)
-            s->main_thread = ev.thread;
-        if (ev.thread != s->main_thread)
-            continue;
-        if (!s->marks || ev.ts_ns < s->first)
-            s->first = ev.ts_ns;
-        if (!s->marks || ev.ts_ns > s->last)
-            s->last = ev.ts_ns;
-        s->marks++;
-    }
-    if (rc < 0)
-        fail_msg("%s", mprof_reader_error(r));
+    mprof_reader *r = tu_first_read_of(path, process_only, &s->f);
     s->locs = mprof_reader_srcloc_count(r);
     s->threads = mprof_reader_thread_count(r);
     return r;
@@ -322,11 +282,11 @@ static void test_chunks_flagged(void **state)
     mprof_reader *rp = read_all(capture_path, 1, &part);
     /* Every process record and definition is in the process chunks, and nothing else is. */
     /* (System tracing adds its own where the machine allows it.) */
-    assert_true(all.process[MPROF_EV_SYS_SWITCH] >= FRAMES);
-    assert_true(all.process[MPROF_EV_SYS_SAMPLE] >= FRAMES / 10);
-    assert_memory_equal(all.process, part.process, sizeof all.process);
-    assert_int_equal(part.thread_events, 0);
-    assert_true(all.thread_events > FRAMES * 400);
+    assert_true(all.f.process[MPROF_EV_SYS_SWITCH] >= FRAMES);
+    assert_true(all.f.process[MPROF_EV_SYS_SAMPLE] >= FRAMES / 10);
+    assert_memory_equal(all.f.process, part.f.process, sizeof all.f.process);
+    assert_int_equal(part.f.thread_events, 0);
+    assert_true(all.f.thread_events > FRAMES * 400);
     assert_int_equal(part.locs, all.locs);
     assert_int_equal(part.threads, all.threads);
     assert_true(all.threads >= 2);
@@ -334,11 +294,11 @@ static void test_chunks_flagged(void **state)
     mprof_main_frames mf;
     assert_int_equal(mprof_reader_main_frames(ra, &mf), 0); /* not a process-only read */
     assert_int_equal(mprof_reader_main_frames(rp, &mf), 1);
-    assert_int_equal(all.marks, FRAMES);
-    assert_int_equal(mf.thread, all.main_thread);
-    assert_int_equal(mf.marks, all.marks);
-    assert_int_equal(mf.first_ns, all.first);
-    assert_int_equal(mf.last_ns, all.last);
+    assert_int_equal(all.f.marks, FRAMES);
+    assert_int_equal(mf.thread, all.f.main_thread);
+    assert_int_equal(mf.marks, all.f.marks);
+    assert_int_equal(mf.first_ns, all.f.first);
+    assert_int_equal(mf.last_ns, all.f.last);
     mprof_reader_close(ra);
     mprof_reader_close(rp);
 }

@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include "format/batch.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -39,6 +41,48 @@ int tu_count_capture(const char *path, tu_counts *out)
     mprof_reader_get_stats(r, &out->st);
     mprof_reader_close(r);
     return rc < 0 ? -1 : 0;
+}
+
+static int is_def(int t)
+{
+    return t == MPROF_EV_DEF_SRCLOC || t == MPROF_EV_DEF_STRING || t == MPROF_EV_DEF_THREAD ||
+           t == MPROF_EV_DEF_CALLSTACK || t == MPROF_EV_DEF_MODULE || t == MPROF_EV_THREAD;
+}
+
+mprof_reader *tu_first_read_of(const char *path, int process_only, tu_first_read *s)
+{
+    char err[256];
+    memset(s, 0, sizeof *s);
+    mprof_reader *r = mprof_reader_open(path, err, sizeof err);
+    if (!r)
+        fail_msg("%s", err);
+    if (process_only)
+        mprof_reader_process_only(r);
+    mprof_event ev;
+    int rc;
+    while ((rc = mprof_reader_next(r, &ev)) == 1) {
+        if (is_def(ev.type))
+            continue;
+        if (ev.thread == 0) {
+            s->process[ev.type]++;
+            continue;
+        }
+        s->thread_events++;
+        if (ev.type != MPROF_EV_FRAME_MARK || ev.u[0] != 0)
+            continue;
+        if (!s->main_thread)
+            s->main_thread = ev.thread;
+        if (ev.thread != s->main_thread)
+            continue;
+        if (!s->marks || ev.ts_ns < s->first)
+            s->first = ev.ts_ns;
+        if (!s->marks || ev.ts_ns > s->last)
+            s->last = ev.ts_ns;
+        s->marks++;
+    }
+    if (rc < 0)
+        fail_msg("%s: %s", path, mprof_reader_error(r));
+    return r;
 }
 
 int tu_run(const char *cmd, char *out, size_t n)

@@ -29,6 +29,22 @@ typedef struct tu_counts {
  * ended without error. */
 int tu_count_capture(const char *path, tu_counts *out);
 
+/* What a read of a capture hands out that the report's first read needs (docs/FORMAT.md "Process
+ * chunks"): the process-context records by type (thread 0), the count of every other event, and
+ * the main frames (the unnamed frame marks of the thread that made the first one). Definitions
+ * are left out. */
+typedef struct tu_first_read {
+    uint64_t process[MPROF_EV_MAX];
+    uint64_t thread_events;
+    uint32_t main_thread;
+    uint64_t marks;
+    int64_t first, last;
+} tu_first_read;
+
+/* Reads the whole capture at path (process_only: its process chunks alone) into s; fails the
+ * test on a reader error. Returns the reader, read to its end (the caller closes it). */
+mprof_reader *tu_first_read_of(const char *path, int process_only, tu_first_read *s);
+
 /* Runs a shell command, captures stdout into out (NUL-terminated, truncated to n), returns the
  * exit status (or -1). */
 int tu_run(const char *cmd, char *out, size_t n);
