@@ -158,7 +158,7 @@ static int level_put(builder *b, blevel *l, const vzone *z)
             return -1;
         mprof__vidx_spill_fail(b); /* the counts hold: the levels are read back at their ends */
     }
-    if (l->spill ? l->zones.n % 1024 == 0 : l->zones.n == LOD_MIN_ZONES)
+    if (l->spill ? l->zones.n % VIDX_SPILL_CHECK == 0 : l->zones.n == LOD_MIN_ZONES)
         return mprof__vidx_spill_step(b, l);
     return 0;
 }

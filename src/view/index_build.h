@@ -149,6 +149,9 @@ void mprof__vidx_tier_reset(tstage *g);
  * the zones stops (it cannot be kept, or hardly). Starts the level's spill when it is due; call
  * after each zone the level takes in order. 0, or -1 (out of memory: b->oom). */
 int mprof__vidx_spill_step(builder *b, blevel *l);
+/* How often (in zones of a level) its spilled stages are weighed: spill_step has work only at a
+ * multiple of this, or at LOD_MIN_ZONES. */
+#define VIDX_SPILL_CHECK 1024
 /* Set only by tests: 1 reads every level back, 2 spills to a file that takes no write (the
  * levels are read back after the failure); the file must come out the same. */
 extern int mprof__vidx_spill_off;

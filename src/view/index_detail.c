@@ -31,8 +31,6 @@
 
 /* Levels that spill at once, at most: each holds up to LOD_TIERS blocks being filled. */
 #define SPILL_LEVELS 32
-/* How often (in zones of the level) the spilled stages are weighed. */
-#define SPILL_CHECK 1024
 
 static int tier_cascade(tstage *g, vout *o, int k, const titem *it);
 
@@ -123,7 +121,8 @@ static int spill_open(builder *b)
 }
 
 /* Starts a level's spill at its LOD_MIN_ZONES-th zone: the stages count again from its first
- * zone, read from its pending block, now writing their runs. 0, or -1 (out of memory). */
+ * zone, read from its pending block, now writing their runs. 0; 1 when the spill could not be
+ * written (the counts are whole all the same); -1 out of memory. */
 static int spill_start(builder *b, blevel *l)
 {
     uint32_t n = (uint32_t)l->zones.n;
@@ -142,13 +141,14 @@ static int spill_start(builder *b, blevel *l)
     }
     l->spill_live = (1u << LOD_TIERS) - 1;
     mprof__vidx_tier_reset(l->stages);
-    int rc = 0;
-    for (uint32_t i = 0; i < n && rc == 0; i++) {
+    int failed = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        /* Every zone, whatever becomes of the runs: the counts decide the tiers. */
         titem it = {z[i].s, z[i].e, i, 1, z[i].self, z[i].loc};
-        rc = mprof__vidx_tier_feed(l->stages, &b->spill, &it);
+        failed |= mprof__vidx_tier_feed(l->stages, &b->spill, &it) != 0;
     }
     free(z);
-    return rc;
+    return failed;
 }
 
 int mprof__vidx_spill_step(builder *b, blevel *l)
@@ -158,14 +158,16 @@ int mprof__vidx_spill_step(builder *b, blevel *l)
         if (n != LOD_MIN_ZONES || l->zones.n_blk || b->n_spilling >= SPILL_LEVELS ||
             mprof__vidx_spill_off == 1 || spill_open(b) != 0)
             return 0;
-        if (spill_start(b, l) != 0) {
-            mprof__vidx_spill_drop(b, l);
+        int rc = spill_start(b, l);
+        if (rc > 0)
+            mprof__vidx_spill_fail(b); /* the level is read back at its end */
+        else if (rc < 0) {
             b->oom = 1;
             return -1;
         }
         return 0;
     }
-    if (n % SPILL_CHECK)
+    if (n % VIDX_SPILL_CHECK)
         return 0;
     for (int k = 0; k < LOD_TIERS; k++)
         if ((l->spill_live & (1u << k)) && l->stages[k].count * 8 > n * 5) {
