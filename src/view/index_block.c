@@ -13,7 +13,6 @@
 #include "format/format.h"
 #include "view/index_search.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -31,7 +31,6 @@
 typedef struct vjob {
     void *raw;
     size_t len;
-    uint64_t ticket;
 } vjob;
 
 struct vpipe {
@@ -40,10 +39,11 @@ struct vpipe {
     pthread_cond_t work; /* the thread waits here for a block or the stop */
     pthread_cond_t done; /* the caller waits here for room or the drain */
     vjob q[VPIPE_QUEUE];
-    uint64_t head, tail; /* q[head % N] .. q[tail % N] are waiting; tail is the next ticket */
+    /* q[head % N] .. q[tail % N] are waiting, the first one being written while the thread
+     * holds it; a block's ticket is its place in that sequence (tail: the next). */
+    uint64_t head, tail;
     vref *refs;          /* by ticket: where each written block went */
     uint64_t cap_refs;
-    int busy;            /* the thread holds a block out of the queue */
     int asleep;          /* the thread waits on work */
     int failed;          /* a block could not be written: the build fails */
     int stop;
@@ -118,7 +118,6 @@ static void *pipe_main(void *arg)
             break;
         vjob j = p->q[p->head % VPIPE_QUEUE];
         int skip = p->failed || p->stop; /* a build stopped early keeps none of its blocks */
-        p->busy = 1;
         pthread_mutex_unlock(&p->mu);
         vref at;
         int rc = skip ? -1 : put_block(o, j.raw, j.len, &at);
@@ -127,9 +126,8 @@ static void *pipe_main(void *arg)
         if (rc != 0)
             p->failed = 1;
         else
-            p->refs[j.ticket] = at;
+            p->refs[p->head] = at;
         p->head++;
-        p->busy = 0;
         pthread_cond_broadcast(&p->done);
     }
     pthread_mutex_unlock(&p->mu);
@@ -173,7 +171,7 @@ int mprof__vout_drain(vout *o)
     pthread_mutex_lock(&p->mu);
     if (p->asleep && p->head != p->tail)
         pthread_cond_signal(&p->work);
-    while (p->head != p->tail || p->busy)
+    while (p->head != p->tail)
         pthread_cond_wait(&p->done, &p->mu);
     if (p->failed)
         o->failed = 1;
@@ -220,7 +218,7 @@ int mprof__vout_submit(vout *o, void *raw, size_t raw_len, vref *out)
     if (rc == 0) {
         memset(out, 0, sizeof *out);
         out->off = p->tail;
-        p->q[p->tail % VPIPE_QUEUE] = (vjob){raw, raw_len, p->tail};
+        p->q[p->tail % VPIPE_QUEUE] = (vjob){raw, raw_len};
         p->tail++;
         if (p->asleep && p->tail - p->head >= VPIPE_BATCH)
             pthread_cond_signal(&p->work);
