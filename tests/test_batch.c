@@ -14,6 +14,7 @@
 #include "format/batch.h"
 #include "format/format.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,64 +347,107 @@ static trace read_events(const unsigned char *data, size_t len, int jobs,
     return t;
 }
 
-/* The same through batches: records expanded into the events they stand for. */
-static trace read_batches(const unsigned char *data, size_t len, int jobs, int64_t *max_ts)
+/* A read through batches, as the events they stand for. */
+typedef struct batch_read {
+    trace t;
+    int64_t max_ts;
+    pthread_t caller;
+    uint64_t batches, off_caller; /* batches, and those handed out on another thread */
+    uint64_t stop_after;          /* stop after this many batches (0: never) */
+    uint64_t bad;                 /* checks that failed (on a reader's thread cmocka cannot
+                                     fail the test: the caller asserts this is 0) */
+} batch_read;
+
+#define CHECK(c, cond) ((c)->bad += !(cond))
+
+/* Adds a batch's records, expanded into the events they stand for, to the trace. */
+static int hash_batch(void *arg, const mprof_batch *b)
 {
-    trace t = {.hash = 1};
+    batch_read *c = arg;
+    c->batches++;
+    c->off_caller += !pthread_equal(pthread_self(), c->caller);
+    if (b->max_ts_ns > c->max_ts)
+        c->max_ts = b->max_ts_ns;
+    uint32_t covered = 0;
+    for (uint32_t ri = 0; ri < b->n_run; ri++) {
+        const mprof_run *run = &b->run[ri];
+        CHECK(c, run->first == covered); /* runs tile the batch */
+        CHECK(c, run->end > run->first);
+        covered = run->end;
+        for (uint32_t k = run->first; k < run->end; k++) {
+            const mprof_rec *x = &b->rec[k];
+            int type = mprof_rec_type(x);
+            mprof_event e;
+            if (type == MPROF_REC_LEAF || type == MPROF_EV_ZONE_BEGIN ||
+                type == MPROF_EV_ZONE_END) {
+                memset(&e, 0, sizeof e);
+                e.type = type == MPROF_REC_LEAF ? MPROF_EV_ZONE_BEGIN : type;
+                e.thread = run->thread;
+                e.ts_ns = x->ts_ns;
+                if (type != MPROF_EV_ZONE_END)
+                    e.u[0] = x->x;
+                c->t.hash = event_hash(c->t.hash, &e);
+                c->t.n++;
+                if (type == MPROF_REC_LEAF) {
+                    memset(&e, 0, sizeof e);
+                    e.type = MPROF_EV_ZONE_END;
+                    e.thread = run->thread;
+                    e.ts_ns = x->ts_ns + mprof_rec_dur(x);
+                    c->t.hash = event_hash(c->t.hash, &e);
+                    c->t.n++;
+                }
+                continue;
+            }
+            if (x->x >= b->n_ev) {
+                c->bad++;
+                continue;
+            }
+            CHECK(c, b->ev[x->x].type == type);
+            CHECK(c, b->ev[x->x].thread == run->thread);
+            CHECK(c, b->ev[x->x].ts_ns == x->ts_ns);
+            c->t.hash = event_hash(c->t.hash, &b->ev[x->x]);
+            c->t.n++;
+        }
+    }
+    CHECK(c, covered == b->n_rec);
+    return c->stop_after && c->batches >= c->stop_after;
+}
+
+/* The same through batches (each: mprof_reader_each_batch, else mprof_reader_next_batch). */
+static batch_read read_batches_by(const unsigned char *data, size_t len, int jobs, int each,
+                                  uint64_t stop_after)
+{
+    batch_read c = {.t = {.hash = 1}, .max_ts = INT64_MIN, .caller = pthread_self(),
+                    .stop_after = stop_after};
     char err[256];
     mprof_reader *r = mprof_reader_open_mem(data, len, err, sizeof err);
     assert_non_null(r);
     mprof_reader_set_jobs(r, jobs);
-    mprof_batch b;
-    *max_ts = INT64_MIN;
-    while ((t.rc = mprof_reader_next_batch(r, &b)) == 1) {
-        if (b.max_ts_ns > *max_ts)
-            *max_ts = b.max_ts_ns;
-        uint32_t covered = 0;
-        for (uint32_t ri = 0; ri < b.n_run; ri++) {
-            const mprof_run *run = &b.run[ri];
-            assert_int_equal(run->first, covered); /* runs tile the batch */
-            assert_true(run->end > run->first);
-            covered = run->end;
-            for (uint32_t k = run->first; k < run->end; k++) {
-                const mprof_rec *x = &b.rec[k];
-                int type = mprof_rec_type(x);
-                mprof_event e;
-                if (type == MPROF_REC_LEAF || type == MPROF_EV_ZONE_BEGIN ||
-                    type == MPROF_EV_ZONE_END) {
-                    memset(&e, 0, sizeof e);
-                    e.type = type == MPROF_REC_LEAF ? MPROF_EV_ZONE_BEGIN : type;
-                    e.thread = run->thread;
-                    e.ts_ns = x->ts_ns;
-                    if (type != MPROF_EV_ZONE_END)
-                        e.u[0] = x->x;
-                    t.hash = event_hash(t.hash, &e);
-                    t.n++;
-                    if (type == MPROF_REC_LEAF) {
-                        memset(&e, 0, sizeof e);
-                        e.type = MPROF_EV_ZONE_END;
-                        e.thread = run->thread;
-                        e.ts_ns = x->ts_ns + mprof_rec_dur(x);
-                        t.hash = event_hash(t.hash, &e);
-                        t.n++;
-                    }
-                    continue;
-                }
-                assert_true(x->x < b.n_ev);
-                assert_int_equal(b.ev[x->x].type, type);
-                assert_int_equal(b.ev[x->x].thread, run->thread);
-                assert_int_equal(b.ev[x->x].ts_ns, x->ts_ns);
-                t.hash = event_hash(t.hash, &b.ev[x->x]);
-                t.n++;
-            }
-        }
-        assert_int_equal(covered, b.n_rec);
+    if (each) {
+        c.t.rc = mprof_reader_each_batch(r, hash_batch, &c);
+    } else {
+        mprof_batch b;
+        while ((c.t.rc = mprof_reader_next_batch(r, &b)) == 1)
+            if (hash_batch(&c, &b))
+                break;
     }
-    snprintf(t.err, sizeof t.err, "%s", mprof_reader_error(r));
-    mprof_reader_get_stats(r, &t.st);
-    t.tables = tables_hash(r);
+    assert_int_equal(c.bad, 0);
+    snprintf(c.t.err, sizeof c.t.err, "%s", mprof_reader_error(r));
+    mprof_reader_get_stats(r, &c.t.st);
+    c.t.tables = tables_hash(r);
+    if (each && c.t.rc == 1) { /* stopped: the reader reads no more */
+        mprof_batch b;
+        assert_int_equal(mprof_reader_next_batch(r, &b), -1);
+    }
     mprof_reader_close(r);
-    return t;
+    return c;
+}
+
+static trace read_batches(const unsigned char *data, size_t len, int jobs, int64_t *max_ts)
+{
+    batch_read c = read_batches_by(data, len, jobs, 0, 0);
+    *max_ts = c.max_ts;
+    return c.t;
 }
 
 static void same(const trace *a, const trace *b)
@@ -441,6 +485,38 @@ static void test_jobs_same_events(void **state)
         int64_t max_ts;
         trace tb = read_batches(cap, len, jobs == 5 ? 1 : jobs, &max_ts);
         same(&one, &tb);
+    }
+    free(cap);
+}
+
+/* mprof_reader_each_batch: the batches of mprof_reader_next_batch, in the same order, with any
+ * number of jobs; with more than one, handed out on the threads that decoded them; stopped
+ * after any batch, the same batches up to there, and a reader that reads no more. */
+static void test_each_batch(void **state)
+{
+    (void)state;
+    size_t len;
+    unsigned char *cap = make_capture(24, &len);
+    batch_read one = read_batches_by(cap, len, 1, 0, 0);
+    assert_int_equal(one.t.rc, 0);
+    assert_true(one.batches > 24);
+    for (int jobs = 1; jobs <= 5; jobs++) {
+        batch_read e = read_batches_by(cap, len, jobs, 1, 0);
+        same(&one.t, &e.t);
+        assert_true(e.max_ts == one.max_ts);
+        assert_int_equal(e.batches, one.batches);
+        assert_int_equal(e.off_caller, jobs > 1 ? e.batches : 0);
+        uint64_t stops[] = {1, 7, one.batches / 2, one.batches - 1};
+        for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++) {
+            batch_read a = read_batches_by(cap, len, 1, 0, stops[k]);
+            batch_read b = read_batches_by(cap, len, jobs, 1, stops[k]);
+            assert_int_equal(a.t.rc, 1);
+            assert_int_equal(b.t.rc, 1);
+            assert_int_equal(b.batches, stops[k]);
+            assert_int_equal(b.t.n, a.t.n);
+            assert_true(b.t.hash == a.t.hash);
+            assert_non_null(strstr(b.t.err, "stopped"));
+        }
     }
     free(cap);
 }
@@ -686,6 +762,8 @@ static void test_jobs_same_errors(void **state)
     for (int jobs = 2; jobs <= 4; jobs++) {
         trace t = read_events(bad, len, jobs, NULL);
         same(&one, &t);
+        batch_read e = read_batches_by(bad, len, jobs, 1, 0);
+        same(&one, &e.t);
     }
     /* A cut at any of these bytes. */
     size_t cuts[] = {len - 1, chunk_offset(cap, len, 5) + 7, chunk_offset(cap, len, 12) + 30,
@@ -700,6 +778,8 @@ static void test_jobs_same_errors(void **state)
             int64_t m;
             trace tb = read_batches(cap, cuts[c], jobs, &m);
             same(&a, &tb);
+            batch_read e = read_batches_by(cap, cuts[c], jobs, 1, 0);
+            same(&a, &e.t);
         }
     }
     free(bad);
@@ -734,6 +814,8 @@ static void test_jobs_same_errors(void **state)
     for (int jobs = 2; jobs <= 3; jobs++) {
         trace t = read_events(f.data, f.len, jobs, NULL);
         same(&d1, &t);
+        batch_read e = read_batches_by(f.data, f.len, jobs, 1, 0);
+        same(&d1, &e.t);
     }
     mprof_buf_free(&f);
 }
@@ -790,6 +872,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jobs_same_events),
+        cmocka_unit_test(test_each_batch),
         cmocka_unit_test(test_want),
         cmocka_unit_test(test_want_record),
         cmocka_unit_test(test_unknown_sys_values),

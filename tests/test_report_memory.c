@@ -80,6 +80,8 @@ static long tool_peak_kib(const char *const *args, const char *path)
     return ru.ru_maxrss;
 }
 
+#define FULL_N 1000000
+
 static void test_memory_bounded(void **state)
 {
     (void)state;
@@ -90,14 +92,16 @@ static void test_memory_bounded(void **state)
     snprintf(opts, sizeof opts, "%s%squarantine_size_mb=0", asan ? asan : "", asan && *asan ? ":" : "");
     setenv("ASAN_OPTIONS", opts, 1);
 
-    uint64_t n = (uint64_t)(250000 * tu_scale());
+    /* The readers' threads decode up to 16 segments each ahead of the passes (readpool.c): at
+     * full size the smaller capture fills them, so what is compared is what grows with events. */
+    uint64_t n = (uint64_t)(FULL_N * tu_scale());
     if (n < 50000)
         n = 50000;
     /* The report's one read keeps zone records for the system pass in a fixed buffer of 16 MiB
      * (analysis.c, KEEP_MAX): at full size both captures fill it, so the figure compared is the
      * report's own; the shrunk captures of a sanitizer run would fit it and grow with it (under
      * the sanitizers' shadow memory), so there the report reads twice and keeps nothing. */
-    if (n < 250000)
+    if (n < FULL_N)
         setenv("MPROF_TWO_READS", "1", 1);
     char small[1024], big[1024];
     snprintf(small, sizeof small, "%s", tu_temp_path("repmem-1x"));
@@ -133,7 +137,7 @@ static void test_memory_bounded(void **state)
         /* Under the sanitizers RSS also holds their shadow and their allocators' caches, which
          * the quadrupled read moves too (TSan: the frame export 1.59x); the bound there is 2x,
          * and 1.5x at full size, where the figure is the command's own. */
-        assert_true((double)k4 < (n < 250000 ? 2.0 : 1.5) * (double)k1);
+        assert_true((double)k4 < (n < FULL_N ? 2.0 : 1.5) * (double)k1);
     }
     unsetenv("MPROF_TWO_READS");
     unlink(small);

@@ -486,6 +486,35 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+typedef struct first_ctx {
+    mprof_analysis *a;
+    const mprof_reader *r;
+    uint32_t thread; /* of the main frame marks */
+    uint64_t n;      /* main frame marks */
+    int64_t lo, hi;
+} first_ctx;
+
+/* A batch of the first read: to the prescans, and its main frame marks counted. */
+static int first_batch(void *arg, const mprof_batch *b)
+{
+    first_ctx *c = arg;
+    mprof_analysis *a = c->a;
+    for (size_t i = 0; pass_table[i]; i++)
+        if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->prescan_batch)
+            pass_table[i]->prescan_batch(a->pass_state[i], c->r, b);
+    for (uint32_t k = 0; k < b->n_ev; k++) {
+        const mprof_event *ev = &b->ev[k];
+        if (!mprof__is_main_mark(ev, &c->thread))
+            continue;
+        if (!c->n || ev->ts_ns < c->lo)
+            c->lo = ev->ts_ns;
+        if (!c->n || ev->ts_ns > c->hi)
+            c->hi = ev->ts_ns;
+        c->n++;
+    }
+    return 0;
+}
+
 /* The first pass: the span of the main frames (the unnamed frame marks of the thread that made
  * the first one), so that the zone pass can tell time inside frames from start-up and shutdown.
  * Events of different threads are not in time order in a file, so this needs the whole file
@@ -514,26 +543,11 @@ static int first_read(mprof_analysis *a, const char *path, int process_only, cha
         mprof_reader_process_only(r);
     if (a->opts.jobs)
         mprof_reader_set_jobs(r, a->opts.jobs);
-    uint32_t thread = 0;
-    uint64_t n = 0;
-    int64_t lo = 0, hi = 0;
-    mprof_batch b;
-    int rc;
-    while ((rc = mprof_reader_next_batch(r, &b)) == 1) {
-        for (size_t i = 0; pass_table[i]; i++)
-            if (a->pass_on[i] && a->pass_state[i] && pass_table[i]->prescan_batch)
-                pass_table[i]->prescan_batch(a->pass_state[i], r, &b);
-        for (uint32_t k = 0; k < b.n_ev; k++) {
-            const mprof_event *ev = &b.ev[k];
-            if (!mprof__is_main_mark(ev, &thread))
-                continue;
-            if (!n || ev->ts_ns < lo)
-                lo = ev->ts_ns;
-            if (!n || ev->ts_ns > hi)
-                hi = ev->ts_ns;
-            n++;
-        }
-    }
+    first_ctx c = {.a = a, .r = r};
+    int rc = mprof_reader_each_batch(r, first_batch, &c);
+    uint32_t thread = c.thread;
+    uint64_t n = c.n;
+    int64_t lo = c.lo, hi = c.hi;
     if (rc < 0) {
         snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));
         mprof_reader_close(r);
@@ -754,8 +768,44 @@ static void want_fields(mprof_analysis *a, mprof_reader *r)
     mprof_reader_want(r, want);
 }
 
-/* One read of r: the core pass (core) and the passes of pass_read, batch by batch. Stops early
- * when a one-read analysis has to read again (redo). */
+typedef struct read_ctx {
+    mprof_analysis *a;
+    beside *h;
+    int core;
+} read_ctx;
+
+/* A batch of the read: to the core pass (core), the kept records and the passes of pass_read.
+ * Stops the read when a one-read analysis has to read again (redo). */
+static int read_batch(void *arg, const mprof_batch *b)
+{
+    read_ctx *c = arg;
+    mprof_analysis *a = c->a;
+    beside *h = c->h;
+    if (h->started) {
+        pthread_mutex_lock(&h->mu);
+        h->b = b;
+        pthread_cond_broadcast(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+    }
+    if (c->core)
+        core_batch(a, b);
+    if (a->keep_on && !a->keep_over)
+        keep_batch(a, b);
+    for (size_t i = 0; pass_table[i]; i++)
+        if (a->pass_read[i] && !(h->started && pass_table[i]->beside))
+            run_pass(a, i, b);
+    if (h->started) {
+        pthread_mutex_lock(&h->mu);
+        while (h->b)
+            pthread_cond_wait(&h->cv, &h->mu);
+        pthread_mutex_unlock(&h->mu);
+    }
+    return a->sp.redo;
+}
+
+/* One read of r: the core pass (core) and the passes of pass_read, batch by batch (on the
+ * reader's threads, read_batch). Stops early when a one-read analysis has to read again
+ * (redo). */
 static int read_passes(mprof_analysis *a, mprof_reader *r, int core, char *err, size_t errlen)
 {
     if (a->opts.jobs)
@@ -779,29 +829,8 @@ static int read_passes(mprof_analysis *a, mprof_reader *r, int core, char *err, 
             pthread_mutex_destroy(&h.mu);
         }
     }
-    mprof_batch b;
-    int rc;
-    while (!a->sp.redo && (rc = mprof_reader_next_batch(r, &b)) == 1) {
-        if (h.started) {
-            pthread_mutex_lock(&h.mu);
-            h.b = &b;
-            pthread_cond_broadcast(&h.cv);
-            pthread_mutex_unlock(&h.mu);
-        }
-        if (core)
-            core_batch(a, &b);
-        if (a->keep_on && !a->keep_over)
-            keep_batch(a, &b);
-        for (size_t i = 0; pass_table[i]; i++)
-            if (a->pass_read[i] && !(h.started && pass_table[i]->beside))
-                run_pass(a, i, &b);
-        if (h.started) {
-            pthread_mutex_lock(&h.mu);
-            while (h.b)
-                pthread_cond_wait(&h.cv, &h.mu);
-            pthread_mutex_unlock(&h.mu);
-        }
-    }
+    read_ctx ctx = {a, &h, core};
+    int rc = mprof_reader_each_batch(r, read_batch, &ctx);
     if (h.started) {
         pthread_mutex_lock(&h.mu);
         h.stop = 1;

@@ -31,9 +31,10 @@ typedef struct mprof_analysis mprof_analysis;
 typedef struct mprof_pass_vtbl {
     const char *name;   /* "memory"; also the report flag --memory */
     bool always;        /* run even when not asked for */
-    /* May run on a thread of its own beside the core pass (jobs > 1): it reads the reader's
-     * tables and writes its own state only. The core pass and the passes without it run on the
-     * caller's thread; both are done with a batch before the next one is read. */
+    /* May run on a thread of its own beside the core pass (jobs > 2): it reads the reader's
+     * tables and writes its own state only. The core pass and the passes without it take the
+     * batches one at a time in file order, on the reader's thread that decoded each
+     * (mprof_reader_each_batch); both are done with a batch before the next one is handed out. */
     bool beside;
     void *(*create)(mprof_analysis *a);
     void (*event)(void *state, mprof_analysis *a, const mprof_event *ev);

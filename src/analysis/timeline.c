@@ -1063,16 +1063,25 @@ void mprof__walker_free(mprof_walker *w)
 
 /* ---- file walking and accessors ------------------------------------------------------------- */
 
+typedef struct feed {
+    mprof_walker *w;
+    const int *oom;
+} feed;
+
+/* A batch to the walker; stops the read when out of memory (the walker's, or *oom). */
+static int feed_batch(void *arg, const mprof_batch *b)
+{
+    feed *c = arg;
+    return mprof__walker_batch(c->w, b) != 0 || (c->oom && *c->oom);
+}
+
 int mprof__walker_feed(mprof_walker *w, mprof_reader *r, const int *oom, const char *path,
                        char *err, size_t errlen)
 {
-    mprof_batch b;
-    int rc;
-    while ((rc = mprof_reader_next_batch(r, &b)) == 1)
-        if (mprof__walker_batch(w, &b) != 0 || (oom && *oom)) {
-            rc = -2;
-            break;
-        }
+    feed c = {w, oom};
+    int rc = mprof_reader_each_batch(r, feed_batch, &c);
+    if (rc == 1)
+        rc = -2;
     if (rc == -1)
         tool_seterr(err, errlen, "%s: %s", path, mprof_reader_error(r));
     else if (rc == -2)
@@ -1092,14 +1101,11 @@ mprof_walker *mprof__walk_file(const char *path, const mprof_tl_hooks *hooks, in
         mprof_reader_close(r);
         return NULL;
     }
-    mprof_batch b;
-    int rc;
-    while ((rc = mprof_reader_next_batch(r, &b)) == 1) {
-        if (mprof__walker_batch(w, &b) != 0) {
-            snprintf(err, errlen, "%s: out of memory while reading the capture", path);
-            rc = -2;
-            break;
-        }
+    feed c = {w, NULL};
+    int rc = mprof_reader_each_batch(r, feed_batch, &c);
+    if (rc == 1) {
+        snprintf(err, errlen, "%s: out of memory while reading the capture", path);
+        rc = -2;
     }
     if (rc == -1)
         snprintf(err, errlen, "%s: %s", path, mprof_reader_error(r));

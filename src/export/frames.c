@@ -752,6 +752,28 @@ static int pass2_batch(exporter *x, const mprof_batch *b)
     return 0;
 }
 
+typedef struct pass_read {
+    exporter *x;
+    mprof_reader *r;
+    int pass;
+    int sys_warned;
+    int failed; /* the pass failed (x says why): the read stopped */
+} pass_read;
+
+/* A batch of a read: to pass 1 (with the system records) or pass 2. */
+static int pass_batch(void *arg, const mprof_batch *b)
+{
+    pass_read *c = arg;
+    exporter *x = c->x;
+    if (c->pass == 1 && resolve_process(x, c->r) != 0)
+        return c->failed = 1;
+    if (c->pass == 1 && x->sys && mprof__sys_batch(x->sys, c->r, b) != 0 && !c->sys_warned++)
+        warn(x, "out of memory reading the system records: on/off-CPU figures are incomplete");
+    if ((c->pass == 1 ? pass1_batch(x, b) : pass2_batch(x, b)) != 0)
+        return c->failed = 1;
+    return 0;
+}
+
 static int read_pass(exporter *x, int pass, mprof_reader **keep)
 {
     char rerr[512];
@@ -772,19 +794,11 @@ static int read_pass(exporter *x, int pass, mprof_reader **keep)
             mprof__sys_want(want);
     }
     mprof_reader_want(r, want);
-    mprof_batch b;
-    int rc, sys_warned = 0;
-    while ((rc = mprof_reader_next_batch(r, &b)) == 1) {
-        if (pass == 1 && resolve_process(x, r) != 0) {
-            mprof_reader_close(r);
-            return -1;
-        }
-        if (pass == 1 && x->sys && mprof__sys_batch(x->sys, r, &b) != 0 && !sys_warned++)
-            warn(x, "out of memory reading the system records: on/off-CPU figures are incomplete");
-        if ((pass == 1 ? pass1_batch(x, &b) : pass2_batch(x, &b)) != 0) {
-            mprof_reader_close(r);
-            return -1;
-        }
+    pass_read c = {x, r, pass, 0, 0};
+    int rc = mprof_reader_each_batch(r, pass_batch, &c);
+    if (c.failed) {
+        mprof_reader_close(r);
+        return -1;
     }
     if (rc < 0) {
         fail(x, "%s: %s", x->path, mprof_reader_error(r));

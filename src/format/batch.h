@@ -116,6 +116,16 @@ int mprof_reader_main_frames(const mprof_reader *r, mprof_main_frames *out);
  * its events counted), 0 = end of capture, -1 = error (mprof_reader_error). */
 int mprof_reader_next_batch(mprof_reader *r, mprof_batch *out);
 
+/* Every batch from here on to fn, in file order, as mprof_reader_next_batch hands them out; fn
+ * returns 0 to go on, anything else to stop the read. With jobs > 1 (and this the reader's first
+ * read) fn runs on the reader's threads, on the one that decoded the batch, one call at a time
+ * (each call sees what the ones before it did): the batch is read from the cache it was
+ * written to. fn may call the reader's table look-ups (mprof_reader_srcloc, ...) but not read.
+ * Returns 0 at the end of the capture, 1 when fn stopped it (the reader then reads no more),
+ * -1 on error (mprof_reader_error). */
+typedef int (*mprof_batch_fn)(void *ctx, const mprof_batch *b);
+int mprof_reader_each_batch(mprof_reader *r, mprof_batch_fn fn, void *ctx);
+
 /* The cores this process may run on (at least 1): what --jobs defaults to. Any thread. */
 int mprof_default_jobs(void);
 

@@ -103,11 +103,12 @@ typedef struct mprof__decoder {
     uint64_t tick0;
     int64_t dt_lim; /* tick_ns needs no clamp for |ticks - tick0| below this */
     int active;
-    /* A worker's decoder: its records and events are read by another thread, on another core.
-     * It writes them with streaming stores, past its own cache: an ordinary store to a line
-     * that the reading core still holds first takes the line back from it, which made decoding
-     * on a worker twice as slow as on the caller (a ring of 512 KiB blocks between two cores
-     * here: 0.16 s a GiB with ordinary stores, 0.04 s with streaming ones). */
+    /* A worker's decoder whose records and events the caller reads, on another core. It
+     * writes them with streaming stores, past its own cache: an ordinary store to a line that
+     * the reading core still holds first takes the line back from it, which made decoding on a
+     * worker twice as slow as on the caller (a ring of 512 KiB blocks between two cores here:
+     * 0.16 s a GiB with ordinary stores, 0.04 s with streaming ones). A worker that consumes
+     * its own segments (readpool.c's consumer mode) writes them into its cache as usual. */
     int stream;
 } mprof__decoder;
 
@@ -169,7 +170,16 @@ void mprof__produce(mprof__decoder *d, mprof__job *job, int first, mprof__segmen
                     const unsigned char *want);
 
 /* Worker threads that read, decode and hand back segments in file order (readpool.c). */
-mprof__pool *mprof__pool_start(mprof_reader *r, int workers, const unsigned char *want);
+/* A consumer: takes a segment (the worker gives it back after); 0 goes on, any other value
+ * stops the pool with it. */
+typedef int (*mprof__consume_fn)(void *ctx, mprof__segment *s);
+/* fn NULL: the caller takes the segments (mprof__pool_take). Else the workers consume them, in
+ * file order, each segment on the thread that decoded it, one at a time, until fn stops them;
+ * the caller waits for that with mprof__pool_wait. */
+mprof__pool *mprof__pool_start(mprof_reader *r, int workers, const unsigned char *want,
+                               mprof__consume_fn fn, void *ctx);
+/* Consumer mode: waits until fn stops the pool; returns the value it stopped with. */
+int mprof__pool_wait(mprof__pool *p);
 /* The next segment in file order; NULL when out of memory (never at the end: the last job is an
  * EOF or FAIL job). The caller gives each back before it takes the next. */
 mprof__segment *mprof__pool_take(mprof__pool *p);

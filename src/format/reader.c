@@ -917,7 +917,7 @@ static int start(mprof_reader *r)
     r->started = 1;
     if (r->jobs <= 1)
         return 0;
-    r->pool = mprof__pool_start(r, r->jobs, r->want_some ? r->want : NULL);
+    r->pool = mprof__pool_start(r, r->jobs, r->want_some ? r->want : NULL, NULL, NULL);
     if (!r->pool)
         return fail(r, "out of memory (cannot start %d reader threads)", r->jobs);
     return 0;
@@ -961,6 +961,34 @@ static int hand_out(mprof_reader *r, const mprof__segment *s, const mprof__bdesc
     return 1;
 }
 
+/* The next batch of the current segment: 1 = *out filled, 0 = the segment is done, -1 = failed
+ * (a definition of the batch handed out before failed, or the segment's decoding did). */
+static int segment_batch(mprof_reader *r, mprof_batch *out)
+{
+    for (;;) {
+        if (r->cur_truncated) {
+            r->cur_truncated = 0;
+            r->failed = 1;
+            return -1;
+        }
+        if (r->cur_b == r->cur->n_b)
+            return r->cur->failed ? fail(r, "%s", r->cur->err) : 0;
+        const mprof__bdesc *b = &r->cur->b[r->cur_b++];
+        if (hand_out(r, r->cur, b, out) < 0)
+            return -1;
+        if (out->n_rec || r->cur_truncated || out->max_ts_ns != INT64_MIN)
+            return 1;
+    }
+}
+
+/* Makes s the current segment: its job taken when it is the job's first. */
+static int enter_segment(mprof_reader *r, mprof__segment *s)
+{
+    r->cur = s;
+    r->cur_b = 0;
+    return s->first ? take_job(r, s) : 0;
+}
+
 int mprof_reader_next_batch(mprof_reader *r, mprof_batch *out)
 {
     memset(out, 0, sizeof *out);
@@ -969,26 +997,12 @@ int mprof_reader_next_batch(mprof_reader *r, mprof_batch *out)
     if (!r->started && start(r) != 0)
         return -1;
     for (;;) {
-        if (r->cur_truncated) {
-            r->cur_truncated = 0;
-            r->failed = 1;
-            return -1;
-        }
-        if (r->cur && r->cur_b < r->cur->n_b) {
-            const mprof__bdesc *b = &r->cur->b[r->cur_b++];
-            int rc = hand_out(r, r->cur, b, out);
-            if (rc < 0)
-                return -1;
-            if (out->n_rec || r->cur_truncated || out->max_ts_ns != INT64_MIN)
-                return 1;
-            continue;
-        }
         if (r->cur) {
-            int failed = r->cur->failed;
-            if (failed)
-                fail(r, "%s", r->cur->err);
+            int rc = segment_batch(r, out);
+            if (rc == 1)
+                return 1;
             release_segment(r);
-            if (failed)
+            if (rc < 0)
                 return -1;
         }
         if (r->done)
@@ -996,11 +1010,66 @@ int mprof_reader_next_batch(mprof_reader *r, mprof_batch *out)
         mprof__segment *s = next_segment(r);
         if (!s)
             return fail(r, "out of memory");
-        r->cur = s;
-        r->cur_b = 0;
-        if (s->first && take_job(r, s) != 0)
+        if (enter_segment(r, s) != 0)
             return -1;
     }
+}
+
+/* ---- every batch to a function ------------------------------------------------------------ */
+
+typedef struct each {
+    mprof_reader *r;
+    mprof_batch_fn fn;
+    void *ctx;
+} each;
+
+enum { EACH_END = 1, EACH_FAILED = -1, EACH_STOPPED = 2 };
+
+/* The pool's consumer: the batches of s to fn, on the worker that decoded s. */
+static int consume_segment(void *arg, mprof__segment *s)
+{
+    each *e = arg;
+    mprof_reader *r = e->r;
+    int rc = enter_segment(r, s);
+    mprof_batch b;
+    while (rc == 0 && (rc = segment_batch(r, &b)) == 1)
+        rc = e->fn(e->ctx, &b) == 0 ? 0 : EACH_STOPPED;
+    mprof__kv_free(&s->kv);
+    r->cur = NULL; /* the pool gives s back */
+    if (rc < 0)
+        return EACH_FAILED;
+    if (rc == EACH_STOPPED)
+        return rc;
+    return r->done ? EACH_END : 0;
+}
+
+int mprof_reader_each_batch(mprof_reader *r, mprof_batch_fn fn, void *ctx)
+{
+    if (r->failed)
+        return -1;
+    int rc;
+    if (r->started || r->jobs <= 1) {
+        mprof_batch b;
+        while ((rc = mprof_reader_next_batch(r, &b)) == 1)
+            if (fn(ctx, &b) != 0)
+                break;
+        if (rc != 1)
+            return rc;
+    } else {
+        r->started = 1;
+        each e = {r, fn, ctx};
+        r->pool = mprof__pool_start(r, r->jobs, r->want_some ? r->want : NULL, consume_segment, &e);
+        if (!r->pool)
+            return fail(r, "out of memory (cannot start %d reader threads)", r->jobs);
+        rc = mprof__pool_wait(r->pool);
+        /* The segments decoded past a stop are gone with the pool. */
+        mprof__pool_stop(r->pool);
+        r->pool = NULL;
+        if (rc != EACH_STOPPED)
+            return rc == EACH_END ? 0 : -1;
+    }
+    fail(r, "the read was stopped");
+    return 1;
 }
 
 /* ---- one event at a time ------------------------------------------------------------------ */
