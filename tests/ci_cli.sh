@@ -138,7 +138,8 @@ has "$W/rootart/ci-report.json" 'is missing'
 grep -q 'cannot create' "$W/rootart/ci-report.json" && fail "rootart: $(cat "$W/rootart/ci-report.json")"
 [ -f "$RA" ] && [ ! -L "$RA" ] && rm -f "$RA"
 
-# 6. Another instrumented process owns the port: its capture is not taken for this run's.
+# 6. Another instrumented process owns the port: its capture is not taken for this run's. (Its
+#    capture would go on until the drain time is up: the other process runs on.)
 PORT2=$((PORT + 1))
 MPROF_LISTEN=1 MPROF_PORT=$PORT2 "$MPROF" ci --self-test-workload --frames 5000000 > /dev/null 2>&1 &
 other=$!
@@ -150,7 +151,7 @@ while [ "$i" -lt 200 ] && ! grep -q ":$hexport 00000000:0000 0A" /proc/net/tcp /
     sleep 0.1
     i=$((i + 1))
 done
-run 0 otherproc --runs 1 --output-dir "$W/other" --port "$PORT2" -- "$MPROF" ci --self-test-workload --frames 2000
+run 0 otherproc --runs 1 --output-dir "$W/other" --port "$PORT2" --drain-seconds 1 -- "$MPROF" ci --self-test-workload --frames 2000
 has "$W/other/ci-report.json" 'recorded another process'
 has "$W/other/ci-report.json" '"source": "in-process"'
 has "$W/other/ci-report.json" '"frameCount": 2000'
@@ -159,7 +160,7 @@ has "$W/other/ci-report.json" '"frameCount": 2000'
 T=$(mktemp -d) || exit 1
 echo keep > "$T/target"
 ln -s "$T/target" "$T/link.mprof"
-run 0 symlinkart --runs 1 --output-dir "$W/symart" --port "$PORT2" --required-artifact "$T/link.mprof" -- "$MPROF" ci --self-test-workload --frames 2000
+run 0 symlinkart --runs 1 --output-dir "$W/symart" --port "$PORT2" --drain-seconds 1 --required-artifact "$T/link.mprof" -- "$MPROF" ci --self-test-workload --frames 2000
 [ -L "$T/link.mprof" ] || fail "symlinkart: the --required-artifact symlink was replaced"
 has "$W/symart/ci-report.json" '"source": "in-process"'
 has "$W/symart/ci-report.json" "\"path\": \"$W/symart/inprocess-capture.mprof\""
