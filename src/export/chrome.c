@@ -673,15 +673,6 @@ static int on_other(void *user, const mprof_event *ev)
     return c->oom ? -1 : 0;
 }
 
-/* A batch to the walker, whose hooks write the trace; stops the read when out of memory. */
-static int chrome_batch(void *arg, const mprof_batch *b)
-{
-    chrome *c = arg;
-    if (mprof__walker_batch(c->w, b) != 0)
-        c->oom = 1;
-    return c->oom;
-}
-
 static void chrome_free(chrome *c)
 {
     for (uint32_t i = 0; i < c->n_loc; i++) {
@@ -718,9 +709,14 @@ int mprof__export_chrome_range(const char *path, const mprof_export_range *range
     }
     c.sys = mprof__sys_chrome_new(); /* NULL: no thread states (out of memory) */
     fputs("{\"traceEvents\":[", out);
-    int rc = mprof_reader_each_batch(c.r, chrome_batch, &c);
-    if (c.oom)
-        rc = -2;
+    mprof_batch b;
+    int rc;
+    while ((rc = mprof_reader_next_batch(c.r, &b)) == 1) {
+        if (mprof__walker_batch(c.w, &b) != 0 || c.oom) {
+            rc = -2;
+            break;
+        }
+    }
     int ret = 0;
     if (rc == -1) {
         snprintf(err, errlen, "%s: %s", path, mprof_reader_error(c.r));

@@ -1123,28 +1123,6 @@ static void pf_free(pf *x)
     mprof__pb_free(&x->buf);
 }
 
-/* A batch to the walker, whose hooks write the trace, then its zone records after the walker's
- * last hook; stops the read with stop_rc (-2 out of memory, -3 the output failed). */
-static int pf_batch(void *arg, const mprof_batch *b)
-{
-    pf *x = arg;
-    if (!x->processes_described && describe_processes(x, NULL) != 0)
-        return x->stop_rc = -2;
-    x->bat = b;
-    x->cur_run = x->cur_rec = 0;
-    x->post = 0;
-    int wrc = mprof__walker_batch(x->w, b);
-    if (!x->oom && !x->buf.oom && !x->write_failed)
-        handle_records(x, UINT32_MAX); /* the zone records after its last other event */
-    if (wrc != 0 && !x->write_failed)
-        x->oom = 1;
-    if (x->oom || x->buf.oom)
-        return x->stop_rc = -2;
-    if (x->write_failed)
-        return x->stop_rc = -3;
-    return 0;
-}
-
 int mprof__export_perfetto_reader(mprof_reader *r, const char *name,
                                   const mprof_export_range *range, FILE *out,
                                   mprof_perfetto_stats *stats, char *err, size_t errlen)
@@ -1169,9 +1147,30 @@ int mprof__export_perfetto_reader(mprof_reader *r, const char *name,
         tool_seterr(err, errlen, "%s: out of memory", name);
         return -1;
     }
-    int rc = mprof_reader_each_batch(r, pf_batch, &x);
-    if (rc == 1)
-        rc = x.stop_rc;
+    mprof_batch b;
+    int rc;
+    while ((rc = mprof_reader_next_batch(r, &b)) == 1) {
+        if (!x.processes_described && describe_processes(&x, NULL) != 0) {
+            rc = -2;
+            break;
+        }
+        x.bat = &b;
+        x.cur_run = x.cur_rec = 0;
+        x.post = 0;
+        int wrc = mprof__walker_batch(x.w, &b);
+        if (!x.oom && !x.buf.oom && !x.write_failed)
+            handle_records(&x, UINT32_MAX); /* the zone records after its last other event */
+        if (wrc != 0 && !x.write_failed)
+            x.oom = 1;
+        if (x.oom || x.buf.oom) {
+            rc = -2;
+            break;
+        }
+        if (x.write_failed) {
+            rc = -3;
+            break;
+        }
+    }
     if (rc == 0 && !x.processes_described && describe_processes(&x, NULL) != 0)
         rc = -2;
     if (rc == 0) {

@@ -290,7 +290,6 @@ typedef struct pf {
     /* The batch being read (perfetto.c): its records up to cur_rec are handled; post: the
      * event handled last waits for its GPU and flush step (after_event) at post_ts. */
     const mprof_batch *bat;
-    int stop_rc; /* why the read stopped (pf_batch): -2 out of memory, -3 the output failed */
     uint32_t cur_run, cur_rec;
     int post;
     int64_t post_ts;
