@@ -104,13 +104,10 @@ static mprof__segment *free_segment(worker *w)
 
 static void wake_waiting_workers(mprof__pool *p);
 
-/* The head of the order, when it is published and w's: takes it as mprof__pool_take does. */
-static mprof__segment *take_turn(worker *w)
+/* Takes the first segment of the slot of the job in turn (published); the job's last frees the
+ * slot for a later job and puts the next job in turn. */
+static mprof__segment *pop_head(mprof__pool *p, slot *sl)
 {
-    mprof__pool *p = w->pool;
-    slot *sl = &p->ring[p->next_take % p->n_ring];
-    if (p->stop || p->consuming || sl->seq != p->next_take || !sl->head || sl->head->owner != w->idx)
-        return NULL;
     mprof__segment *s = sl->head;
     sl->head = s->next;
     if (!sl->head)
@@ -120,6 +117,16 @@ static mprof__segment *take_turn(worker *w)
         p->next_take++;
     }
     return s;
+}
+
+/* The head of the order, when it is published and w's: takes it as mprof__pool_take does. */
+static mprof__segment *take_turn(worker *w)
+{
+    mprof__pool *p = w->pool;
+    slot *sl = &p->ring[p->next_take % p->n_ring];
+    if (p->stop || p->consuming || sl->seq != p->next_take || !sl->head || sl->head->owner != w->idx)
+        return NULL;
+    return pop_head(p, sl);
 }
 
 static void give_back_locked(mprof__pool *p, mprof__segment *s);
@@ -239,16 +246,9 @@ mprof__segment *mprof__pool_take(mprof__pool *p)
         pthread_cond_wait(&p->cv_caller, &p->mu);
         p->caller_waiting = 0;
     }
-    mprof__segment *s = sl->head;
-    sl->head = s->next;
-    if (!sl->head)
-        sl->tail = NULL;
-    if (s->last) {
-        /* The job is all taken: its slot is free for a later one. */
-        sl->seq = 0;
-        p->next_take++;
-        wake_waiting_workers(p);
-    }
+    mprof__segment *s = pop_head(p, sl);
+    if (s->last)
+        wake_waiting_workers(p); /* the ring has room for a later job */
     pthread_mutex_unlock(&p->mu);
     return s;
 }
