@@ -434,7 +434,8 @@ static void core_batch(mprof_analysis *a, const mprof_batch *b)
         uint64_t n = 0;
         int64_t lo = INT64_MAX, hi = INT64_MIN;
         for (const mprof_rec *e = b->rec + run->first, *end = b->rec + run->end; e < end; e++) {
-            __builtin_prefetch(e + PREFETCH_RECS);
+            /* (as an integer: past the batch's end it names no record) */
+            __builtin_prefetch((const void *)((uintptr_t)e + PREFETCH_RECS * sizeof *e));
             int64_t ts = e->ts_ns;
             switch (mprof_rec_type(e)) {
             case MPROF_REC_LEAF: {
