@@ -12,9 +12,9 @@
 #   make matrix - build every standard configuration (Debug, Release, RelWithDebInfo, MinSizeRel
 #                 with gcc and clang, and a packager's build), warnings as errors
 #   make package - the Debian package (CPack DEB) in $(BUILD)/: mprof_<version>_<arch>.deb
-#   make fuzz   - every libFuzzer target for FUZZ_SECONDS (30) on its corpus in fuzz/corpus/,
-#                 JOBS at a time (new inputs go to build-fuzz/corpus/, so the checkout is left
-#                 as it was)
+#   make fuzz   - every libFuzzer target for FUZZ_SECONDS (30) on its corpus in fuzz/corpus/
+#                 (the merger on the reader's), JOBS at a time (new inputs go to
+#                 build-fuzz/corpus/, so the checkout is left as it was)
 # No test in `make test` asserts a timing outcome (those are in `make proof`). A failed test is
 # still run once more before the run counts as failed: a few end-to-end tests (live capture,
 # the engine) wait on deadlines of seconds that a machine at load 15+ can overrun. A real
@@ -62,8 +62,9 @@ proof: build
 fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMPROF_BUILD_FUZZ=ON -DMPROF_BUILD_TESTS=OFF -DMPROF_BUILD_BENCH=OFF -DMPROF_BUILD_EXAMPLES=OFF -DMPROF_WERROR=ON
 	cmake --build build-fuzz -j $(JOBS)
-	printf '%s\n' reader wire timeline passes report_gpu gate_json frames_export perfetto query store view_query view_answers view_index kv escape env_number doctor | \
-	    xargs -P $(JOBS) -I{} sh -c 'mkdir -p build-fuzz/corpus/{} && ./build-fuzz/fuzz/fuzz_{} -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus/{} fuzz/corpus/{}'
+	printf '%s\n' reader merge wire timeline passes report_gpu gate_json frames_export perfetto query store view_query view_answers view_index kv escape env_number doctor | \
+	    xargs -P $(JOBS) -I{} sh -c 't={}; seed=fuzz/corpus/$$t; [ $$t = merge ] && seed=fuzz/corpus/reader; \
+	        mkdir -p build-fuzz/corpus/$$t && ./build-fuzz/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus/$$t $$seed'
 
 matrix: deps
 	sh scripts/build-matrix.sh
