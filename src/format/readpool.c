@@ -38,7 +38,7 @@
 #define SEGS_PER_WORKER 4
 /* In consumer mode a worker holds enough segments to decode a whole chunk of a megabyte (about
  * 14 segments of compact zone records) before its turn comes: a chunk's decoding and consuming
- * are otherwise one after the other on its worker (bench_core's capture: 0.17 s with 4, 0.15 s
+ * are otherwise one after the other on its worker (bench_core's report: 0.17 s with 4, 0.13 s
  * with 16). Memory: a segment's pages are touched only as they fill. A worker claims the next
  * chunk only while fewer than CLAIM_PENDING of its segments wait to be consumed, so that the
  * chunks go round the workers instead of queueing behind one. */
@@ -51,7 +51,6 @@
 
 typedef struct worker {
     struct mprof__pool *pool;
-    int idx;
     pthread_t th;
     int started;
     pthread_cond_t cv; /* the worker waits here, whatever it waits for */
@@ -124,7 +123,8 @@ static mprof__segment *take_turn(worker *w)
 {
     mprof__pool *p = w->pool;
     slot *sl = &p->ring[p->next_take % p->n_ring];
-    if (p->stop || p->consuming || sl->seq != p->next_take || !sl->head || sl->head->owner != w->idx)
+    if (p->stop || p->consuming || sl->seq != p->next_take || !sl->head ||
+        sl->head->owner != (int)(w - p->w))
         return NULL;
     return pop_head(p, sl);
 }
@@ -341,7 +341,6 @@ mprof__pool *mprof__pool_start(mprof_reader *r, int workers, const unsigned char
     for (int i = 0; i < workers; i++) {
         worker *w = &p->w[i];
         w->pool = p;
-        w->idx = i;
         for (int k = 0; k < p->n_seg; k++) {
             if (mprof__segment_init(&w->seg[k]) != 0) {
                 mprof__pool_stop(p);
