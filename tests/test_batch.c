@@ -15,6 +15,7 @@
 #include "format/format.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -521,6 +522,108 @@ static void test_each_batch(void **state)
     free(cap);
 }
 
+/* mprof_reader_each_batch_then: the second stage has every batch the first had, in the same
+ * order, each after the first stage is done with it, and sees the reader's tables as the first
+ * stage saw them with that batch (the capture defines callstacks all through it, so a later
+ * batch's definitions applied too early show); stopped, the second stage has the batches up to
+ * the stop. */
+#define THEN_MAX 65536
+
+typedef struct then_read {
+    batch_read c;     /* the first stage's */
+    const mprof_reader *r;
+    uint32_t stacks;  /* callstacks defined, as the first stage last saw */
+    uint32_t fn_stacks[THEN_MAX];
+    _Atomic uint64_t fn_done; /* batches the first stage is done with */
+    uint64_t then_batches, then_n, then_hash, bad;
+} then_read;
+
+static uint32_t stacks_defined(const mprof_reader *r, uint32_t from)
+{
+    uint32_t n;
+    while (mprof_reader_callstack(r, from + 1, &n))
+        from++;
+    return from;
+}
+
+static int then_first(void *arg, const mprof_batch *b)
+{
+    then_read *t = arg;
+    uint64_t k = t->c.batches;
+    int stop = hash_batch(&t->c, b);
+    t->stacks = stacks_defined(t->r, t->stacks);
+    if (k < THEN_MAX)
+        t->fn_stacks[k] = t->stacks;
+    t->fn_done = k + 1;
+    return stop;
+}
+
+static void then_second(void *arg, const mprof_batch *b)
+{
+    then_read *t = arg;
+    uint64_t k = t->then_batches++;
+    uint32_t n;
+    t->bad += k >= t->fn_done; /* the first stage is done with it */
+    if (k < THEN_MAX) {
+        uint32_t seen = t->fn_stacks[k];
+        t->bad += seen && !mprof_reader_callstack(t->r, seen, &n);
+        t->bad += mprof_reader_callstack(t->r, seen + 1, &n) != NULL;
+    }
+    for (uint32_t i = 0; i < b->n_rec; i++)
+        t->then_hash = mix(mix(t->then_hash, (uint64_t)b->rec[i].ts_ns), b->rec[i].y);
+    t->then_n += b->n_rec;
+}
+
+static then_read *read_then(const unsigned char *data, size_t len, int jobs, uint64_t stop_after)
+{
+    then_read *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    t->c = (batch_read){.t = {.hash = 1}, .max_ts = INT64_MIN, .caller = pthread_self(),
+                        .stop_after = stop_after};
+    t->then_hash = 1;
+    char err[256];
+    mprof_reader *r = mprof_reader_open_mem(data, len, err, sizeof err);
+    assert_non_null(r);
+    mprof_reader_set_jobs(r, jobs);
+    t->r = r;
+    t->c.t.rc = mprof_reader_each_batch_then(r, then_first, then_second, t);
+    assert_int_equal(t->c.bad, 0);
+    assert_int_equal(t->bad, 0);
+    mprof_reader_close(r);
+    return t;
+}
+
+static void test_each_batch_then(void **state)
+{
+    (void)state;
+    size_t len;
+    unsigned char *cap = make_capture(24, &len);
+    then_read *one = read_then(cap, len, 1, 0);
+    assert_int_equal(one->c.t.rc, 0);
+    assert_true(one->c.batches > 24 && one->c.batches < THEN_MAX);
+    assert_true(one->stacks > 100); /* definitions all through the capture */
+    assert_int_equal(one->then_batches, one->c.batches);
+    for (int jobs = 1; jobs <= 5; jobs++) {
+        then_read *t = read_then(cap, len, jobs, 0);
+        assert_int_equal(t->c.t.rc, 0);
+        assert_true(t->c.t.hash == one->c.t.hash);
+        assert_int_equal(t->then_batches, one->c.batches);
+        assert_int_equal(t->then_n, one->then_n);
+        assert_true(t->then_hash == one->then_hash);
+        free(t);
+        uint64_t stops[] = {1, 7, one->c.batches / 2};
+        for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++) {
+            t = read_then(cap, len, jobs, stops[k]);
+            assert_int_equal(t->c.t.rc, 1);
+            assert_int_equal(t->c.batches, stops[k]);
+            assert_int_equal(t->then_batches, stops[k]);
+            free(t);
+        }
+    }
+    free(one);
+    free(cap);
+}
+
 /* The records a reader applies to its tables, handed out whatever it wants. */
 static int is_definition(int type)
 {
@@ -873,6 +976,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jobs_same_events),
         cmocka_unit_test(test_each_batch),
+        cmocka_unit_test(test_each_batch_then),
         cmocka_unit_test(test_want),
         cmocka_unit_test(test_want_record),
         cmocka_unit_test(test_unknown_sys_values),

@@ -16,7 +16,6 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -607,46 +606,7 @@ static int scan_frame_span(mprof_analysis *a, const char *path, char *err, size_
     return first_read(a, path, 0, err, errlen);
 }
 
-/* The passes that run beside the core pass, on a thread of their own (jobs > 1): each batch is
- * handed to it and both sides finish the batch before the next is read (the reader changes its
- * tables, and the batch's memory, only when it hands out the next). */
-typedef struct beside {
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    mprof_analysis *a;
-    const mprof_batch *b; /* the batch to run, NULL when done with it */
-    int stop, started;
-} beside;
-
 static void run_pass(mprof_analysis *a, size_t i, const mprof_batch *b);
-
-static void run_beside(mprof_analysis *a, const mprof_batch *b)
-{
-    for (size_t i = 0; pass_table[i]; i++)
-        if (a->pass_read[i] && pass_table[i]->beside)
-            run_pass(a, i, b);
-}
-
-static void *beside_main(void *arg)
-{
-    beside *h = arg;
-    pthread_mutex_lock(&h->mu);
-    for (;;) {
-        while (!h->b && !h->stop)
-            pthread_cond_wait(&h->cv, &h->mu);
-        if (!h->b)
-            break;
-        const mprof_batch *b = h->b;
-        pthread_mutex_unlock(&h->mu);
-        run_beside(h->a, b);
-        pthread_mutex_lock(&h->mu);
-        h->b = NULL;
-        pthread_cond_broadcast(&h->cv);
-    }
-    pthread_mutex_unlock(&h->mu);
-    return NULL;
-}
 
 /* Feeds a pass without a batch hook one event at a time, zone records as the events they
  * stand for. */
@@ -776,79 +736,52 @@ static void want_fields(mprof_analysis *a, mprof_reader *r)
     mprof_reader_want(r, want);
 }
 
+/* A batch of the read, first stage: to the core pass (core), the kept records and the passes of
+ * pass_read that do not run beside it. Stops the read when a one-read analysis has to read
+ * again (redo). */
 typedef struct read_ctx {
     mprof_analysis *a;
-    beside *h;
     int core;
 } read_ctx;
 
-/* A batch of the read: to the core pass (core), the kept records and the passes of pass_read.
- * Stops the read when a one-read analysis has to read again (redo). */
 static int read_batch(void *arg, const mprof_batch *b)
 {
     read_ctx *c = arg;
     mprof_analysis *a = c->a;
-    beside *h = c->h;
-    if (h->started) {
-        pthread_mutex_lock(&h->mu);
-        h->b = b;
-        pthread_cond_broadcast(&h->cv);
-        pthread_mutex_unlock(&h->mu);
-    }
     if (c->core)
         core_batch(a, b);
     if (a->keep_on && !a->keep_over)
         keep_batch(a, b);
     for (size_t i = 0; pass_table[i]; i++)
-        if (a->pass_read[i] && !(h->started && pass_table[i]->beside))
+        if (a->pass_read[i] && !pass_table[i]->beside)
             run_pass(a, i, b);
-    if (h->started) {
-        pthread_mutex_lock(&h->mu);
-        while (h->b)
-            pthread_cond_wait(&h->cv, &h->mu);
-        pthread_mutex_unlock(&h->mu);
-    }
     return a->sp.redo;
 }
 
+/* The second stage: the passes beside the core pass, on whichever reader thread is free while
+ * the first stage goes on with the next batches (mprof_reader_each_batch_then). */
+static void beside_batch(void *arg, const mprof_batch *b)
+{
+    read_ctx *c = arg;
+    mprof_analysis *a = c->a;
+    for (size_t i = 0; pass_table[i]; i++)
+        if (a->pass_read[i] && pass_table[i]->beside)
+            run_pass(a, i, b);
+}
+
 /* One read of r: the core pass (core) and the passes of pass_read, batch by batch (on the
- * reader's threads, read_batch). Stops early when a one-read analysis has to read again
- * (redo). */
+ * reader's threads). Stops early when a one-read analysis has to read again (redo). */
 static int read_passes(mprof_analysis *a, mprof_reader *r, int core, char *err, size_t errlen)
 {
     if (a->opts.jobs)
         mprof_reader_set_jobs(r, a->opts.jobs);
     if (core)
         want_fields(a, r);
-    /* With three jobs or more, the passes that can run beside the core pass do, on a thread.
-     * With two, the two workers already keep both cores busy decoding and running the passes,
-     * and a third thread only takes turns with them (the engine's report: 0.26-0.27 s with it,
-     * 0.25-0.26 s without). */
-    beside h = {.a = a};
-    int jobs = a->opts.jobs ? a->opts.jobs : mprof_read_jobs();
     int any_beside = 0;
     for (size_t i = 0; pass_table[i]; i++)
         any_beside |= a->pass_read[i] && pass_table[i]->beside;
-    if (core && jobs > 2 && any_beside) {
-        pthread_mutex_init(&h.mu, NULL);
-        pthread_cond_init(&h.cv, NULL);
-        h.started = pthread_create(&h.th, NULL, beside_main, &h) == 0;
-        if (!h.started) {
-            pthread_cond_destroy(&h.cv);
-            pthread_mutex_destroy(&h.mu);
-        }
-    }
-    read_ctx ctx = {a, &h, core};
-    int rc = mprof_reader_each_batch(r, read_batch, &ctx);
-    if (h.started) {
-        pthread_mutex_lock(&h.mu);
-        h.stop = 1;
-        pthread_cond_broadcast(&h.cv);
-        pthread_mutex_unlock(&h.mu);
-        pthread_join(h.th, NULL);
-        pthread_cond_destroy(&h.cv);
-        pthread_mutex_destroy(&h.mu);
-    }
+    read_ctx ctx = {a, core};
+    int rc = mprof_reader_each_batch_then(r, read_batch, any_beside ? beside_batch : NULL, &ctx);
     if (a->sp.redo)
         return 0;
     if (rc < 0) {

@@ -31,10 +31,11 @@ typedef struct mprof_analysis mprof_analysis;
 typedef struct mprof_pass_vtbl {
     const char *name;   /* "memory"; also the report flag --memory */
     bool always;        /* run even when not asked for */
-    /* May run on a thread of its own beside the core pass (jobs > 2): it reads the reader's
-     * tables and writes its own state only. The core pass and the passes without it take the
-     * batches one at a time in file order, on the reader's thread that decoded each
-     * (mprof_reader_each_batch); both are done with a batch before the next one is handed out. */
+    /* Runs beside the core pass, as the second stage of the read (mprof_reader_each_batch_then:
+     * with jobs > 1 on another reader thread, on a batch while the core pass is on later ones):
+     * it reads the reader's tables and writes its own state only. The core pass and the passes
+     * without it take the batches one at a time in file order, on the reader's thread that
+     * decoded each (mprof_reader_each_batch). */
     bool beside;
     void *(*create)(mprof_analysis *a);
     void (*event)(void *state, mprof_analysis *a, const mprof_event *ev);

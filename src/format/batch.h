@@ -126,6 +126,17 @@ int mprof_reader_next_batch(mprof_reader *r, mprof_batch *out);
 typedef int (*mprof_batch_fn)(void *ctx, const mprof_batch *b);
 int mprof_reader_each_batch(mprof_reader *r, mprof_batch_fn fn, void *ctx);
 
+/* As mprof_reader_each_batch, and every batch fn had then goes to then, in the same order, one
+ * call at a time (each call sees what the ones before it did): with jobs > 1 on whichever of the
+ * reader's threads has nothing else to do, while fn goes on with later batches. then sees the
+ * reader's tables as fn saw them with the same batch: the reader applies a later batch's
+ * definitions only once then is done with every batch before it. then must not read what fn
+ * writes (fn and then are two stages of a pipeline, with state of their own). then also has the
+ * batch fn stopped the read with; the call returns once then is done with every batch. */
+typedef void (*mprof_batch_then_fn)(void *ctx, const mprof_batch *b);
+int mprof_reader_each_batch_then(mprof_reader *r, mprof_batch_fn fn, mprof_batch_then_fn then,
+                                 void *ctx);
+
 /* The cores this process may run on (at least 1): what --jobs defaults to. Any thread. */
 int mprof_default_jobs(void);
 

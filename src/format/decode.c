@@ -46,6 +46,8 @@ void mprof__segment_free(mprof__segment *s)
     free(s->ev);
     free(s->frames);
     free(s->b);
+    free(s->handed);
+    s->handed = NULL;
     s->rec = NULL;
     s->run = NULL;
     s->ev = NULL;

@@ -131,6 +131,10 @@ typedef struct mprof__segment {
     char err[256];
     int owner;  /* readpool: the worker whose segment it is */
     struct mprof__segment *next;
+    /* The batches the first stage was handed, for the second (mprof_reader_each_batch_then);
+     * MPROF__SEG_BATCHES of them, allocated at the first such read. */
+    mprof_batch *handed;
+    uint32_t n_handed;
 } mprof__segment;
 
 /* Allocates a segment's arrays. Returns 0, or -1 when out of memory. */
@@ -170,15 +174,24 @@ void mprof__produce(mprof__decoder *d, mprof__job *job, int first, mprof__segmen
                     const unsigned char *want);
 
 /* Worker threads that read, decode and hand back segments in file order (readpool.c). */
-/* A consumer: takes a segment (the worker gives it back after); 0 goes on, any other value
- * stops the pool with it. */
-typedef int (*mprof__consume_fn)(void *ctx, mprof__segment *s);
+/* A consumer: takes a segment (the worker gives it back after, or queues it for then); 0 goes
+ * on, any other value stops the pool with it. p is the pool that calls it (mprof__pool_drain). */
+typedef int (*mprof__consume_fn)(void *ctx, mprof__pool *p, mprof__segment *s);
+/* A second stage: takes each segment that went through fn, in file order, one at a time, while
+ * fn goes on with later segments; the pool gives the segment back after it. */
+typedef void (*mprof__then_fn)(void *ctx, mprof__segment *s);
 /* fn NULL: the caller takes the segments (mprof__pool_take). Else the workers consume them, in
  * file order, each segment on the thread that decoded it, one at a time, until fn stops them;
- * the caller waits for that with mprof__pool_wait. */
+ * the caller waits for that with mprof__pool_wait. then (consumer mode, may be NULL) runs on a
+ * worker that has nothing else to do, or on the caller at the end. */
 mprof__pool *mprof__pool_start(mprof_reader *r, int workers, const unsigned char *want,
-                               mprof__consume_fn fn, void *ctx);
-/* Consumer mode: waits until fn stops the pool; returns the value it stopped with. */
+                               mprof__consume_fn fn, mprof__then_fn then, void *ctx);
+/* From fn, with the segment s it holds: runs then on every segment before s (or waits for the
+ * thread that does), then on s itself, so that fn may change what then reads; then takes what
+ * of s it has not had yet (reader.c keeps the batches fn was handed in s). */
+void mprof__pool_drain(mprof__pool *p, mprof__segment *s);
+/* Consumer mode: waits until fn stops the pool and the segments it took have been through then;
+ * returns the value fn stopped with. */
 int mprof__pool_wait(mprof__pool *p);
 /* The next segment in file order; NULL when out of memory (never at the end: the last job is an
  * EOF or FAIL job). The caller gives each back before it takes the next. */

@@ -917,7 +917,7 @@ static int start(mprof_reader *r)
     r->started = 1;
     if (r->jobs <= 1)
         return 0;
-    r->pool = mprof__pool_start(r, r->jobs, r->want_some ? r->want : NULL, NULL, NULL);
+    r->pool = mprof__pool_start(r, r->jobs, r->want_some ? r->want : NULL, NULL, NULL, NULL);
     if (!r->pool)
         return fail(r, "out of memory (cannot start %d reader threads)", r->jobs);
     return 0;
@@ -1020,22 +1020,57 @@ int mprof_reader_next_batch(mprof_reader *r, mprof_batch *out)
 typedef struct each {
     mprof_reader *r;
     mprof_batch_fn fn;
+    mprof_batch_then_fn then;
     void *ctx;
 } each;
 
 enum { EACH_END = 1, EACH_FAILED = -1, EACH_STOPPED = 2 };
 
-/* The pool's consumer: the batches of s to fn, on the worker that decoded s. */
-static int consume_segment(void *arg, mprof__segment *s)
+/* Whether the next batch of the current segment (the batch segment_batch hands out next: the
+ * next with records or a time, and the empty ones before it) changes what the second stage may
+ * read: a definition, or a thread index beyond the reader's table. */
+static int next_changes_tables(const mprof_reader *r)
+{
+    const mprof__segment *s = r->cur;
+    for (uint32_t i = r->cur_b; i < s->n_b; i++) {
+        const mprof__bdesc *b = &s->b[i];
+        if (b->n_defs || b->max_thread >= r->n_threads)
+            return 1;
+        if (b->n_rec || b->max_ts != INT64_MIN)
+            return 0;
+    }
+    return 0;
+}
+
+/* The pool's consumer: the batches of s to fn, on the worker that decoded s; with a second
+ * stage, kept in s for it (then_segment). Before a job's INFO or END, or a batch that changes
+ * the reader's tables, the second stage catches up with fn (mprof__pool_drain). */
+static int consume_segment(void *arg, mprof__pool *p, mprof__segment *s)
 {
     each *e = arg;
     mprof_reader *r = e->r;
+    s->n_handed = 0;
+    if (e->then) {
+        if (!s->handed && !(s->handed = malloc(MPROF__SEG_BATCHES * sizeof *s->handed))) {
+            fail(r, "out of memory");
+            return EACH_FAILED;
+        }
+        if (s->first && s->job_kind != MPROF__JOB_EVENTS)
+            mprof__pool_drain(p, s);
+    }
     int rc = enter_segment(r, s);
     mprof_batch b;
-    while (rc == 0 && (rc = segment_batch(r, &b)) == 1)
+    while (rc == 0) {
+        if (e->then && next_changes_tables(r))
+            mprof__pool_drain(p, s);
+        if ((rc = segment_batch(r, &b)) != 1)
+            break;
+        if (e->then)
+            s->handed[s->n_handed++] = b;
         rc = e->fn(e->ctx, &b) == 0 ? 0 : EACH_STOPPED;
+    }
     mprof__kv_free(&s->kv);
-    r->cur = NULL; /* the pool gives s back */
+    r->cur = NULL; /* the pool gives s back, or queues it for then */
     if (rc < 0)
         return EACH_FAILED;
     if (rc == EACH_STOPPED)
@@ -1043,22 +1078,37 @@ static int consume_segment(void *arg, mprof__segment *s)
     return r->done ? EACH_END : 0;
 }
 
-int mprof_reader_each_batch(mprof_reader *r, mprof_batch_fn fn, void *ctx)
+/* The pool's second stage: the batches fn had of s, to then. */
+static void then_segment(void *arg, mprof__segment *s)
+{
+    each *e = arg;
+    for (uint32_t i = 0; i < s->n_handed; i++)
+        e->then(e->ctx, &s->handed[i]);
+    s->n_handed = 0;
+}
+
+int mprof_reader_each_batch_then(mprof_reader *r, mprof_batch_fn fn, mprof_batch_then_fn then,
+                                 void *ctx)
 {
     if (r->failed)
         return -1;
     int rc;
     if (r->started || r->jobs <= 1) {
         mprof_batch b;
-        while ((rc = mprof_reader_next_batch(r, &b)) == 1)
-            if (fn(ctx, &b) != 0)
+        while ((rc = mprof_reader_next_batch(r, &b)) == 1) {
+            int stop = fn(ctx, &b);
+            if (then)
+                then(ctx, &b);
+            if (stop != 0)
                 break;
+        }
         if (rc != 1)
             return rc;
     } else {
         r->started = 1;
-        each e = {r, fn, ctx};
-        r->pool = mprof__pool_start(r, r->jobs, r->want_some ? r->want : NULL, consume_segment, &e);
+        each e = {r, fn, then, ctx};
+        r->pool = mprof__pool_start(r, r->jobs, r->want_some ? r->want : NULL, consume_segment,
+                                    then ? then_segment : NULL, &e);
         if (!r->pool)
             return fail(r, "out of memory (cannot start %d reader threads)", r->jobs);
         rc = mprof__pool_wait(r->pool);
@@ -1070,6 +1120,11 @@ int mprof_reader_each_batch(mprof_reader *r, mprof_batch_fn fn, void *ctx)
     }
     fail(r, "the read was stopped");
     return 1;
+}
+
+int mprof_reader_each_batch(mprof_reader *r, mprof_batch_fn fn, void *ctx)
+{
+    return mprof_reader_each_batch_then(r, fn, NULL, ctx);
 }
 
 /* ---- one event at a time ------------------------------------------------------------------ */

@@ -88,6 +88,13 @@ struct mprof__pool {
     void *ctx;
     int consuming;
     int result;
+    /* The second stage (then): the segments through fn, in file order, waiting for it; one runs
+     * at a time (then_running). A thread that waits for the queue to empty waits on cv_then. */
+    mprof__then_fn then;
+    mprof__segment *then_head, *then_tail;
+    int then_running;
+    int then_waiting;
+    pthread_cond_t cv_then;
 };
 
 static mprof__segment *free_segment(worker *w)
@@ -131,6 +138,70 @@ static mprof__segment *take_turn(worker *w)
 
 static void give_back_locked(mprof__pool *p, mprof__segment *s);
 
+/* A segment fn is done with: back to its worker, or to the second stage's queue. */
+static void done_with(mprof__pool *p, mprof__segment *s)
+{
+    if (!p->then) {
+        give_back_locked(p, s);
+        return;
+    }
+    s->next = NULL;
+    if (p->then_tail)
+        p->then_tail->next = s;
+    else
+        p->then_head = s;
+    p->then_tail = s;
+}
+
+/* Runs then on the first segment of its queue unless another thread is on it (p->mu held, let
+ * go while then runs). Returns whether it ran. */
+static int run_then(mprof__pool *p)
+{
+    mprof__segment *s = p->then_head;
+    if (!s || p->then_running)
+        return 0;
+    p->then_head = s->next;
+    if (!p->then_head)
+        p->then_tail = NULL;
+    p->then_running = 1;
+    pthread_mutex_unlock(&p->mu);
+    p->then(p->ctx, s);
+    pthread_mutex_lock(&p->mu);
+    p->then_running = 0;
+    give_back_locked(p, s);
+    if (p->then_waiting)
+        pthread_cond_broadcast(&p->cv_then);
+    if (p->then_head)
+        wake_waiting_workers(p); /* the next is anybody's to run */
+    return 1;
+}
+
+/* Until the second stage's queue is empty and nobody runs then (p->mu held). */
+static void drain_locked(mprof__pool *p)
+{
+    while (p->then_head || p->then_running) {
+        if (run_then(p))
+            continue;
+        p->then_waiting++;
+        pthread_cond_wait(&p->cv_then, &p->mu);
+        p->then_waiting--;
+    }
+}
+
+void mprof__pool_drain(mprof__pool *p, mprof__segment *s)
+{
+    pthread_mutex_lock(&p->mu);
+    drain_locked(p);
+    p->then_running = 1;
+    pthread_mutex_unlock(&p->mu);
+    p->then(p->ctx, s);
+    pthread_mutex_lock(&p->mu);
+    p->then_running = 0;
+    if (p->then_waiting)
+        pthread_cond_broadcast(&p->cv_then);
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* Consumer mode: consumes w's segments while the head of the order is one (p->mu held, let go
  * while fn runs). Returns whether it consumed any. */
 static int consume_turns(worker *w)
@@ -141,10 +212,10 @@ static int consume_turns(worker *w)
     while (p->fn && (s = take_turn(w))) {
         p->consuming = 1;
         pthread_mutex_unlock(&p->mu);
-        int rc = p->fn(p->ctx, s);
+        int rc = p->fn(p->ctx, p, s);
         pthread_mutex_lock(&p->mu);
         p->consuming = 0;
-        give_back_locked(p, s);
+        done_with(p, s);
         any = 1;
         if (rc != 0) {
             p->result = rc;
@@ -158,10 +229,10 @@ static int consume_turns(worker *w)
 }
 
 /* Waits on the worker's own condition (p->mu held); in consumer mode it consumes its turn
- * instead when it has one. */
+ * instead when it has one, or else runs the second stage when it can. */
 static void worker_wait(worker *w)
 {
-    if (consume_turns(w))
+    if (consume_turns(w) || run_then(w->pool))
         return;
     w->waiting = 1;
     pthread_cond_wait(&w->cv, &w->pool->mu);
@@ -280,6 +351,8 @@ int mprof__pool_wait(mprof__pool *p)
         pthread_cond_wait(&p->cv_caller, &p->mu);
         p->caller_waiting = 0;
     }
+    /* The workers stop at once; the segments fn took still go through then. */
+    drain_locked(p);
     int rc = p->result;
     pthread_mutex_unlock(&p->mu);
     return rc;
@@ -308,6 +381,7 @@ void mprof__pool_stop(mprof__pool *p)
         pthread_cond_destroy(&w->cv);
     }
     pthread_cond_destroy(&p->cv_caller);
+    pthread_cond_destroy(&p->cv_then);
     pthread_mutex_destroy(&p->mu);
     free(p->ring);
     free(p->w);
@@ -315,7 +389,7 @@ void mprof__pool_stop(mprof__pool *p)
 }
 
 mprof__pool *mprof__pool_start(mprof_reader *r, int workers, const unsigned char *want,
-                               mprof__consume_fn fn, void *ctx)
+                               mprof__consume_fn fn, mprof__then_fn then, void *ctx)
 {
     mprof__pool *p = calloc(1, sizeof *p);
     if (!p)
@@ -323,6 +397,7 @@ mprof__pool *mprof__pool_start(mprof_reader *r, int workers, const unsigned char
     p->r = r;
     p->want = want;
     p->fn = fn;
+    p->then = fn ? then : NULL;
     p->ctx = ctx;
     p->n = workers;
     p->n_seg = fn ? SEGS_CONSUME : SEGS_PER_WORKER;
@@ -332,6 +407,7 @@ mprof__pool *mprof__pool_start(mprof_reader *r, int workers, const unsigned char
     p->ring = calloc(p->n_ring, sizeof *p->ring);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv_caller, NULL);
+    pthread_cond_init(&p->cv_then, NULL);
     for (int i = 0; p->w && i < workers; i++)
         pthread_cond_init(&p->w[i].cv, NULL);
     if (!p->w || !p->ring) {
