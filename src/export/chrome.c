@@ -167,6 +167,13 @@ static inline char *reserve(chrome *c, size_t n)
     return c->buf + c->len;
 }
 
+/* Copies a string literal to p, a char * into room reserve() gave, and moves p past it. */
+#define LIT(s)                                                                                     \
+    do {                                                                                           \
+        memcpy(p, s, sizeof(s) - 1);                                                               \
+        p += sizeof(s) - 1;                                                                        \
+    } while (0)
+
 static void sep(chrome *c)
 {
     if (c->events++)
@@ -364,11 +371,6 @@ static void on_zone(void *user, const mprof_tl_zone *z)
         PUT_LIT(c, "}}");
     } else {
         char *p = reserve(c, need), *p0 = p;
-#define LIT(s)                                                                                     \
-    do {                                                                                           \
-        memcpy(p, s, sizeof(s) - 1);                                                               \
-        p += sizeof(s) - 1;                                                                        \
-    } while (0)
         if (c->events++)
             LIT(",\n{\"ph\":\"X\",\"name\":");
         else
@@ -395,7 +397,6 @@ static void on_zone(void *user, const mprof_tl_zone *z)
         if (z->unfinished)
             LIT(",\"unfinished\":true");
         LIT("}}");
-#undef LIT
         c->len += (size_t)(p - p0);
     }
     if (z->name)
@@ -403,20 +404,31 @@ static void on_zone(void *user, const mprof_tl_zone *z)
     piece_free(&tx);
 }
 
+/* A lock span, written as on_zone writes a zone (a lock-heavy capture has one for every few
+ * zones): at most 71 bytes of text, a 20-digit tid and two times of at most 26 bytes. */
 static void on_lock(void *user, const mprof_tl_lockspan *s)
 {
     chrome *c = user;
-    FILE *o = c->out;
     if (!mprof__range_overlaps(c->range, s->start_ns, s->end_ns))
         return;
     sep(c);
-    flush_buf(c);
-    fprintf(o, "{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"lock\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":",
-            s->waiting ? "waiting" : "holding", PID_LOCKS, LOCK_TID_BASE + (uint64_t)s->lock * 1024 + s->row);
-    us(o, s->start_ns);
-    fputs(",\"dur\":", o);
-    us(o, s->end_ns - s->start_ns);
-    fprintf(o, ",\"args\":{\"shared\":%s}}", s->shared ? "true" : "false");
+    char *p = reserve(c, 192), *p0 = p;
+    if (s->waiting)
+        LIT("{\"ph\":\"X\",\"name\":\"waiting\",\"cat\":\"lock\",\"pid\":");
+    else
+        LIT("{\"ph\":\"X\",\"name\":\"holding\",\"cat\":\"lock\",\"pid\":");
+    p = fmt_u64(p, PID_LOCKS);
+    LIT(",\"tid\":");
+    p = fmt_u64(p, LOCK_TID_BASE + (uint64_t)s->lock * 1024 + s->row);
+    LIT(",\"ts\":");
+    p = fmt_us(p, s->start_ns);
+    LIT(",\"dur\":");
+    p = fmt_us(p, s->end_ns - s->start_ns);
+    if (s->shared)
+        LIT(",\"args\":{\"shared\":true}}");
+    else
+        LIT(",\"args\":{\"shared\":false}}");
+    c->len += (size_t)(p - p0);
 }
 
 static void on_memory(void *user, uint32_t pool, int64_t ts, int64_t bytes)

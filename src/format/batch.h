@@ -12,7 +12,7 @@
  * decodes them on worker threads (one a core by default): chunks are handed out in file order,
  * each worker decompresses, checks and decodes its own, and batches come back to the caller in
  * file order. Definitions (source locations, strings, threads, callstacks) are applied to the
- * reader's tables on the caller's thread as the batch that holds them is handed out; a batch
+ * reader's tables on the thread that hands out the batch that holds them, as it does; a batch
  * holds definitions only at its start, so a pass sees the tables exactly as a one-at-a-time read
  * would. The records, and every figure computed from them, are the same for any jobs.
  *

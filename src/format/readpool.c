@@ -23,6 +23,14 @@
  * for anything consumes its turn first, so the order cannot stall: the owner of the head has
  * either published it (and consumes it) or holds a free segment to decode it into (its other
  * segments are the head job's, consumed first, or free).
+ *
+ * A consumer may have a second stage (then, mprof_reader_each_batch_then): a segment fn is done
+ * with waits in a queue, in file order, and then takes it there, one segment at a time, on a
+ * worker that would otherwise wait (or on the caller once fn has stopped); the segment goes back
+ * to its worker after that. So then's work leaves the chain of fn's turns, which is what bounds
+ * the read with two jobs. A segment waiting for then is not free: a worker whose segments wait
+ * there takes no new chunk and runs then instead, so the queue cannot outgrow the segments.
+ * fn catches then up (mprof__pool_drain) before it changes what then reads (reader.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
