@@ -30,6 +30,7 @@
 #include "util/json_out.h"
 #include "analysis/system.h"
 #include "export/chrome_system.h"
+#include "export/decimal.h"
 #include "analysis/timeline.h"
 #include "mprof/mprof.h"
 #include "format/batch.h"
@@ -97,68 +98,6 @@ static inline void put(chrome *c, const char *s, size_t n)
 }
 #define PUT_LIT(c, lit) put((c), (lit), sizeof(lit) - 1)
 
-/* Writes v in decimal at p (room for 20 digits); returns the end. Two digits a step, from the
- * last. */
-static inline char *fmt_u64(char *p, uint64_t v)
-{
-    static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930"
-                                   "31323334353637383940414243444546474849505152535455565758596061"
-                                   "62636465666768697071727374757677787980818283848586878889909192"
-                                   "939495969798990";
-    static const uint64_t pow10[20] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull,
-                                       1000000ull, 10000000ull, 100000000ull, 1000000000ull,
-                                       10000000000ull, 100000000000ull, 1000000000000ull,
-                                       10000000000000ull, 100000000000000ull,
-                                       1000000000000000ull, 10000000000000000ull,
-                                       100000000000000000ull, 1000000000000000000ull,
-                                       10000000000000000000ull};
-    /* Digits from the bit length (1233/4096 ~ log10 2), corrected by one comparison. */
-    int bits = 64 - __builtin_clzll(v | 1);
-    int n = (bits * 1233) >> 12;
-    n += v >= pow10[n];
-    n += n == 0;
-    char *q = p + n;
-    while (v > UINT32_MAX) {
-        unsigned r = (unsigned)(v % 100);
-        v /= 100;
-        q -= 2;
-        q[0] = pairs[2 * r];
-        q[1] = pairs[2 * r + 1];
-    }
-    uint32_t w = (uint32_t)v; /* 32-bit steps are cheaper */
-    while (w >= 100) {
-        unsigned r = w % 100;
-        w /= 100;
-        q -= 2;
-        q[0] = pairs[2 * r];
-        q[1] = pairs[2 * r + 1];
-    }
-    v = w;
-    if (v >= 10) {
-        q[-2] = pairs[2 * v];
-        q[-1] = pairs[2 * v + 1];
-    } else {
-        q[-1] = (char)('0' + v);
-    }
-    return p + n;
-}
-
-/* Nanoseconds as microseconds with three decimals at p (integer arithmetic: exact for any
- * capture length); returns the end. At most 26 bytes. */
-static inline char *fmt_us(char *p, int64_t ns)
-{
-    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    if (ns < 0)
-        *p++ = '-';
-    p = fmt_u64(p, a / 1000);
-    unsigned f = (unsigned)(a % 1000);
-    p[0] = '.';
-    p[1] = (char)('0' + f / 100);
-    p[2] = (char)('0' + f / 10 % 10);
-    p[3] = (char)('0' + f % 10);
-    return p + 4;
-}
-
 /* Room for n more bytes in the buffer; returns where they go. */
 static inline char *reserve(chrome *c, size_t n)
 {
@@ -180,13 +119,6 @@ static void sep(chrome *c)
         PUT_LIT(c, ",\n");
     else
         PUT_LIT(c, "\n");
-}
-
-static void us(FILE *o, int64_t ns)
-{
-    /* Integer arithmetic: exact for any capture length. */
-    int64_t a = ns < 0 ? -ns : ns;
-    fprintf(o, "%s%" PRId64 ".%03d", ns < 0 ? "-" : "", a / 1000, (int)(a % 1000));
 }
 
 /* Pieces keep this many bytes after their end, so that they are copied 16 bytes at a time. */
@@ -349,14 +281,14 @@ static void on_zone(void *user, const mprof_tl_zone *z)
         put(c, nm.s, nm.n);
         put(c, trk->s, trk->n);
         char tmp[64];
-        put(c, tmp, (size_t)(fmt_us(tmp, z->start_ns) - tmp));
+        put(c, tmp, (size_t)(mprof__fmt_us(tmp, z->start_ns) - tmp));
         PUT_LIT(c, ",\"dur\":");
-        put(c, tmp, (size_t)(fmt_us(tmp, z->end_ns - z->start_ns) - tmp));
+        put(c, tmp, (size_t)(mprof__fmt_us(tmp, z->end_ns - z->start_ns) - tmp));
         PUT_LIT(c, ",\"args\":{");
         put(c, args->s, args->n);
         if (mprof__walker_track(c->w, z->track)->kind != MPROF_TRACK_GPU) {
             PUT_LIT(c, ",\"self_us\":");
-            put(c, tmp, (size_t)(fmt_us(tmp, z->end_ns - z->start_ns - z->child_ns) - tmp));
+            put(c, tmp, (size_t)(mprof__fmt_us(tmp, z->end_ns - z->start_ns - z->child_ns) - tmp));
         }
         if (z->text) {
             PUT_LIT(c, ",\"text\":");
@@ -364,7 +296,7 @@ static void on_zone(void *user, const mprof_tl_zone *z)
         }
         if (z->has_value) {
             PUT_LIT(c, ",\"value\":");
-            put(c, tmp, (size_t)(fmt_u64(tmp, z->value) - tmp));
+            put(c, tmp, (size_t)(mprof__fmt_u64(tmp, z->value) - tmp));
         }
         if (z->unfinished)
             PUT_LIT(c, ",\"unfinished\":true");
@@ -377,14 +309,14 @@ static void on_zone(void *user, const mprof_tl_zone *z)
             LIT("\n{\"ph\":\"X\",\"name\":");
         p = put_piece(p, &nm);
         p = put_piece(p, trk);
-        p = fmt_us(p, z->start_ns);
+        p = mprof__fmt_us(p, z->start_ns);
         LIT(",\"dur\":");
-        p = fmt_us(p, z->end_ns - z->start_ns);
+        p = mprof__fmt_us(p, z->end_ns - z->start_ns);
         LIT(",\"args\":{");
         p = put_piece(p, args);
         if (mprof__walker_track(c->w, z->track)->kind != MPROF_TRACK_GPU) {
             LIT(",\"self_us\":");
-            p = fmt_us(p, z->end_ns - z->start_ns - z->child_ns);
+            p = mprof__fmt_us(p, z->end_ns - z->start_ns - z->child_ns);
         }
         if (z->text) {
             LIT(",\"text\":");
@@ -392,7 +324,7 @@ static void on_zone(void *user, const mprof_tl_zone *z)
         }
         if (z->has_value) {
             LIT(",\"value\":");
-            p = fmt_u64(p, z->value);
+            p = mprof__fmt_u64(p, z->value);
         }
         if (z->unfinished)
             LIT(",\"unfinished\":true");
@@ -417,13 +349,13 @@ static void on_lock(void *user, const mprof_tl_lockspan *s)
         LIT("{\"ph\":\"X\",\"name\":\"waiting\",\"cat\":\"lock\",\"pid\":");
     else
         LIT("{\"ph\":\"X\",\"name\":\"holding\",\"cat\":\"lock\",\"pid\":");
-    p = fmt_u64(p, PID_LOCKS);
+    p = mprof__fmt_u64(p, PID_LOCKS);
     LIT(",\"tid\":");
-    p = fmt_u64(p, LOCK_TID_BASE + (uint64_t)s->lock * 1024 + s->row);
+    p = mprof__fmt_u64(p, LOCK_TID_BASE + (uint64_t)s->lock * 1024 + s->row);
     LIT(",\"ts\":");
-    p = fmt_us(p, s->start_ns);
+    p = mprof__fmt_us(p, s->start_ns);
     LIT(",\"dur\":");
-    p = fmt_us(p, s->end_ns - s->start_ns);
+    p = mprof__fmt_us(p, s->end_ns - s->start_ns);
     if (s->shared)
         LIT(",\"args\":{\"shared\":true}}");
     else
@@ -446,7 +378,7 @@ static void on_memory(void *user, uint32_t pool, int64_t ts, int64_t bytes)
     fputs("{\"ph\":\"C\",\"name\":", o);
     mprof_json_write_string(o, name, strlen(name));
     fprintf(o, ",\"pid\":%d,\"ts\":", process_pid(p ? p->process : 0));
-    us(o, ts);
+    mprof__write_us(o, ts);
     /* The argument is named after the counter: Tracy's importer names a plot by the argument
      * key (so "value" for every counter would merge all plots into one), Perfetto names the
      * track "<name> <key>"; both then keep one counter per plot. */
@@ -471,9 +403,9 @@ static void on_frame(void *user, uint32_t set, uint64_t index, int64_t s, int64_
     mprof_json_write_string(o, name, strlen(name));
     fprintf(o, ",\"cat\":\"frame\",\"pid\":%d,\"tid\":%" PRIu32 ",\"ts\":", PID_FRAMES,
             FRAME_TID_BASE + set);
-    us(o, s);
+    mprof__write_us(o, s);
     fputs(",\"dur\":", o);
-    us(o, e - s);
+    mprof__write_us(o, e - s);
     fputs("}", o);
 }
 
@@ -504,7 +436,7 @@ static void on_event(chrome *c, const mprof_event *ev)
         mprof_json_write_string(o, ev->str ? ev->str : "", ev->str_len);
         fprintf(o, ",\"cat\":\"message\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":",
                 thread_pid(c, ev->thread), thread_tid(c, ev->thread));
-        us(o, ev->ts_ns);
+        mprof__write_us(o, ev->ts_ns);
         fprintf(o, ",\"args\":{\"level\":\"%s\",\"severity\":%d,\"color\":\"#%06" PRIx32 "\"}}",
                 ev->u[0] <= 6 ? levels[ev->u[0]] : "info", ev->u[0] <= 6 ? (int)ev->u[0] : 3,
                 mprof_log_level_color((mprof_log_level)(ev->u[0] <= 6 ? ev->u[0] : 0)));
@@ -516,7 +448,7 @@ static void on_event(chrome *c, const mprof_event *ev)
         fputs("{\"ph\":\"C\",\"name\":", o);
         mprof_json_write_string(o, nm ? nm : "plot", strlen(nm ? nm : "plot"));
         fprintf(o, ",\"pid\":%d,\"ts\":", thread_pid(c, ev->thread));
-        us(o, ev->ts_ns);
+        mprof__write_us(o, ev->ts_ns);
         fputs(",\"args\":{", o); /* keyed by the plot's name: see on_memory */
         mprof_json_write_string(o, nm ? nm : "plot", strlen(nm ? nm : "plot"));
         fputc(':', o);
@@ -550,7 +482,7 @@ static void on_async(void *user, const mprof_async_span *s)
         uint32_t th = end && s->end_thread ? s->end_thread : s->begin_thread;
         fprintf(o, "},\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":", thread_pid(c, th),
                 thread_tid(c, th));
-        us(o, end ? s->end_ns : s->start_ns);
+        mprof__write_us(o, end ? s->end_ns : s->start_ns);
         if (!end) {
             fputs(",\"args\":{\"track\":", o);
             mprof_json_write_string(o, track, strlen(track));

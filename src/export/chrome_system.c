@@ -9,6 +9,7 @@
 #include "util/json_out.h"
 #include "analysis/system.h"
 #include "export/chrome_system.h"
+#include "export/decimal.h"
 #include "util/umap.h"
 
 #include <inttypes.h>
@@ -59,21 +60,15 @@ static void sep(FILE *o, uint64_t *count)
     fputs((*count)++ ? ",\n" : "\n", o);
 }
 
-static void us(FILE *o, int64_t ns)
-{
-    int64_t a = ns < 0 ? -ns : ns;
-    fprintf(o, "%s%" PRId64 ".%03d", ns < 0 ? "-" : "", a / 1000, (int)(a % 1000));
-}
-
 static const mprof_export_range *cur_range; /* of the event being handled */
 
 static const mprof_sys_chrome *cur_s;
 
-/* The args of an off-CPU slice: the CPU it left, and who woke it (the sched tracepoints). */
+/* The rest of an off-CPU slice's args (slice_x writes the CPU it left): who woke it (the sched
+ * tracepoints). */
 static void slice_args(FILE *o, const tstate *t)
 {
     static const char *const ctx[] = {"task", "hardirq", "softirq", "nmi"};
-    fprintf(o, ",\"args\":{\"cpu\":%u", t->cpu);
     if (t->woken) {
         fprintf(o, ",\"waker_tid\":%" PRIu64 ",\"waker_pid\":%" PRIu64 ",\"waker_context\":\"%s\"",
                 t->wtid, t->wpid, ctx[t->wctx & 3]);
@@ -101,13 +96,27 @@ static void slice_x(FILE *o, uint64_t *count, uint64_t tid, const char *name, in
 {
     if (e <= s || !mprof__range_overlaps(cur_range, s, e))
         return;
-    sep(o, count);
-    fprintf(o, "{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"thread state\",\"pid\":%d,\"tid\":%" PRIu64
-               ",\"ts\":",
-            name, PID_STATES, STATE_TID(tid));
-    us(o, s);
-    fputs(",\"dur\":", o);
-    us(o, e - s);
+    /* A slice for every switch: its text is put together here and written at once (names are
+     * this file's, a dozen bytes; numbers at most 26 bytes each). */
+    char b[256], *p = b;
+#define ADD(str) (memcpy(p, (str), strlen(str)), p += strlen(str))
+    const char *lead = (*count)++ ? ",\n{\"ph\":\"X\",\"name\":\"" : "\n{\"ph\":\"X\",\"name\":\"";
+    ADD(lead);
+    ADD(name);
+    ADD("\",\"cat\":\"thread state\",\"pid\":");
+    p = mprof__fmt_u64(p, PID_STATES);
+    ADD(",\"tid\":");
+    p = mprof__fmt_u64(p, STATE_TID(tid));
+    ADD(",\"ts\":");
+    p = mprof__fmt_us(p, s);
+    ADD(",\"dur\":");
+    p = mprof__fmt_us(p, e - s);
+    if (t) {
+        ADD(",\"args\":{\"cpu\":");
+        p = mprof__fmt_u64(p, t->cpu);
+    }
+#undef ADD
+    fwrite(b, 1, (size_t)(p - b), o);
     if (t)
         slice_args(o, t);
     fputs("}", o);
@@ -133,7 +142,7 @@ int mprof__sys_chrome_event(mprof_sys_chrome *s, FILE *o, uint64_t *count,
             double v = mprof_event_f64(ev, i) * 100;
             sep(o, count);
             fprintf(o, "{\"ph\":\"C\",\"name\":\"%s\",\"pid\":1,\"ts\":", names[i]);
-            us(o, ev->ts_ns);
+            mprof__write_us(o, ev->ts_ns);
             /* Keyed by the counter's own name, as chrome.c writes plots. */
             fprintf(o, ",\"args\":{\"%s\":%.3f}}", names[i], isfinite(v) ? v : 0.0);
         }
