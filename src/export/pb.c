@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-int mprof__pb_reserve(mprof_pb *b, size_t n)
+int mprof__pb_grow(mprof_pb *b, size_t n)
 {
     if (b->oom)
         return -1;
@@ -72,33 +72,21 @@ void mprof__pb_raw(mprof_pb *b, const void *data, size_t n)
     b->len += n;
 }
 
-void mprof__pb_open(mprof_pb *b, uint32_t field)
+/* mprof__pb_open when the message nests too deep or the buffer cannot grow. */
+void mprof__pb_open_slow(mprof_pb *b, uint32_t field)
 {
-    if (b->depth >= MPROF_PB_MAX_DEPTH) {
+    (void)field;
+    if (b->depth >= MPROF_PB_MAX_DEPTH)
         b->oom = 1;
-        return;
-    }
-    if (mprof__pb_reserve(b, 12) != 0)
-        return;
-    unsigned char *p = mprof__pb_put_varint(b->p + b->len, (uint64_t)field << 3 | 2);
-    b->len = (size_t)(p - b->p);
-    b->open[b->depth++] = b->len;
-    b->p[b->len++] = 0; /* the length, one byte until the close knows better */
 }
 
-void mprof__pb_close(mprof_pb *b)
+void mprof__pb_close_long(mprof_pb *b, size_t at, size_t body)
 {
-    if (b->oom || b->depth <= 0)
-        return;
-    size_t at = b->open[--b->depth];
-    size_t body = b->len - at - 1;
     unsigned char tmp[10];
     size_t n = (size_t)(mprof__pb_put_varint(tmp, body) - tmp);
-    if (n > 1) {
-        if (mprof__pb_reserve(b, n - 1) != 0)
-            return;
-        memmove(b->p + at + n, b->p + at + 1, body);
-        b->len += n - 1;
-    }
+    if (mprof__pb_reserve(b, n - 1) != 0)
+        return;
+    memmove(b->p + at + n, b->p + at + 1, body);
+    b->len += n - 1;
     memcpy(b->p + at, tmp, n);
 }

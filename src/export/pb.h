@@ -28,8 +28,15 @@ typedef struct mprof_pb {
     int oom; /* growth failed, or a message was nested too deep */
 } mprof_pb;
 
-/* Room for n more bytes. 0, or -1 (oom set). */
-int mprof__pb_reserve(mprof_pb *b, size_t n);
+/* Room for n more bytes. 0, or -1 (oom set). Inline while there is room: a trace packet writes
+ * a dozen fields, each of which asks. */
+int mprof__pb_grow(mprof_pb *b, size_t n);
+static inline int mprof__pb_reserve(mprof_pb *b, size_t n)
+{
+    if (__builtin_expect(!b->oom && b->len + n <= b->cap, 1))
+        return 0;
+    return mprof__pb_grow(b, n);
+}
 void mprof__pb_free(mprof_pb *b);
 
 static inline unsigned char *mprof__pb_put_varint(unsigned char *p, uint64_t v)
@@ -69,7 +76,31 @@ static inline void mprof__pb_str(mprof_pb *b, uint32_t field, const char *s)
 /* Appends n bytes already encoded (fields written into another buffer). */
 void mprof__pb_raw(mprof_pb *b, const void *data, size_t n);
 /* Opens a nested message as field; every open needs its close. */
-void mprof__pb_open(mprof_pb *b, uint32_t field);
-void mprof__pb_close(mprof_pb *b);
+void mprof__pb_open_slow(mprof_pb *b, uint32_t field);
+static inline void mprof__pb_open(mprof_pb *b, uint32_t field)
+{
+    if (__builtin_expect(b->depth >= MPROF_PB_MAX_DEPTH || mprof__pb_reserve(b, 12) != 0, 0)) {
+        mprof__pb_open_slow(b, field);
+        return;
+    }
+    unsigned char *p = mprof__pb_put_varint(b->p + b->len, (uint64_t)field << 3 | 2);
+    b->len = (size_t)(p - b->p);
+    b->open[b->depth++] = b->len;
+    b->p[b->len++] = 0; /* the length, one byte until the close knows better */
+}
+/* Closes the innermost open message: its length written in front of it, the body moved up when
+ * the length needs more than the byte kept for it (a body of 128 bytes or more). */
+void mprof__pb_close_long(mprof_pb *b, size_t at, size_t body);
+static inline void mprof__pb_close(mprof_pb *b)
+{
+    if (b->oom || b->depth <= 0)
+        return;
+    size_t at = b->open[--b->depth];
+    size_t body = b->len - at - 1;
+    if (__builtin_expect(body < 0x80, 1))
+        b->p[at] = (unsigned char)body;
+    else
+        mprof__pb_close_long(b, at, body);
+}
 
 #endif
