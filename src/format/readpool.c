@@ -105,6 +105,17 @@ struct mprof__pool {
     pthread_cond_t cv_then;
 };
 
+/* Appends s to the list [*head, *tail]. */
+static void seg_append(mprof__segment **head, mprof__segment **tail, mprof__segment *s)
+{
+    s->next = NULL;
+    if (*tail)
+        (*tail)->next = s;
+    else
+        *head = s;
+    *tail = s;
+}
+
 static mprof__segment *free_segment(worker *w)
 {
     for (int i = 0; i < w->pool->n_seg; i++)
@@ -153,12 +164,7 @@ static void done_with(mprof__pool *p, mprof__segment *s)
         give_back_locked(p, s);
         return;
     }
-    s->next = NULL;
-    if (p->then_tail)
-        p->then_tail->next = s;
-    else
-        p->then_head = s;
-    p->then_tail = s;
+    seg_append(&p->then_head, &p->then_tail, s);
 }
 
 /* Runs then on the first segment of its queue unless another thread is on it (p->mu held, let
@@ -297,12 +303,7 @@ static void *work(void *arg)
             pthread_mutex_unlock(&p->mu);
             mprof__produce(&w->dec, &w->job, first, s, p->want);
             pthread_mutex_lock(&p->mu);
-            s->next = NULL;
-            if (sl->tail)
-                sl->tail->next = s;
-            else
-                sl->head = s;
-            sl->tail = s;
+            seg_append(&sl->head, &sl->tail, s);
             if (p->caller_waiting && !p->fn)
                 pthread_cond_signal(&p->cv_caller);
             consume_turns(w);
