@@ -337,7 +337,7 @@ static void on_zone(void *user, const mprof_tl_zone *z)
 }
 
 /* A lock span, written as on_zone writes a zone (a lock-heavy capture has one for every few
- * zones): at most 71 bytes of text, a 20-digit tid and two times of at most 26 bytes. */
+ * zones): 92 bytes of text at most, a 20-digit tid and two times of at most 26 bytes. */
 static void on_lock(void *user, const mprof_tl_lockspan *s)
 {
     chrome *c = user;
