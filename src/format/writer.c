@@ -98,7 +98,7 @@ const char *mprof_fmt_check_chunk_header(const unsigned char h[MPROF_FMT_CHUNK_H
     if (*stored_len > MPROF_FMT_MAX_CHUNK_BYTES || *raw_len > MPROF_FMT_MAX_CHUNK_BYTES)
         return "chunk larger than the format allows";
     if (*codec == MPROF_CODEC_NONE && *stored_len != *raw_len)
-        return "stored chunk with mismatched lengths";
+        return "stored chunk with mismatched lengths (its header is damaged)";
     return NULL;
 }
 
