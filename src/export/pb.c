@@ -72,10 +72,9 @@ void mprof__pb_raw(mprof_pb *b, const void *data, size_t n)
     b->len += n;
 }
 
-/* mprof__pb_open when the message nests too deep or the buffer cannot grow. */
-void mprof__pb_open_slow(mprof_pb *b, uint32_t field)
+/* mprof__pb_open that cannot open: too deep is an error like a failed growth (which set oom). */
+void mprof__pb_open_failed(mprof_pb *b)
 {
-    (void)field;
     if (b->depth >= MPROF_PB_MAX_DEPTH)
         b->oom = 1;
 }

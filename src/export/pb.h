@@ -76,11 +76,11 @@ static inline void mprof__pb_str(mprof_pb *b, uint32_t field, const char *s)
 /* Appends n bytes already encoded (fields written into another buffer). */
 void mprof__pb_raw(mprof_pb *b, const void *data, size_t n);
 /* Opens a nested message as field; every open needs its close. */
-void mprof__pb_open_slow(mprof_pb *b, uint32_t field);
+void mprof__pb_open_failed(mprof_pb *b);
 static inline void mprof__pb_open(mprof_pb *b, uint32_t field)
 {
     if (__builtin_expect(b->depth >= MPROF_PB_MAX_DEPTH || mprof__pb_reserve(b, 12) != 0, 0)) {
-        mprof__pb_open_slow(b, field);
+        mprof__pb_open_failed(b);
         return;
     }
     unsigned char *p = mprof__pb_put_varint(b->p + b->len, (uint64_t)field << 3 | 2);
